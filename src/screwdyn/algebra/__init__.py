@@ -1,0 +1,89 @@
+"""The algebras in which screwdyn's recursions run.
+
+An algebra is a small set of operations on its own objects (poses, twists, wrenches, inertias),
+the same set for every algebra, so each algorithm in ``screwdyn.algorithms`` is written once:
+
+    pose(R, p), identity(), revolute(axis, angle), prismatic(axis, d), free(q7)   joint motion
+    compose(A, B), inverse(X), to_matrix(X)                                        poses
+    twist(v6) / twist_vector(V), wrench(f6) / wrench_vector(F)                     public <-> algebra
+    act_twist(X, V), inv_act_twist(X, V), act_wrench(X, F), inv_act_wrench(X, F)   change of frame
+    cross_motion(V, M), cross_force(V, F), dot(M, F)                               brackets, power
+    inertia(m, c, I_c), inertia_apply(I, V), inertia_act(X, I),
+    inertia_sub_outer(IA, U, Dinv)                                                 inertias
+
+A pose X is the child frame seen from the parent frame (T_parent_child); ``act`` takes a twist or
+wrench from the child frame to the parent frame, ``inv_act`` back. Public 6-vectors are
+[linear; angular] twists and [force; torque] wrenches.
+
+Internal layout, shared by all algebras: components first and one trailing batch axis, e.g. a
+twist is (6, N) and a joint angle (N,). Model constants have a batch axis of length 1 and broadcast.
+This keeps numpy's elementwise work contiguous over the batch; under JAX it is equally natural.
+Coordinates of twists, wrenches and inertias are linear, so sums and scalings are plain array ops.
+"""
+from functools import lru_cache
+
+import numpy as np
+
+ALGEBRAS = ("spatial", "vector", "cga", "dq")
+
+
+class Algebra:
+    """Base of the algebra modules: holds the array namespace ``xp`` (numpy or jax.numpy)."""
+
+    name = None
+
+    def __init__(self, xp):
+        self.xp = xp
+
+
+def _implementations():
+    from .spatial import Spatial
+
+    found = {"spatial": Spatial}
+    try:
+        from .cga import CGA
+        found["cga"] = CGA
+    except ImportError:
+        pass
+    try:
+        from .dualquat import DualQuaternion
+        found["dq"] = DualQuaternion
+    except ImportError:
+        pass
+    return found
+
+
+@lru_cache(maxsize=None)
+def get_algebra(name, xp=np):
+    """The algebra ``name`` on backend ``xp``; ``ValueError`` listing the valid names."""
+    implementations = _implementations()
+    if name not in implementations:
+        valid = ", ".join(repr(a) for a in ALGEBRAS if a in implementations or a == "vector")
+        raise ValueError(f"unknown algebra {name!r}; valid: {valid}")
+    return implementations[name](xp)
+
+
+@lru_cache(maxsize=64)
+def body_constants(algebra, model):
+    """Per body: the joint placement (pose), the motion subspace S (list of twists, body frame)
+    and the body inertia, in ``algebra``'s representation. Computed once per model."""
+    out = []
+    for b in model.bodies:
+        placement = algebra.pose(np.reshape(b.rotation, (3, 3)), np.array(b.translation))
+        if b.kind == "free":
+            axes = list(np.eye(6))
+        elif b.kind == "prismatic":
+            axes = [np.concatenate([b.axis, np.zeros(3)])]
+        else:
+            axes = [np.concatenate([np.zeros(3), b.axis])]
+        S = [algebra.twist(np.asarray(a)[:, None]) for a in axes]
+        inertia = algebra.inertia(b.mass, np.array(b.com), np.reshape(b.inertia, (3, 3)))
+        out.append((placement, S, inertia))
+    return tuple(out)
+
+
+@lru_cache(maxsize=64)
+def link_placements(algebra, model):
+    """Per link: its fixed placement in the frame of the body it is welded to."""
+    return tuple(algebra.pose(np.reshape(link.rotation, (3, 3)), np.array(link.translation))
+                 for link in model.links)

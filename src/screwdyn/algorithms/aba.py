@@ -1,0 +1,107 @@
+"""Forward dynamics: the articulated-body algorithm (Featherstone, RBDA Table 7.1). O(n), no mass
+matrix is formed or inverted; a joint with several degrees of freedom (a free joint) solves its
+own small k x k system."""
+from functools import lru_cache
+
+import numpy as np
+
+from ..algebra import body_constants
+from ..errors import ModelError
+from .kinematics import body_velocities, joint_motion, joint_poses
+
+
+def aba(alg, model, q, qd, tau, a0, f_ext=None):
+    """Joint accelerations qdd (nv, N). a0 = -gravity as a twist; f_ext as in ``rnea``."""
+    xp = alg.xp
+    X = joint_poses(alg, model, q)
+    v, vJ = body_velocities(alg, model, X, qd)
+    c = [alg.cross_motion(v_i, vJ_i) for v_i, vJ_i in zip(v, vJ)]  # velocity-product accelerations
+    pA = [alg.cross_force(v_i, alg.inertia_apply(I, v_i))
+          for v_i, (_, _, I) in zip(v, body_constants(alg, model))]
+    if f_ext is not None:
+        pA = [p - f for p, f in zip(pA, f_ext)]
+    U, D, u = articulated_bodies(alg, model, X, c, pA, tau - model.damping[:, None] * qd)
+    Dinv = [_inverse(xp, D_i) for D_i in D]
+    a, qdd = [None] * model.nbodies, [None] * model.nbodies
+    for i, (_, S, _) in enumerate(body_constants(alg, model)):  # root to leaves
+        parent = model.parent[i]
+        a_prime = alg.inv_act_twist(X[i], a0 if parent < 0 else a[parent]) + c[i]
+        qdd[i] = xp.stack(_matvec(Dinv[i], [u_a - alg.dot(a_prime, U_a)
+                                            for u_a, U_a in zip(u[i], U[i])]))
+        a[i] = a_prime + joint_motion(S, qdd[i])
+    return xp.concatenate(qdd)
+
+
+def articulated_bodies(alg, model, X, c, pA, tau):
+    """Leaves to root: U = IA S, D = S^T IA S (+ armature), u = tau - S^T pA, and the articulated
+    inertia and bias wrench of each parent (RBDA eqs. 7.36-7.44)."""
+    consts = body_constants(alg, model)
+    IA = [I for (_, _, I) in consts]
+    pA = list(pA)
+    n = model.nbodies
+    U, D, u = [None] * n, [None] * n, [None] * n
+    for i in reversed(range(n)):
+        S, sl = consts[i][1], model.v_slices[i]
+        U[i] = [alg.inertia_apply(IA[i], S_k) for S_k in S]
+        D[i] = [[alg.dot(S_a, U_b) + (model.armature[sl][a] if a == b else 0.0)
+                 for b, U_b in enumerate(U[i])] for a, S_a in enumerate(S)]
+        u[i] = [tau[sl][a] - alg.dot(S_a, pA[i]) for a, S_a in enumerate(S)]
+        parent = model.parent[i]
+        if parent >= 0:
+            Dinv = _inverse(alg.xp, D[i])
+            Ia = alg.inertia_sub_outer(IA[i], U[i], Dinv)
+            pa = pA[i] + alg.inertia_apply(Ia, c[i]) + joint_motion(U[i], _matvec(Dinv, u[i]))
+            IA[parent] = IA[parent] + alg.inertia_act(X[i], Ia)
+            pA[parent] = pA[parent] + alg.act_wrench(X[i], pa)
+    return U, D, u
+
+
+def _inverse(xp, D):
+    """Inverse of a small symmetric k x k matrix given as nested lists of (N,) arrays."""
+    if len(D) == 1:
+        return [[1.0 / D[0][0]]]
+    Dm = xp.moveaxis(xp.stack([xp.stack(row) for row in D]), -1, 0)  # (N, k, k)
+    Dinv = xp.moveaxis(xp.linalg.inv(Dm), 0, -1)
+    return [[Dinv[a, b] for b in range(len(D))] for a in range(len(D))]
+
+
+def _matvec(A, x):
+    return [sum(A[a][b] * x[b] for b in range(len(x))) for a in range(len(A))]
+
+
+@lru_cache(maxsize=64)
+def check_defined(model):
+    """Raise ModelError if forward dynamics is undefined for ``model``: a joint whose moving
+    subtree has no mass and no inertia about its axis, so that D = S^T IA S vanishes. Checked once
+    per model, in numpy, at three random configurations (a structural defect shows at all)."""
+    from ..algebra import get_algebra
+
+    alg = get_algebra("spatial")
+    q = np.stack([random_configuration(model, seed) for seed in range(3)], axis=-1)
+    zeros = np.zeros((model.nv, 3))
+    X = joint_poses(alg, model, q)
+    wrenches = [np.zeros((6, 3))] * model.nbodies
+    with np.errstate(divide="ignore", invalid="ignore"):
+        _, D, _ = articulated_bodies(alg, model, X, wrenches, wrenches, zeros)
+    scale = 1e-12 * max(model.total_mass, 1e-300)
+    for i in reversed(range(model.nbodies)):  # leaves first: a defect spoils its ancestors' D
+        D_i = D[i]
+        D_i = np.moveaxis(np.array([[np.broadcast_to(d, (3,)) for d in row] for row in D_i]), -1, 0)
+        if not np.min(np.linalg.eigvalsh(D_i)) > scale:
+            raise ModelError(
+                f"forward dynamics is undefined for model {model.name!r}: joint "
+                f"{model.bodies[i].joint!r} moves a subtree with no mass and no inertia about its "
+                "axis (give it inertia or armature, or make the joint fixed)")
+
+
+def random_configuration(model, seed=None):
+    """A random configuration: angles uniform in [-pi, pi], unit quaternions uniform."""
+    rng = np.random.default_rng(seed)
+    parts = []
+    for b in model.bodies:
+        if b.kind == "free":
+            quat = rng.normal(size=4)
+            parts.append(np.concatenate([rng.normal(size=3), quat / np.linalg.norm(quat)]))
+        else:
+            parts.append(rng.uniform(-np.pi, np.pi, size=1))
+    return np.concatenate(parts) if parts else np.zeros(0)

@@ -1,0 +1,24 @@
+"""Kinetic and potential energy, centre of mass."""
+from ..algebra import body_constants
+from .kinematics import body_velocities, joint_poses, world_poses
+
+
+def kinetic(alg, model, q, qd):
+    """T = sum_i v_i . I_i v_i / 2 + sum_j armature_j qd_j^2 / 2, shape (N,)."""
+    X = joint_poses(alg, model, q)
+    v, _ = body_velocities(alg, model, X, qd)
+    T = sum(alg.dot(v_i, alg.inertia_apply(I, v_i)) for v_i, (_, _, I)
+            in zip(v, body_constants(alg, model)))
+    return 0.5 * (T + (model.armature[:, None] * qd * qd).sum(axis=0))
+
+
+def center_of_mass_moment(alg, model, q):
+    """sum_i m_i c_i, the first mass moment in world coordinates (3, N)."""
+    xp = alg.xp
+    T = world_poses(alg, model, joint_poses(alg, model, q))
+    moment = 0.0 * q[:3]
+    for T_i, b in zip(T, model.bodies):
+        H = alg.to_matrix(T_i)
+        c = xp.einsum("ij...,j...->i...", H[:3, :3], xp.asarray(b.com)[:, None]) + H[:3, 3]
+        moment = moment + b.mass * c
+    return moment

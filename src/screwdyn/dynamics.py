@@ -1,0 +1,194 @@
+"""The public algorithms: shape checks, batching, backend and algebra dispatch.
+
+Every function takes arrays with leading batch dimensions, ``q`` (..., nq) and ``qd``, ``qdd``,
+``tau`` (..., nv), which broadcast against each other, and returns arrays with the same batch
+dimensions. numpy in, numpy out (float64); a JAX array anywhere in, JAX arrays out.
+
+``algebra`` selects the algebra the recursion runs in: ``"spatial"`` (6-D spatial vectors, the
+default), ``"cga"`` (conformal geometric algebra), ``"dq"`` (dual quaternions) or ``"vector"`` (the
+classical Newton-Euler recursion on Denavit-Hartenberg frames, for models made by ``from_dh``).
+
+External wrenches ``f_ext`` have shape (..., nlinks, 6): for each link, in ``model.link_names``
+order, the wrench [force; torque] that the environment applies to the link, expressed in the
+link's frame, the torque taken about the link's origin (Pinocchio's local convention).
+"""
+import numpy as np
+
+from . import _backend
+from .algebra import ALGEBRAS, get_algebra, link_placements
+from .algorithms import aba as _aba
+from .algorithms import crba as _crba
+from .algorithms import kinematics as _kin
+from .algorithms import rnea as _rnea
+
+GRAVITY = (0.0, 0.0, -9.81)
+
+
+class _Call:
+    """Inputs of one public call in the internal layout: (n, N) arrays and the batch shape."""
+
+    def __init__(self, model, algebra="spatial", **arrays):
+        self.model = model
+        specs = {"q": (model.nq, "configuration, nq"), "qd": (model.nv, "velocity, nv"),
+                 "qdd": (model.nv, "acceleration, nv"), "tau": (model.nv, "joint forces, nv"),
+                 "gravity": (3, "gravity vector in the world frame"),
+                 "f_ext": ((model.nlinks, 6), "one [force; torque] wrench per link, nlinks x 6")}
+        given = {k: v for k, v in arrays.items() if v is not None}
+        self.xp = xp = _backend.namespace(*given.values())
+        self.algebra_name = algebra
+        if algebra not in ALGEBRAS:
+            raise ValueError(f"unknown algebra {algebra!r}; valid: "
+                             + ", ".join(repr(a) for a in ALGEBRAS))
+        parsed, cores = {}, []
+        for name, value in given.items():
+            size, meaning = specs[name]
+            a = _backend.as_float_array(value, xp, name)
+            shape = size if isinstance(size, tuple) else (size,)
+            if a.ndim < len(shape) or tuple(a.shape[a.ndim - len(shape):]) != shape:
+                raise ValueError(f"{name} must have shape (..., {', '.join(map(str, shape))}) "
+                                 f"({meaning}), got shape {tuple(a.shape)}")
+            parsed[name] = (a, shape)
+            cores.append((name, a, len(shape)))
+        self.batch = _backend.broadcast_batch(cores)
+        self.N = int(np.prod(self.batch, dtype=int))
+        self.arrays = {}
+        for name, (a, shape) in parsed.items():
+            if name == "gravity" and a.ndim == 1:
+                self.arrays[name] = a[:, None]  # one gravity for the whole batch
+                continue
+            a = xp.broadcast_to(a, self.batch + shape).reshape((self.N,) + shape)
+            self.arrays[name] = xp.moveaxis(a, 0, -1)
+        self.alg = None if algebra == "vector" else get_algebra(algebra, xp)
+
+    def __getitem__(self, name):
+        return self.arrays[name]
+
+    def gravity_twist(self):
+        """a0 = -g, the base acceleration that stands for gravity, as an algebra twist."""
+        g = self.arrays.get("gravity")
+        g = np.array(GRAVITY)[:, None] if g is None else g
+        return self.alg.twist(self.xp.concatenate([-g, 0 * g]))
+
+    def body_wrenches(self):
+        """External link wrenches gathered on bodies, in body frames (None if none given)."""
+        if "f_ext" not in self.arrays:
+            return None
+        alg, model = self.alg, self.model
+        F = self.arrays["f_ext"]  # (nlinks, 6, N)
+        out = [0.0 * alg.wrench(F[0])] * model.nbodies
+        for l, (link, placement) in enumerate(zip(model.links, link_placements(alg, model))):
+            if link.body >= 0:
+                out[link.body] = out[link.body] + alg.act_wrench(placement, alg.wrench(F[l]))
+        return out
+
+    def vector(self, result):
+        """(n, N) -> (..., n)"""
+        return self.xp.moveaxis(result, -1, 0).reshape(self.batch + result.shape[:-1])
+
+    matrix = vector
+
+
+def forward_kinematics(model, q):
+    """World poses of every link, (..., nlinks, 4, 4), in ``model.link_names`` order."""
+    call = _Call(model, q=q)
+    alg = call.alg
+    T = _kin.link_poses(alg, model, _kin.world_poses(alg, model, _kin.joint_poses(alg, model, call["q"])))
+    mats = [alg.to_matrix(T_l) + 0 * call["q"][0] for T_l in T] if T else []
+    return call.matrix(call.xp.stack(mats)) if mats else call.xp.zeros(call.batch + (0, 4, 4))
+
+
+def inverse_dynamics(model, q, qd, qdd, f_ext=None, gravity=None, algebra="spatial"):
+    """Joint forces tau (..., nv) that produce accelerations qdd: M(q) qdd + b(q, qd) - J^T f_ext,
+    plus armature * qdd and damping * qd when the model has them (RNEA, O(n))."""
+    call = _Call(model, algebra, q=q, qd=qd, qdd=qdd, f_ext=f_ext, gravity=gravity)
+    if algebra == "vector":
+        from .algorithms.newton_euler_dh import newton_euler_dh
+
+        return call.vector(newton_euler_dh(call, call["qd"], call["qdd"]))
+    tau = _rnea.rnea(call.alg, model, call["q"], call["qd"], call["qdd"], call.gravity_twist(),
+                     call.body_wrenches())
+    return call.vector(tau)
+
+
+def forward_dynamics(model, q, qd, tau, f_ext=None, gravity=None, algebra="spatial"):
+    """Joint accelerations qdd (..., nv) under joint forces tau (articulated-body algorithm,
+    O(n); ``algebra="vector"`` solves M qdd = tau - b with the DH recursion instead)."""
+    _aba.check_defined(model)
+    call = _Call(model, algebra, q=q, qd=qd, tau=tau, f_ext=f_ext, gravity=gravity)
+    if algebra == "vector":
+        from .algorithms.newton_euler_dh import forward_dynamics_dh
+
+        return call.vector(forward_dynamics_dh(call))
+    qdd = _aba.aba(call.alg, model, call["q"], call["qd"], call["tau"], call.gravity_twist(),
+                   call.body_wrenches())
+    return call.vector(qdd)
+
+
+def mass_matrix(model, q, algebra="spatial"):
+    """Joint-space inertia matrix M(q) (..., nv, nv), symmetric positive definite (CRBA)."""
+    call = _Call(model, algebra, q=q)
+    if algebra == "vector":
+        from .algorithms.newton_euler_dh import mass_matrix_dh
+
+        return call.matrix(mass_matrix_dh(call))
+    return call.matrix(_crba.crba(call.alg, model, call["q"]))
+
+
+def bias_forces(model, q, qd, gravity=None, algebra="spatial"):
+    """b(q, qd) = C(q, qd) qd + g(q) (+ damping * qd): inverse dynamics at zero acceleration."""
+    qd_arr = _backend.as_float_array(qd, _backend.namespace(q, qd), "qd")
+    return inverse_dynamics(model, q, qd, 0 * qd_arr, gravity=gravity, algebra=algebra)
+
+
+def gravity_torques(model, q, gravity=None, algebra="spatial"):
+    """g(q): the joint forces that hold the robot still against gravity."""
+    xp = _backend.namespace(q)
+    zero = xp.zeros(model.nv)
+    return inverse_dynamics(model, q, zero, zero, gravity=gravity, algebra=algebra)
+
+
+def coriolis_matrix(model, q, qd):
+    """C(q, qd) (..., nv, nv) with C qd = b - g and dM/dt - 2C skew-symmetric."""
+    from .algorithms.coriolis import coriolis
+
+    call = _Call(model, q=q, qd=qd)
+    return call.matrix(coriolis(call.alg, model, call["q"], call["qd"]))
+
+
+def kinetic_energy(model, q, qd):
+    """T = qd^T M(q) qd / 2, summed over bodies as v_i . I_i v_i / 2 (armature included)."""
+    from .algorithms.energy import kinetic
+
+    call = _Call(model, q=q, qd=qd)
+    return call.vector(kinetic(call.alg, model, call["q"], call["qd"])[None])[..., 0]
+
+
+def potential_energy(model, q, gravity=None):
+    """V = -sum_i m_i g . c_i, zero when every centre of mass is at the world origin's height."""
+    from .algorithms.energy import center_of_mass_moment
+
+    call = _Call(model, q=q, gravity=gravity)
+    g = call.arrays.get("gravity", np.array(GRAVITY)[:, None])
+    moment = center_of_mass_moment(call.alg, model, call["q"])  # sum m_i c_i (3, N)
+    return call.vector(-(g * moment).sum(axis=0)[None])[..., 0]
+
+
+def center_of_mass(model, q):
+    """The robot's centre of mass in the world frame (..., 3)."""
+    from .algorithms.energy import center_of_mass_moment
+
+    call = _Call(model, q=q)
+    return call.vector(center_of_mass_moment(call.alg, model, call["q"]) / model.total_mass)
+
+
+def jacobian(model, q, link, frame="world"):
+    """The link's Jacobian (..., 6, nv), rows [linear; angular]: the velocity of the link origin
+    and the link's angular velocity, in world axes (``frame="world"``) or link axes
+    (``"local"``)."""
+    from .algorithms.jacobian import link_jacobian
+
+    if frame not in ("world", "local"):
+        raise ValueError(f"frame must be 'world' or 'local', got {frame!r}")
+    call = _Call(model, q=q)
+    J = link_jacobian(call.alg, model, call["q"], model.link_index(link), frame)
+    return call.matrix(J)
