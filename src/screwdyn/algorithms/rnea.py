@@ -4,32 +4,40 @@ from .kinematics import joint_motion, joint_poses
 
 
 def rnea(alg, model, q, qd, qdd, a0, f_ext=None):
-    """Joint forces tau (nv, N).
+    """Joint forces tau (nv, N) of a model on a fixed base."""
+    return newton_euler(alg, model, q, qd, qdd, a0, f_ext)[0]
 
-    a0: the base acceleration as a twist, -gravity (gravity enters as a fictitious acceleration).
-    f_ext: None or a list of body wrenches (body frame), one per body, acting on the body.
+
+def newton_euler(alg, model, q, qd, qdd, a0, f_ext=None, v0=None):
+    """RNEA on a base that may move: returns (tau, f_base).
+
+    a0: acceleration of the base frame minus gravity, as a twist in the base frame (for a fixed
+        base, -gravity: gravity enters as a fictitious base acceleration).
+    v0: twist of the base frame in the base frame (None: the base is at rest).
+    f_ext: None or one wrench per body (body frame) that the environment applies to the body.
+    f_base: the wrench that the base exerts on the model through its root joints, in the base
+        frame (the model exerts -f_base on its base): what crosses a connection point backward.
     """
     xp = alg.xp
     consts = body_constants(alg, model)
     X = joint_poses(alg, model, q)
-    v, f = [], []
-    a = []
+    v, a, f = [], [], []
     for i, ((_, S, I), parent, sl) in enumerate(zip(consts, model.parent, model.v_slices)):
         vJ = joint_motion(S, qd[sl])
-        if parent < 0:
-            v.append(vJ)
-            a_parent = alg.inv_act_twist(X[i], a0)
-        else:
-            v.append(alg.inv_act_twist(X[i], v[parent]) + vJ)
-            a_parent = alg.inv_act_twist(X[i], a[parent])
-        a.append(a_parent + joint_motion(S, qdd[sl]) + alg.cross_motion(v[i], vJ))
+        v_parent, a_parent = (v0, a0) if parent < 0 else (v[parent], a[parent])
+        v.append(vJ if v_parent is None else alg.inv_act_twist(X[i], v_parent) + vJ)
+        a.append(alg.inv_act_twist(X[i], a_parent) + joint_motion(S, qdd[sl])
+                 + alg.cross_motion(v[i], vJ))
         f_i = alg.inertia_apply(I, a[i]) + alg.cross_force(v[i], alg.inertia_apply(I, v[i]))
         f.append(f_i if f_ext is None else f_i - f_ext[i])
     tau = [None] * model.nbodies
+    f_base = 0.0 * a0
     for i in reversed(range(model.nbodies)):
-        S = consts[i][1]
-        tau[i] = xp.stack([alg.dot(S_k, f[i]) for S_k in S])
+        tau[i] = xp.stack([alg.dot(S_k, f[i]) for S_k in consts[i][1]])
+        moved = alg.act_wrench(X[i], f[i])
         if model.parent[i] >= 0:
-            f[model.parent[i]] = f[model.parent[i]] + alg.act_wrench(X[i], f[i])
-    tau = xp.concatenate(tau)
-    return tau + model.armature[:, None] * qdd + model.damping[:, None] * qd
+            f[model.parent[i]] = f[model.parent[i]] + moved
+        else:
+            f_base = f_base + moved
+    tau = xp.concatenate(tau) if tau else xp.zeros((0,) + q.shape[1:])
+    return tau + model.armature[:, None] * qdd + model.damping[:, None] * qd, f_base

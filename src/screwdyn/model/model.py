@@ -74,11 +74,13 @@ class Model:
     bodies: tuple
     links: tuple
     root_link: str = ""
+    dh: tuple = ()  # the DHLink table the model was made from (``from_dh``), else empty
+    dh_convention: str = ""  # "standard" or "modified" when ``dh`` is set
     _hash_cache: list = field(default_factory=list, compare=False, repr=False)
 
     def __hash__(self):
         if not self._hash_cache:
-            self._hash_cache.append(hash((self.name, self.bodies, self.links)))
+            self._hash_cache.append(hash((self.name, self.bodies, self.links, self.dh)))
         return self._hash_cache[0]
 
     # -- sizes and names ----------------------------------------------------------------
