@@ -5,6 +5,7 @@ from .dynamics import (bias_forces, center_of_mass, coriolis_matrix, forward_dyn
                        kinetic_energy, mass_matrix, potential_energy)
 from .errors import InertiaWarning, ModelError
 from .model import Model, ModelBuilder, load_urdf
+from .model.model import random_configuration
 
 __version__ = "0.1.0"
 
@@ -12,5 +13,5 @@ __all__ = [
     "InertiaWarning", "Model", "ModelBuilder", "ModelError", "bias_forces", "center_of_mass",
     "coriolis_matrix", "forward_dynamics", "forward_kinematics", "gravity_torques",
     "inverse_dynamics", "jacobian", "kinetic_energy", "load_urdf", "mass_matrix",
-    "potential_energy",
+    "potential_energy", "random_configuration",
 ]

@@ -93,7 +93,8 @@ def forward_kinematics(model, q):
     call = _Call(model, q=q)
     alg = call.alg
     T = _kin.link_poses(alg, model, _kin.world_poses(alg, model, _kin.joint_poses(alg, model, call["q"])))
-    mats = [alg.to_matrix(T_l) + 0 * call["q"][0] for T_l in T] if T else []
+    zero = call.xp.zeros(call.N)  # broadcasts links welded to the world over the batch
+    mats = [alg.to_matrix(T_l) + zero for T_l in T]
     return call.matrix(call.xp.stack(mats)) if mats else call.xp.zeros(call.batch + (0, 4, 4))
 
 

@@ -7,7 +7,8 @@ import numpy as np
 
 from ..algebra import body_constants
 from ..errors import ModelError
-from .kinematics import body_velocities, joint_motion, joint_poses
+from ..model.model import random_configuration
+from .kinematics import body_velocities, concatenate_dofs, joint_motion, joint_poses
 
 
 def aba(alg, model, q, qd, tau, a0, f_ext=None):
@@ -29,7 +30,7 @@ def aba(alg, model, q, qd, tau, a0, f_ext=None):
         qdd[i] = xp.stack(_matvec(Dinv[i], [u_a - alg.dot(a_prime, U_a)
                                             for u_a, U_a in zip(u[i], U[i])]))
         a[i] = a_prime + joint_motion(S, qdd[i])
-    return xp.concatenate(qdd)
+    return concatenate_dofs(xp, qdd, q)
 
 
 def articulated_bodies(alg, model, X, c, pA, tau):
@@ -93,15 +94,3 @@ def check_defined(model):
                 f"{model.bodies[i].joint!r} moves a subtree with no mass and no inertia about its "
                 "axis (give it inertia or armature, or make the joint fixed)")
 
-
-def random_configuration(model, seed=None):
-    """A random configuration: angles uniform in [-pi, pi], unit quaternions uniform."""
-    rng = np.random.default_rng(seed)
-    parts = []
-    for b in model.bodies:
-        if b.kind == "free":
-            quat = rng.normal(size=4)
-            parts.append(np.concatenate([rng.normal(size=3), quat / np.linalg.norm(quat)]))
-        else:
-            parts.append(rng.uniform(-np.pi, np.pi, size=1))
-    return np.concatenate(parts) if parts else np.zeros(0)

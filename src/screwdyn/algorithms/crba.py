@@ -29,4 +29,6 @@ def crba(alg, model, q):
                     break
                 F = alg.act_wrench(X[j], F)
                 j = model.parent[j]
+    if not M:
+        return xp.zeros((0, 0) + q.shape[1:], dtype=q.dtype)
     return xp.stack([xp.stack(row) for row in M]) + np.diag(model.armature)[..., None]

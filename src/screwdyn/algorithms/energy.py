@@ -16,7 +16,7 @@ def center_of_mass_moment(alg, model, q):
     """sum_i m_i c_i, the first mass moment in world coordinates (3, N)."""
     xp = alg.xp
     T = world_poses(alg, model, joint_poses(alg, model, q))
-    moment = 0.0 * q[:3]
+    moment = xp.zeros((3,) + q.shape[1:], dtype=q.dtype)
     for T_i, b in zip(T, model.bodies):
         H = alg.to_matrix(T_i)
         c = xp.einsum("ij...,j...->i...", H[:3, :3], xp.asarray(b.com)[:, None]) + H[:3, 3]

@@ -49,3 +49,8 @@ def body_velocities(alg, model, X, qd):
         v.append(vJ[i] if parent < 0 else alg.inv_act_twist(X[i], v[parent]) + vJ[i])
     return v, vJ
 
+
+
+def concatenate_dofs(xp, parts, like):
+    """Per-joint (k, N) arrays stacked into one (nv, N) array (empty for a model without DoF)."""
+    return xp.concatenate(parts) if parts else xp.zeros((0,) + like.shape[1:], dtype=like.dtype)

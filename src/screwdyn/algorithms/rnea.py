@@ -1,6 +1,6 @@
 """Inverse dynamics: the recursive Newton-Euler algorithm (Featherstone, RBDA Table 5.1)."""
 from ..algebra import body_constants
-from .kinematics import joint_motion, joint_poses
+from .kinematics import concatenate_dofs, joint_motion, joint_poses
 
 
 def rnea(alg, model, q, qd, qdd, a0, f_ext=None):
@@ -39,5 +39,5 @@ def newton_euler(alg, model, q, qd, qdd, a0, f_ext=None, v0=None):
             f[model.parent[i]] = f[model.parent[i]] + moved
         else:
             f_base = f_base + moved
-    tau = xp.concatenate(tau) if tau else xp.zeros((0,) + q.shape[1:])
+    tau = concatenate_dofs(xp, tau, q)
     return tau + model.armature[:, None] * qdd + model.damping[:, None] * qd, f_base

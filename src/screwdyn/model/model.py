@@ -273,6 +273,19 @@ class Model:
         return out
 
 
+def random_configuration(model, seed=None):
+    """A random configuration: angles uniform in [-pi, pi], unit quaternions uniform."""
+    rng = np.random.default_rng(seed)
+    parts = []
+    for b in model.bodies:
+        if b.kind == "free":
+            quat = rng.normal(size=4)
+            parts.append(np.concatenate([rng.normal(size=3), quat / np.linalg.norm(quat)]))
+        else:
+            parts.append(rng.uniform(-np.pi, np.pi, size=1))
+    return np.concatenate(parts) if parts else np.zeros(0)
+
+
 def _slices(sizes):
     out, start = [], 0
     for n in sizes:
