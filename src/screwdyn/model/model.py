@@ -213,11 +213,13 @@ class Model:
     def summary(self):
         """A readable table of the joints, links and masses."""
         lines = [repr(self), f"  root link: {self.root_link}",
-                 f"  {'#':>3}  {'joint':<28}{'kind':<11}{'axis':<22}{'parent':<24}{'mass [kg]':>10}"]
+                 f"  {'#':>3}  {'joint':<26}{'kind':<11}{'axis':<20}{'link':<22}{'parent':<22}"
+                 f"{'mass [kg]':>10}"]
         for i, b in enumerate(self.bodies):
             parent = self.bodies[b.parent].link if b.parent >= 0 else "(world)"
             axis = "" if b.kind == "free" else "(" + ", ".join(f"{a:.3g}" for a in b.axis) + ")"
-            lines.append(f"  {i:>3}  {b.joint:<28}{b.kind:<11}{axis:<22}{parent:<24}{b.mass:>10.4g}")
+            lines.append(f"  {i:>3}  {b.joint:<26}{b.kind:<11}{axis:<20}{b.link:<22}{parent:<22}"
+                         f"{b.mass:>10.4g}")
         welded = [l.name for l in self.links
                   if l.body < 0 or self.bodies[l.body].link != l.name]
         if welded:
