@@ -55,6 +55,15 @@ def load(name):
     return load_urdf(text)
 
 
+def path(name):
+    """The data file of a bundled robot (a URDF or a DH table), e.g. to load it with options:
+    ``sd.load_urdf(sd.robots.path("ur5"), floating_base=True)``. ``dual_arm`` is built in code
+    and has none."""
+    if name not in _FILES:
+        raise ValueError(f"no data file for {name!r}; robots with one: {', '.join(_FILES)}")
+    return str(resources.files(__name__).joinpath(_FILES[name]))
+
+
 def _read(filename):
     return resources.files(__name__).joinpath(filename).read_text(encoding="utf-8")
 
