@@ -1,0 +1,336 @@
+"""Conformal geometric algebra G(4,1): motors, twists, wrenches and the inertia tensor of Löw and
+Calinon, "Recursive forward dynamics for serial kinematic chains using CGA" (eqs. 4-19), as an
+algebra in which screwdyn's shared recursions run.
+
+Layout (components first, one trailing batch axis, see ``algebra/__init__``):
+    motor    M  8 entries   1, e23, e13, e12, e1i, e2i, e3i, e123i  (a ``Pose``, see below)
+    twist    V (6, N)       e23, e13, e12, e1i, e2i, e3i            (eq. 7)
+    wrench   W (6, N)       e23, e13, e12, e01, e02, e03            (eq. 8)
+    inertia  I (6, 6, N)    I[k] = the element I^(e_k), a wrench, for e_k in e23, e13, e12, e01,
+                            e02, e03 (eqs. 13-14)
+A pose X = T_parent_child is the motor M with which M V ~M (eq. 4) takes a twist or a wrench from
+the child frame to the parent frame. A rotation by angle a about the unit axis u is the rotor
+R = exp(-a B / 2) = cos(a/2) - sin(a/2) B with B = u_x e23 - u_y e13 + u_z e12; a translation by
+t is the translator T = 1 - t ei / 2; a frame at (R, t) is M = T R.
+
+Public 6-vectors map to bivectors with gafro's signs:
+    twist  [v; w]  <->  w_x e23 - w_y e13 + w_z e12 + v_x e1i + v_y e2i + v_z e3i
+    wrench [f; n]  <->  n_x e23 - n_y e13 + n_z e12 + f_x e01 + f_y e02 + f_z e03
+In these coordinates the power p = -V . W (eq. 9) is the plain sum of the products of components.
+
+The products are the closed forms generated from the multiplication table into ``_cga_products``
+(``tools/generate_cga_products.py``); this module arranges them. The kernels take sequences of
+*entries*: a component is a batch array (N,), a Python float (a component of a model constant) or
+``ZERO``, an exact zero that products and sums skip. So the generated expressions, unchanged, do
+only the work that a joint's actual motor needs: the rotor of a joint about z has two nonzero
+components, a placement without offset has no translator part. A motor stays as entries between
+operations, and the 18 images of the bivector blades under its sandwich (``sandwich_images``,
+quadratic in the motor) are computed once per pose and shared by the twist and wrench sandwiches
+and by the inertia transformation. Twists, wrenches and inertias cross the protocol as arrays.
+"""
+import functools
+import operator
+
+import numpy as np
+
+from . import Algebra
+from . import _cga_products as products
+
+
+class _Zero:
+    """An exact zero component: products with it vanish and sums skip it (numpy and JAX arrays
+    defer to these reflected operators)."""
+
+    __array_ufunc__ = None
+    __slots__ = ()
+
+    def __mul__(self, other):
+        return self
+
+    __rmul__ = __truediv__ = __mul__
+
+    def __add__(self, other):
+        return other
+
+    __radd__ = __rsub__ = __add__
+
+    def __sub__(self, other):
+        return -other
+
+    def __neg__(self):
+        return self
+
+    def __repr__(self):
+        return "ZERO"
+
+
+ZERO = _Zero()
+
+# twist / wrench components from the public [linear; angular] 6-vector: (index, sign)
+_FROM_VECTOR = ((3, 1.0), (4, -1.0), (5, 1.0), (0, 1.0), (1, 1.0), (2, 1.0))
+_TO_VECTOR = ((3, 1.0), (4, 1.0), (5, 1.0), (0, 1.0), (1, -1.0), (2, 1.0))
+REVERSE_SIGNS = (1.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0, 1.0)  # ~M, blade by blade
+
+
+class Pose:
+    """A motor kept as its 8 entries, with the images of the bivector blades under its sandwich
+    computed on first use (they serve M V ~M, ~M V M, M W ~M, ~M W M and M * I)."""
+
+    __slots__ = ("motor", "_images")
+
+    def __init__(self, motor):
+        self.motor, self._images = tuple(motor), None
+
+    @property
+    def images(self):
+        if self._images is None:
+            self._images = products.sandwich_images(self.motor)
+        return self._images
+
+    def __repr__(self):
+        return f"Pose({self.motor})"
+
+
+class CGA(Algebra):
+    name = "cga"
+
+    # -- motors ----------------------------------------------------------------------------
+    def pose(self, R, p):
+        """The motor T R of a frame with axes R and origin p (numpy constants)."""
+        R, p = np.asarray(R, dtype=float), np.asarray(p, dtype=float)
+        return Pose(_constant(motor_from_rotation(np, R, p)))
+
+    def identity(self):
+        return Pose((1.0,) + (ZERO,) * 7)
+
+    def revolute(self, axis, angle):
+        """The rotor exp(-angle B / 2) of a rotation by ``angle`` (N,) about the unit ``axis``."""
+        return Pose(rotor(self.xp, _constant(axis), angle))
+
+    def prismatic(self, axis, distance):
+        """The translator 1 - distance * axis ei / 2."""
+        return Pose(translator([a * distance for a in _constant(axis)]))
+
+    def free(self, q):
+        """The motor T R of (x, y, z, qx, qy, qz, qw); the quaternion is normalised."""
+        quat = q[3:7] / self.xp.sqrt((q[3:7] * q[3:7]).sum(axis=0))
+        return Pose(products.geometric_motor_motor(translator(q[0:3]),
+                                                   rotor_from_quaternion(quat)))
+
+    def compose(self, A, B):
+        """A B: first B (child in the middle frame), then A (middle frame in the parent)."""
+        return Pose(products.geometric_motor_motor(A.motor, B.motor))
+
+    def inverse(self, X):
+        """~X, the reverse, is the inverse of a unit motor."""
+        return Pose(sign * m for sign, m in zip(REVERSE_SIGNS, X.motor))
+
+    def to_matrix(self, X):
+        """(4, 4, N) homogeneous matrices."""
+        R, t = products.rotation_matrix(X.motor), products.translation(X.motor)
+        entries = R[0:3] + t[0:1] + R[3:6] + t[1:2] + R[6:9] + t[2:3] + (ZERO, ZERO, ZERO, 1.0)
+        return self._stack(entries, X.motor, shape=(4, 4))
+
+    def from_matrix(self, T):
+        """The motor of (4, 4, N) homogeneous matrices."""
+        return Pose(motor_from_rotation(self.xp, T[:3, :3], T[:3, 3]))
+
+    # -- twists and wrenches ---------------------------------------------------------------
+    def twist(self, v):
+        """Twist bivector from a public [linear; angular] 6-vector (6, ...)."""
+        return self._xp(v).stack([sign * v[k] for k, sign in _FROM_VECTOR])
+
+    def twist_vector(self, V):
+        return self._xp(V).stack([sign * V[k] for k, sign in _TO_VECTOR])
+
+    wrench, wrench_vector = twist, twist_vector  # [f; n] maps like [v; w]
+
+    def act_twist(self, X, V):
+        """X V ~X (eq. 4): the twist V of the child frame, in the parent frame."""
+        return self._stack(products.sandwich_twist_from_images(X.images, _entries(V)), X.motor, V)
+
+    def inv_act_twist(self, X, V):
+        """~X V X: the twist V given in the parent frame, in the child frame."""
+        return self._stack(products.reverse_sandwich_twist_from_images(X.images, _entries(V)),
+                           X.motor, V)
+
+    def act_wrench(self, X, F):
+        """X F ~X: the same sandwich moves wrenches (the adjoint and co-adjoint at once)."""
+        return self._stack(products.sandwich_wrench_from_images(X.images, _entries(F)), X.motor, F)
+
+    def inv_act_wrench(self, X, F):
+        return self._stack(products.reverse_sandwich_wrench_from_images(X.images, _entries(F)),
+                           X.motor, F)
+
+    def cross_motion(self, V, M):
+        """Featherstone's V x M (crm) is the commutator M x V (eqs. 10-11)."""
+        return self._stack(products.commutator_twist_twist(_entries(M), _entries(V)), V, M)
+
+    def cross_force(self, V, F):
+        """Featherstone's V x* F (crf) is -<V x F>, the commutator's wrench part (eqs. 10-11)."""
+        return -self._stack(products.commutator_twist_wrench_onto_wrench(_entries(V), _entries(F)),
+                            V, F)
+
+    def dot(self, M, F):
+        """The power -M . F (eq. 9) of a twist M and a wrench F: here the sum of the products of
+        their components."""
+        return self._stack([_power(_entries(M), _entries(F))], M, F, shape=())
+
+    # -- the inertia tensor ----------------------------------------------------------------
+    def inertia(self, mass, com, inertia_com):
+        """The inertia tensor at the body frame: eq. 18 at the centre of mass (axes parallel to
+        the body's), moved there by the translator to the centre of mass (eq. 19)."""
+        at_com = np.asarray(inertia_elements(float(mass), np.reshape(inertia_com, (3, 3))))
+        to_com = Pose(_constant(translator(np.asarray(com, dtype=float))))
+        return self.inertia_act(to_com, at_com[..., None])
+
+    def inertia_apply(self, I, V):
+        """I[V] = -sum_k (I^k . V) e_k (eq. 15): component k is the power of V against I^k."""
+        V = _entries(V)
+        return self._stack([_power(V, element) for element in _elements(I)], V, I)
+
+    def inertia_act(self, X, I):
+        """X * I (eq. 16): move every element with X, regroup the coefficients (the e_j
+        coefficient of moved element k becomes the e_k coefficient of element j), move every
+        element again."""
+        moved = [products.sandwich_wrench_from_images(X.images, I_k) for I_k in _elements(I)]
+        regrouped = zip(*moved)
+        final = [products.sandwich_wrench_from_images(X.images, J_j) for J_j in regrouped]
+        return self._stack([c for element in final for c in element], X.motor, I, shape=(6, 6))
+
+    def inertia_sub_outer(self, IA, U, Dinv):
+        """IA - sum_ab U_a Dinv_ab U_b^T: element IA^k loses sum_a (U_a)_k W_a, with the wrenches
+        W_a = sum_b Dinv_ab U_b (the articulated-inertia update, Featherstone 7.1)."""
+        U = [_entries(U_a) for U_a in U]
+        W = [[_total(D_ab * U_b[i] for D_ab, U_b in zip(Dinv_a, U)) for i in range(6)]
+             for Dinv_a in Dinv]
+        return self._stack([IA_k[i] - _total(U_a[k] * W_a[i] for U_a, W_a in zip(U, W))
+                            for k, IA_k in enumerate(_elements(IA)) for i in range(6)],
+                           IA, *U, shape=(6, 6))
+
+    # -- entries -> arrays -----------------------------------------------------------------
+    def _xp(self, *arrays):
+        """numpy for numpy arrays (model constants stay numpy, also while JAX traces), else xp."""
+        return np if all(isinstance(a, np.ndarray) for a in arrays) else self.xp
+
+    def _stack(self, entries, *inputs, shape=None):
+        """Array of component shape ``shape`` (default: one axis) from entries; floats and ZEROs
+        broadcast to the batch of the array entries, or of the ``inputs`` (entries or arrays)
+        when every entry is constant."""
+        shape = (len(entries),) if shape is None else shape
+        arrays = [e for e in entries if hasattr(e, "shape")]
+        if not arrays:
+            arrays = [_batch_like(x) for x in _flatten(inputs) if hasattr(x, "shape")][:1]
+        if not arrays:
+            return np.array([0.0 if e is ZERO else e for e in entries]).reshape(shape + (1,))
+        xp = self._xp(*arrays)
+        batch = np.broadcast_shapes(*{a.shape for a in arrays})
+        dtype = xp.result_type(*arrays)
+        if xp is np:
+            out = np.empty((len(entries),) + batch, dtype=dtype)
+            for k, e in enumerate(entries):
+                out[k] = 0.0 if e is ZERO else e
+            return out.reshape(shape + batch)
+        return xp.stack([xp.broadcast_to(xp.asarray(0.0 if e is ZERO else e, dtype), batch)
+                         for e in entries]).reshape(shape + batch)
+
+
+def _entries(A):
+    """The components of a twist or wrench array: rows, or for a numpy constant (batch length
+    1) Python floats with its exact zeros as ZERO."""
+    if isinstance(A, np.ndarray) and A.ndim == 2 and A.shape[1] == 1:
+        return _constant(A)
+    return A
+
+
+def _elements(I):
+    """The six elements of an inertia tensor (6, 6, N) as entries."""
+    if isinstance(I, np.ndarray) and I.shape[2:] == (1,):
+        return [_constant(I_k) for I_k in I]
+    return list(I)
+
+
+def _constant(values):
+    """Entries of a constant (an array or entries): Python floats, exact zeros as ZERO."""
+    flat = values if isinstance(values, tuple) else np.ravel(values)
+    return tuple(ZERO if v is ZERO or v == 0.0 else float(v) for v in flat)
+
+
+def _total(terms):
+    """The sum of entries (without numpy's extra 0 + first term)."""
+    return functools.reduce(operator.add, terms)
+
+
+def _power(V, W):
+    """-V . W (eq. 9) for entries of a twist V and a wrench W: the sum of their products."""
+    return _total(v * w for v, w in zip(V, W))
+
+
+def _batch_like(x):
+    """An array with the batch axis of ``x`` (an entry, or an array with component axes)."""
+    return x if x.ndim <= 1 else x.reshape((-1,) + x.shape[-1:])[0]
+
+
+def _flatten(inputs):
+    for x in inputs:
+        if isinstance(x, tuple):
+            yield from x
+        else:
+            yield x
+
+
+# -- motors from their parameters (sequences of entries or component arrays, any backend) ---
+def rotor(xp, axis, angle):
+    """exp(-angle B / 2) for B = u_x e23 - u_y e13 + u_z e12, the unit rotation about ``axis``."""
+    c, s = xp.cos(angle / 2), xp.sin(angle / 2)
+    return (c, -axis[0] * s, axis[1] * s, -axis[2] * s, ZERO, ZERO, ZERO, ZERO)
+
+
+def translator(t):
+    """1 - t ei / 2 = 1 - (t_1 e1i + t_2 e2i + t_3 e3i) / 2."""
+    return (1.0, ZERO, ZERO, ZERO, -0.5 * t[0], -0.5 * t[1], -0.5 * t[2], ZERO)
+
+
+def rotor_from_quaternion(quat):
+    """The rotor of the unit quaternion (x, y, z, w): w - x e23 + y e13 - z e12."""
+    x, y, z, w = quat[0], quat[1], quat[2], quat[3]
+    return (w, -x, y, -z, ZERO, ZERO, ZERO, ZERO)
+
+
+def motor_from_rotation(xp, R, p):
+    """T R for rotation matrices R (3, 3, ...) and translations p (3, ...)."""
+    return products.geometric_motor_motor(translator(p),
+                                          rotor_from_quaternion(quaternion_from_matrix(xp, R)))
+
+
+def quaternion_from_matrix(xp, R):
+    """Unit quaternion (x, y, z, w) of rotation matrices R (3, 3, ...), by Shepperd's method:
+    the largest of |w|, |x|, |y|, |z| comes from the diagonal, the others from off-diagonal
+    differences, so that no precision is lost near any rotation."""
+    trace = R[0, 0] + R[1, 1] + R[2, 2]
+    candidates = [  # 4 * pivot * (x, y, z, w) for the pivots w, x, y, z
+        (R[2, 1] - R[1, 2], R[0, 2] - R[2, 0], R[1, 0] - R[0, 1], 1 + trace),
+        (1 + 2 * R[0, 0] - trace, R[0, 1] + R[1, 0], R[0, 2] + R[2, 0], R[2, 1] - R[1, 2]),
+        (R[0, 1] + R[1, 0], 1 + 2 * R[1, 1] - trace, R[1, 2] + R[2, 1], R[0, 2] - R[2, 0]),
+        (R[0, 2] + R[2, 0], R[1, 2] + R[2, 1], 1 + 2 * R[2, 2] - trace, R[1, 0] - R[0, 1]),
+    ]
+    best = xp.argmax(xp.stack([trace, R[0, 0], R[1, 1], R[2, 2]]), axis=0)
+    quat = candidates[0]
+    for k in (1, 2, 3):
+        quat = tuple(xp.where(best == k, c, q) for c, q in zip(candidates[k], quat))
+    norm = xp.sqrt(sum(c * c for c in quat))
+    return tuple(c / norm for c in quat)
+
+
+# -- the inertia tensor --------------------------------------------------------------------
+def inertia_elements(mass, I):
+    """The six elements I^(e23), I^(e13), I^(e12), I^(e01), I^(e02), I^(e03) of eq. 18 for a
+    mass and a rotational inertia I (3x3) about the centre of mass, as rows of wrench
+    components (e23, e13, e12, e01, e02, e03); the signs come from the metric of CGA."""
+    z = 0 * mass
+    return ((I[0][0], -I[0][1], I[0][2], z, z, z),
+            (-I[0][1], I[1][1], -I[1][2], z, z, z),
+            (I[0][2], -I[1][2], I[2][2], z, z, z),
+            (z, z, z, mass, z, z),
+            (z, z, z, z, mass, z),
+            (z, z, z, z, z, mass))
