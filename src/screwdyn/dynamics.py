@@ -88,9 +88,12 @@ class _Call:
     matrix = vector
 
 
-def forward_kinematics(model, q):
-    """World poses of every link, (..., nlinks, 4, 4), in ``model.link_names`` order."""
-    call = _Call(model, q=q)
+def forward_kinematics(model, q, algebra="spatial"):
+    """World poses of every link, (..., nlinks, 4, 4), in ``model.link_names`` order (composed
+    as the algebra's poses: rotation matrices, motors or unit dual quaternions)."""
+    if algebra == "vector":
+        algebra = "spatial"  # DH frames are the model's link frames: one composition of poses
+    call = _Call(model, algebra, q=q)
     alg = call.alg
     T = _kin.link_poses(alg, model, _kin.world_poses(alg, model, _kin.joint_poses(alg, model, call["q"])))
     zero = call.xp.zeros(call.N)  # broadcasts links welded to the world over the batch
@@ -182,7 +185,7 @@ def center_of_mass(model, q):
     return call.vector(center_of_mass_moment(call.alg, model, call["q"]) / model.total_mass)
 
 
-def jacobian(model, q, link, frame="world"):
+def jacobian(model, q, link, frame="world", algebra="spatial"):
     """The link's Jacobian (..., 6, nv), rows [linear; angular]: the velocity of the link origin
     and the link's angular velocity, in world axes (``frame="world"``) or link axes
     (``"local"``)."""
@@ -190,6 +193,6 @@ def jacobian(model, q, link, frame="world"):
 
     if frame not in ("world", "local"):
         raise ValueError(f"frame must be 'world' or 'local', got {frame!r}")
-    call = _Call(model, q=q)
+    call = _Call(model, "spatial" if algebra == "vector" else algebra, q=q)
     J = link_jacobian(call.alg, model, call["q"], model.link_index(link), frame)
     return call.matrix(J)
