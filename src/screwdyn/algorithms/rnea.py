@@ -18,7 +18,16 @@ def newton_euler(alg, model, q, qd, qdd, a0, f_ext=None, v0=None):
     f_base: the wrench that the base exerts on the model through its root joints, in the base
         frame (the model exerts -f_base on its base): what crosses a connection point backward.
     """
-    xp = alg.xp
+    X, _, _, f = newton_euler_forward(alg, model, q, qd, qdd, a0, v0)
+    if f_ext is not None:
+        f = [f_i - f_ext_i for f_i, f_ext_i in zip(f, f_ext)]
+    return newton_euler_backward(alg, model, X, f, qd, qdd, 0.0 * a0)
+
+
+def newton_euler_forward(alg, model, q, qd, qdd, a0, v0=None):
+    """Root to leaves: the joint poses X, the body twists v and twist derivatives a (body frames,
+    gravity folded in through a0) and each body's Newton-Euler wrench
+    f_i = I_i a_i + v_i x* I_i v_i."""
     consts = body_constants(alg, model)
     X = joint_poses(alg, model, q)
     v, a, f = [], [], []
@@ -28,10 +37,18 @@ def newton_euler(alg, model, q, qd, qdd, a0, f_ext=None, v0=None):
         v.append(vJ if v_parent is None else alg.inv_act_twist(X[i], v_parent) + vJ)
         a.append(alg.inv_act_twist(X[i], a_parent) + joint_motion(S, qdd[sl])
                  + alg.cross_motion(v[i], vJ))
-        f_i = alg.inertia_apply(I, a[i]) + alg.cross_force(v[i], alg.inertia_apply(I, v[i]))
-        f.append(f_i if f_ext is None else f_i - f_ext[i])
+        f.append(alg.inertia_apply(I, a[i]) + alg.cross_force(v[i], alg.inertia_apply(I, v[i])))
+    return X, v, a, f
+
+
+def newton_euler_backward(alg, model, X, f, qd, qdd, f_base):
+    """Leaves to root: the joint forces tau (nv, N) that transmit the body wrenches f (each less
+    the wrench the environment applies to its body), and f_base plus the wrenches the root bodies
+    pass to the base (base frame)."""
+    xp = alg.xp
+    consts = body_constants(alg, model)
+    f = list(f)
     tau = [None] * model.nbodies
-    f_base = 0.0 * a0
     for i in reversed(range(model.nbodies)):
         tau[i] = xp.stack([alg.dot(S_k, f[i]) for S_k in consts[i][1]])
         moved = alg.act_wrench(X[i], f[i])
@@ -39,5 +56,5 @@ def newton_euler(alg, model, q, qd, qdd, a0, f_ext=None, v0=None):
             f[model.parent[i]] = f[model.parent[i]] + moved
         else:
             f_base = f_base + moved
-    tau = concatenate_dofs(xp, tau, q)
+    tau = concatenate_dofs(xp, tau, qd)
     return tau + model.armature[:, None] * qdd + model.damping[:, None] * qd, f_base

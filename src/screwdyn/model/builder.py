@@ -9,7 +9,7 @@
 Every check names the element at fault (``where``: the loaders pass their own file element).
 """
 import warnings
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -136,8 +136,11 @@ class ModelBuilder:
                 link_frames[j.child] = (len(bodies) - 1, np.eye(3), np.zeros(3))
         links = tuple(Link(name, f[0], _tup(f[1]), _tup(f[2]), self._links[name].mass)
                       for name, f in link_frames.items())
-        bodies = tuple(self._merge_inertia(i, b, link_frames) for i, b in enumerate(bodies))
-        return Model(self.name, bodies, links, root)
+        bodies = tuple(replace(b, **dict(zip(("mass", "com", "inertia"),
+                                             self._merged_inertia(i, link_frames))))
+                       for i, b in enumerate(bodies))
+        return Model(self.name, bodies, links, root,
+                     base_inertia=self._merged_inertia(-1, link_frames))
 
     # -- checks ---------------------------------------------------------------------------
     def _tree_order(self, by_name):
@@ -191,8 +194,9 @@ class ModelBuilder:
             raise ModelError(message)
         warnings.warn(message, InertiaWarning, stacklevel=3)
 
-    def _merge_inertia(self, index, body, link_frames):
-        """Mass, centre of mass and rotational inertia of every link welded to body ``index``."""
+    def _merged_inertia(self, index, link_frames):
+        """Mass, centre of mass and rotational inertia (about the centre of mass, body axes) of
+        every link welded to body ``index`` (-1: the world)."""
         parts = []
         for name, (b, R, p) in link_frames.items():
             if b == index:
@@ -200,9 +204,9 @@ class ModelBuilder:
                 parts.append((s.mass, R @ s.com + p, R @ s.inertia @ R.T))
         mass = sum(m for m, _, _ in parts)
         com = sum(m * c for m, c, _ in parts) / mass if mass > 0 else np.zeros(3)
-        inertia = sum(I + m * (np.dot(c - com, c - com) * np.eye(3) - np.outer(c - com, c - com))
-                      for m, c, I in parts)
-        return _with_inertia(body, mass, com, inertia)
+        inertia = sum((I + m * (np.dot(c - com, c - com) * np.eye(3) - np.outer(c - com, c - com))
+                       for m, c, I in parts), np.zeros((3, 3)))
+        return float(mass), _tup(com), _tup(inertia)
 
 
 def _inertia_defect(I):
@@ -221,12 +225,6 @@ def _inertia_defect(I):
 def _new_body(joint, link, parent, kind, axis, R, p, armature, damping):
     return Body(joint, link, parent, kind, _tup(axis), _tup(R), _tup(p), 0.0, (0.0,) * 3,
                 (0.0,) * 9, armature, damping)
-
-
-def _with_inertia(body, mass, com, inertia):
-    from dataclasses import replace
-
-    return replace(body, mass=float(mass), com=_tup(com), inertia=_tup(inertia))
 
 
 def _tup(a):

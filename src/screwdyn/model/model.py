@@ -76,6 +76,9 @@ class Model:
     root_link: str = ""
     dh: tuple = ()  # the DHLink table the model was made from (``from_dh``), else empty
     dh_convention: str = ""  # "standard" or "modified" when ``dh`` is set
+    # (mass, com, inertia about the com) of the links welded to the world, in the root frame:
+    # no joint moves them, but a subsystem attached to a moving parent carries them along
+    base_inertia: tuple = (0.0, (0.0, 0.0, 0.0), (0.0,) * 9)
     _hash_cache: list = field(default_factory=list, compare=False, repr=False)
 
     def __hash__(self):
