@@ -1,6 +1,8 @@
 """screwdyn: rigid-body dynamics of robots in spatial algebra, conformal geometric algebra and
 dual quaternions, batched over states, on numpy or JAX."""
 from .algebra import cga_types as cga
+from .algebra import dualquat as dq
+from .composition import Assembly, BlackBox, ConnectionState
 from .dynamics import (bias_forces, center_of_mass, coriolis_matrix, forward_dynamics,
                        forward_kinematics, gravity_torques, inverse_dynamics, jacobian,
                        kinetic_energy, mass_matrix, potential_energy)
@@ -12,7 +14,7 @@ from .model.model import random_configuration
 __version__ = "0.1.0"
 
 __all__ = [
-    "DHLink", "InertiaWarning", "cga", "Model", "ModelBuilder", "ModelError", "bias_forces", "center_of_mass",
+    "Assembly", "BlackBox", "ConnectionState", "DHLink", "InertiaWarning", "cga", "dq", "Model", "ModelBuilder", "ModelError", "bias_forces", "center_of_mass",
     "coriolis_matrix", "forward_dynamics", "forward_kinematics", "gravity_torques",
     "inverse_dynamics", "jacobian", "kinetic_energy", "load_urdf", "mass_matrix",
     "potential_energy", "random_configuration", "robots", "from_dh", "load_dh_table",

@@ -1,0 +1,162 @@
+"""A fixed-base branched robot of 24 DoF composed of 8 subsystems (the branched-robot paper's first
+validation), its inverse dynamics by modular composition, and a subsystem replaced by a black box.
+
+    torso         2  waist yaw, waist pitch                        (built in code)
+    ├── left_arm      6  UR5                                       (example-robot-data URDF)
+    │   └── left_gripper  3  wrist roll, two prismatic fingers     (code)
+    ├── right_arm     6  UR5
+    │   └── right_gripper 3
+    ├── head          an assembly of its own:
+    │   ├── neck      2  pan, tilt                                 (code)
+    │   └── camera    1  prismatic zoom slide                      (code)
+    └── lidar         1  continuous spin, on the torso's back      (code)
+
+Run: python examples/branched_24dof.py   (needs: pip install example-robot-data)
+"""
+import time
+from importlib import metadata
+
+import numpy as np
+
+import screwdyn as sd
+from screwdyn.composition import Assembly, BlackBox
+from screwdyn.model.builder import rpy_to_matrix
+
+
+def example_robot_data(relative):
+    """The path of an example-robot-data file."""
+    robots = metadata.distribution("example-robot-data").locate_file(
+        "cmeel.prefix/share/example-robot-data/robots")
+    return str(robots / relative)
+
+
+def transform(xyz=(0, 0, 0), rpy=(0, 0, 0)):
+    """The 4x4 placement of a connection point: URDF-style origin."""
+    T = np.eye(4)
+    T[:3, :3], T[:3, 3] = rpy_to_matrix(rpy), xyz
+    return T
+
+
+def box(builder, name, mass, size, com=(0, 0, 0)):
+    """A link with the inertia of a solid box of ``size`` centred at ``com``."""
+    a, b, c = size
+    builder.add_link(name, mass=mass, com=com,
+                     inertia=mass / 12 * np.diag([b * b + c * c, a * a + c * c, a * a + b * b]))
+
+
+def torso():
+    b = sd.ModelBuilder("torso")
+    b.add_link("pelvis")  # welded to the world: a Model gives it no mass
+    box(b, "waist", 4.0, (0.25, 0.2, 0.15), com=(0, 0, 0.07))
+    box(b, "chest", 15.0, (0.3, 0.4, 0.45), com=(0.02, 0, 0.22))
+    b.add_joint("waist_yaw", "revolute", "pelvis", "waist", xyz=(0, 0, 0.8), axis=(0, 0, 1))
+    b.add_joint("waist_pitch", "revolute", "waist", "chest", xyz=(0, 0, 0.15), axis=(0, 1, 0))
+    return b.build()
+
+
+def gripper():
+    """A wrist roll carrying a palm and two parallel fingers on prismatic joints."""
+    b = sd.ModelBuilder("gripper")
+    b.add_link("mount")
+    box(b, "palm", 0.6, (0.08, 0.12, 0.06), com=(0, 0, 0.03))
+    box(b, "finger_left", 0.08, (0.02, 0.01, 0.06), com=(0, 0, 0.03))
+    box(b, "finger_right", 0.08, (0.02, 0.01, 0.06), com=(0, 0, 0.03))
+    b.add_joint("roll", "revolute", "mount", "palm", axis=(0, 0, 1))
+    b.add_joint("finger_left", "prismatic", "palm", "finger_left", xyz=(0, 0.02, 0.06),
+                axis=(0, 1, 0))
+    b.add_joint("finger_right", "prismatic", "palm", "finger_right", xyz=(0, -0.02, 0.06),
+                axis=(0, -1, 0))
+    return b.build()
+
+
+def neck():
+    b = sd.ModelBuilder("neck")
+    b.add_link("mount")
+    box(b, "pan_link", 0.4, (0.06, 0.06, 0.08), com=(0, 0, 0.04))
+    box(b, "head", 2.5, (0.2, 0.22, 0.2), com=(0.03, 0, 0.1))
+    b.add_joint("pan", "revolute", "mount", "pan_link", axis=(0, 0, 1))
+    b.add_joint("tilt", "revolute", "pan_link", "head", xyz=(0, 0, 0.08), axis=(0, 1, 0))
+    return b.build()
+
+
+def camera():
+    b = sd.ModelBuilder("camera")
+    b.add_link("mount")
+    box(b, "lens", 0.3, (0.06, 0.06, 0.1), com=(0.05, 0, 0))
+    b.add_joint("zoom", "prismatic", "mount", "lens", axis=(1, 0, 0))
+    return b.build()
+
+
+def lidar():
+    b = sd.ModelBuilder("lidar")
+    b.add_link("mount")
+    box(b, "rotor", 0.8, (0.1, 0.1, 0.07), com=(0.005, 0, 0.035))
+    b.add_joint("spin", "continuous", "mount", "rotor", axis=(0, 0, 1))
+    return b.build()
+
+
+def head():
+    """A neck with a camera: an assembly used as one subsystem of the robot."""
+    h = Assembly(neck(), name="neck")
+    h.attach(camera(), parent="neck", link="head", placement=transform((0.11, 0, 0.1)))
+    return h
+
+
+def build(urdf=example_robot_data):
+    """The 24-DoF robot; ``urdf(relative)`` locates the example-robot-data files."""
+    ur5 = sd.load_urdf(urdf("ur_description/urdf/ur5_robot.urdf"))
+    robot = Assembly(torso(), name="torso")
+    for side, y in (("left", 1), ("right", -1)):
+        arm = robot.attach(ur5, parent="torso", link="chest", name=f"{side}_arm",
+                           placement=transform((0, 0.2 * y, 0.35), (-y * np.pi / 2, 0, 0)))
+        robot.attach(gripper(), parent=arm, link="tool0", name=f"{side}_gripper",
+                     placement=transform((0, 0, 0.01), (0, 0, np.pi / 2)))
+    robot.attach(head(), parent="torso", link="chest", name="head",
+                 placement=transform((0, 0, 0.46), (0, 0.1, 0)))
+    robot.attach(lidar(), parent="torso", link="chest", name="lidar",
+                 placement=transform((-0.17, 0, 0.3), (0, -np.pi / 2, 0)))
+    return robot
+
+
+def main():
+    robot = build()
+    flat = robot.to_model()
+    print(robot, "\n", flat)
+    rng = np.random.default_rng(0)
+    N = 10_000
+    q = np.stack([sd.random_configuration(flat, s) for s in range(N)])
+    qd, qdd = rng.normal(size=(N, flat.nv)), rng.normal(size=(N, flat.nv))
+
+    tau = robot.inverse_dynamics(q, qd, qdd)  # dual quaternions, subsystem by subsystem
+    tau_flat = sd.inverse_dynamics(flat, q, qd, qdd)
+    print(f"assembly vs flat model: max relative difference "
+          f"{np.abs(tau - tau_flat).max() / np.abs(tau_flat).max():.1e}")
+    for name, part in robot.split_v(tau[0]).items():
+        print(f"  {name:22s} tau = {np.round(part, 2)}")
+
+    # the right gripper as a black box: only its wrench at the connection point is known, e.g.
+    # from a force/torque sensor on the UR5's flange; here, the real gripper's
+    wrench = robot.connection_points(q, qd, qdd)["right_gripper"].wrench
+    boxed = robot.replaced("right_gripper", BlackBox(wrench))
+    tau_boxed = boxed.inverse_dynamics(*(keep(robot, boxed, x) for x in (q, qd, qdd)))
+    print(f"right gripper as a black box: the other {boxed.nv} joint forces differ by "
+          f"{np.abs(tau_boxed - keep(robot, boxed, tau)).max():.1e} N m at most")
+
+    for label, run in (("assembly (dq)", lambda: robot.inverse_dynamics(q, qd, qdd)),
+                       ("flat model (dq)",
+                        lambda: sd.inverse_dynamics(flat, q, qd, qdd, algebra="dq")),
+                       ("flat model (spatial)", lambda: sd.inverse_dynamics(flat, q, qd, qdd))):
+        start = time.perf_counter()
+        run()
+        print(f"{label:22s} {N} states: {(time.perf_counter() - start) * 1e3:7.1f} ms")
+
+
+def keep(robot, part, x):
+    """The entries of x (q-sized or v-sized, of ``robot``) that belong to the subsystems of
+    ``part``, an assembly made from ``robot`` (``replaced``)."""
+    split = robot.split_q(x) if x.shape[-1] == robot.nq else robot.split_v(x)
+    return np.concatenate([split[s.name] for s in part.models], axis=-1)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,53 @@
+"""The flat Model of an assembly: the reference its scheme is checked against."""
+from dataclasses import replace
+
+import numpy as np
+
+from ..errors import ModelError
+from ..model import Model
+from .frames import homogeneous
+
+
+def flat_model(assembly):
+    """One Model with every subsystem's bodies and links, named ``"subsystem/name"``. Bodies keep
+    the attachment order, so the flat q and v are the assembly's. A subsystem's root bodies and the
+    links welded to its base hang from the body its connection point is fixed to."""
+    bodies, links = [], []
+    first_body, base = {}, {}  # per subsystem: its first body; (body, T_body_base) of its base
+    for s in assembly.subsystems:
+        if s.model is None:
+            raise ModelError(f"to_model: subsystem {s.name!r} is a black box, known only at its "
+                             "connection point; a flat model needs every subsystem's model")
+        base[s.name] = _base(s, first_body, base)
+        first_body[s.name] = len(bodies)
+        for b in s.model.bodies:
+            parent, frame = _placed(b, b.parent, first_body[s.name], base[s.name])
+            bodies.append(replace(b, joint=f"{s.name}/{b.joint}", link=f"{s.name}/{b.link}",
+                                  parent=parent, **frame))
+        for link in s.model.links:
+            parent, frame = _placed(link, link.body, first_body[s.name], base[s.name])
+            links.append(replace(link, name=f"{s.name}/{link.name}", body=parent, **frame))
+    root = assembly.subsystems[0]
+    return Model(assembly.name, tuple(bodies), tuple(links), f"{root.name}/{root.model.root_link}")
+
+
+def _base(s, first_body, base):
+    """(flat body, T_body_base): where subsystem s's base frame, its connection point, is fixed."""
+    mount = np.reshape(s.mount, (4, 4))
+    if s.parent is None:
+        return -1, mount
+    if s.body >= 0:
+        return first_body[s.parent] + s.body, mount
+    body, T = base[s.parent]  # a link welded to the parent's base
+    return body, T @ mount
+
+
+def _placed(element, local_parent, offset, base):
+    """The flat parent index of a body or link, and, for one hanging from its subsystem's base,
+    its placement in the flat parent's frame."""
+    if local_parent >= 0:
+        return local_parent + offset, {}
+    body, T_base = base
+    T = T_base @ homogeneous(element.rotation, element.translation)
+    return body, {"rotation": tuple(map(float, T[:3, :3].ravel())),
+                  "translation": tuple(map(float, T[:3, 3]))}
