@@ -10,6 +10,8 @@ from .errors import InertiaWarning, ModelError
 from .model import (DHLink, Model, ModelBuilder, from_dh, load_dh_table, load_urdf, robots,
                     save_dh_table)
 from .model.model import random_configuration
+from .simulate import SimulationError, Trajectory, integrate, simulate
+from . import controllers, plot  # noqa: E402  (plot imports matplotlib only when drawing)
 
 __version__ = "0.1.0"
 
@@ -18,5 +20,6 @@ __all__ = [
     "coriolis_matrix", "forward_dynamics", "forward_kinematics", "gravity_torques",
     "inverse_dynamics", "jacobian", "kinetic_energy", "load_urdf", "mass_matrix",
     "potential_energy", "random_configuration", "robots", "from_dh", "load_dh_table",
-    "save_dh_table",
+    "save_dh_table", "simulate", "Trajectory", "SimulationError", "integrate", "controllers",
+    "plot",
 ]
