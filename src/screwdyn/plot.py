@@ -144,7 +144,7 @@ class _RobotArtist:
         return self.links + [line for triad in self.triads for line in triad]
 
 
-def draw_robot(model, q, ax=None, path=None, frames=True, frame_scale=None, color="0.25",
+def draw_robot(model, q, path=None, ax=None, frames=True, frame_scale=None, color="0.25",
                title=None):
     """The robot at configuration q (nq,): a segment from each link frame to its parent's, and
     (``frames``) each link's axes as red/green/blue x/y/z. Draws into ``ax`` (a 3-D axes) if
