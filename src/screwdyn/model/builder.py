@@ -231,13 +231,19 @@ def _tup(a):
     return tuple(float(x) for x in np.asarray(a, dtype=float).ravel())
 
 
-def _finite(value, shape, where, what):
+def as_floats(value, shape, where, what):
+    """``value`` as a float array of ``shape``; ModelError naming ``where`` and ``what`` if not."""
     try:
         a = np.asarray(value, dtype=float)
     except (TypeError, ValueError):
         raise ModelError(f"{where}: {what} is not numeric: {value!r}") from None
     if a.shape != shape:
         raise ModelError(f"{where}: {what} must have shape {shape}, got {a.shape}")
+    return a
+
+
+def _finite(value, shape, where, what):
+    a = as_floats(value, shape, where, what)
     if not np.all(np.isfinite(a)):
         raise ModelError(f"{where}: {what} is not finite: {a.tolist()}")
     return float(a) if shape == () else a

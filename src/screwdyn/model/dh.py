@@ -39,7 +39,7 @@ from dataclasses import dataclass, fields, replace
 import numpy as np
 
 from ..errors import ModelError
-from .builder import ModelBuilder
+from .builder import ModelBuilder, as_floats
 
 CONVENTIONS = ("standard", "modified")
 JOINTS = ("revolute", "prismatic")
@@ -90,12 +90,7 @@ class DHLink:
 
 
 def _floats(value, shape, what):
-    try:
-        a = np.asarray(value, dtype=float)
-    except (TypeError, ValueError):
-        raise ModelError(f"DH link: {what} is not numeric: {value!r}") from None
-    if a.shape != shape:
-        raise ModelError(f"DH link: {what} must have shape {shape}, got {a.shape}")
+    a = as_floats(value, shape, "DH link", what)
     return float(a) if shape == () else tuple(float(x) for x in a)
 
 
