@@ -20,11 +20,17 @@ def python_blocks(document):
 def test_python_blocks_run(document, tmp_path, monkeypatch):
     pytest.importorskip("matplotlib").use("Agg")
     monkeypatch.chdir(tmp_path)  # blocks that save files write them here
+    jax = pytest.importorskip("jax")
+    cache_dir = jax.config.jax_compilation_cache_dir  # a block may set it: restored below
     namespace = {}
     blocks = python_blocks(document)
     assert blocks or document != "README.md", "the README shows no Python"
-    for number, block in enumerate(blocks, 1):
-        try:
-            exec(compile(block, f"{document} python block {number}", "exec"), namespace)
-        except Exception as e:  # name the block that is not true
-            raise AssertionError(f"{document} python block {number} fails: {e!r}\n{block}") from e
+    try:
+        for number, block in enumerate(blocks, 1):
+            try:
+                exec(compile(block, f"{document} python block {number}", "exec"), namespace)
+            except Exception as e:  # name the block that is not true
+                raise AssertionError(f"{document} python block {number} fails: {e!r}\n"
+                                     f"{block}") from e
+    finally:
+        jax.config.update("jax_compilation_cache_dir", cache_dir)
