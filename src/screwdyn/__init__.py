@@ -3,6 +3,8 @@ dual quaternions, batched over states, on numpy or JAX."""
 from .algebra import cga_types as cga
 from .algebra import dualquat as dq
 from .composition import Assembly, BlackBox, ConnectionState
+from .compiled import compile  # noqa: A004  (sd.compile: a jitted function bound to a model)
+from .derivatives import dynamics_derivatives
 from .dynamics import (bias_forces, center_of_mass, coriolis_matrix, forward_dynamics,
                        forward_kinematics, gravity_torques, inverse_dynamics, jacobian,
                        kinetic_energy, mass_matrix, potential_energy)
@@ -21,5 +23,5 @@ __all__ = [
     "inverse_dynamics", "jacobian", "kinetic_energy", "load_urdf", "mass_matrix",
     "potential_energy", "random_configuration", "robots", "from_dh", "load_dh_table",
     "save_dh_table", "simulate", "Trajectory", "SimulationError", "integrate", "controllers",
-    "plot",
+    "plot", "compile", "dynamics_derivatives",
 ]

@@ -12,6 +12,9 @@ External wrenches ``f_ext`` have shape (..., nlinks, 6): for each link, in ``mod
 order, the wrench [force; torque] that the environment applies to the link, expressed in the
 link's frame, the torque taken about the link's origin (Pinocchio's local convention).
 """
+import functools
+import inspect
+
 import numpy as np
 
 from . import _backend
@@ -22,12 +25,17 @@ from .algorithms import kinematics as _kin
 from .algorithms import rnea as _rnea
 
 GRAVITY = (0.0, 0.0, -9.81)
+CHECKPOINT_BODIES = 12  # JAX: trees with more bodies compile in per-body pieces (entries mode)
 
 
 class _Call:
-    """Inputs of one public call in the internal layout: (n, N) arrays and the batch shape."""
+    """Inputs of one public call in the internal layout: (n, N) arrays and the batch shape.
 
-    def __init__(self, model, algebra="spatial", **arrays):
+    ``entries=True`` runs the spatial algebra in entries mode (``SpatialEntries``: algebra objects
+    as lists of components, faster on numpy and much faster under XLA); only for recursions that
+    do nothing but linear arithmetic on algebra objects (RNEA, ABA, CRBA)."""
+
+    def __init__(self, model, algebra="spatial", entries=False, **arrays):
         self.model = model
         specs = {"q": (model.nq, "configuration, nq"), "qd": (model.nv, "velocity, nv"),
                  "qdd": (model.nv, "acceleration, nv"), "tau": (model.nv, "joint forces, nv"),
@@ -57,8 +65,12 @@ class _Call:
                 self.arrays[name] = a[:, None]  # one gravity for the whole batch
                 continue
             a = xp.broadcast_to(a, self.batch + shape).reshape((self.N,) + shape)
-            self.arrays[name] = xp.moveaxis(a, 0, -1)
+            a = xp.moveaxis(a, 0, -1)
+            self.arrays[name] = np.ascontiguousarray(a) if xp is np else a  # rows contiguous
         self.alg = None if algebra == "vector" else get_algebra(algebra, xp)
+        if entries and hasattr(self.alg, "entries_mode"):
+            # under XLA, programs for large trees are cut at every body (compile time, n^2)
+            self.alg = self.alg.entries_mode(checkpoints=model.nbodies > CHECKPOINT_BODIES)
 
     def __getitem__(self, name):
         return self.arrays[name]
@@ -88,6 +100,79 @@ class _Call:
     matrix = vector
 
 
+# -- chunked numpy evaluation -------------------------------------------------------------------
+CHUNK_STATES = None  # states per chunk of a numpy batch; None: chosen from the model's size
+_BATCH_ARGS = {"q": 1, "qd": 1, "qdd": 1, "tau": 1, "gravity": 1, "f_ext": 2}  # name: core ndim
+
+
+# bytes of intermediates per state and body, measured with tracemalloc (Panda, 10,000 states)
+_BYTES_PER_BODY = {"inverse_dynamics": 256, "forward_dynamics": 512, "mass_matrix": 384}
+
+
+def chunk_size(model, function="forward_dynamics"):
+    """States per chunk when ``function`` (a public function's name) evaluates a numpy batch:
+    about 256 MiB of intermediates, at least 2048 and at most 32768 states (``CHUNK_STATES``
+    overrides). Larger chunks amortise Python's per-operation overhead (about a microsecond),
+    smaller ones stay in cache and bound memory: a million states cost one chunk of
+    intermediates plus the result."""
+    if CHUNK_STATES:
+        return max(1, int(CHUNK_STATES))
+    per_state = _BYTES_PER_BODY.get(function, 512) * max(model.nbodies, 1)
+    if function in ("mass_matrix", "coriolis_matrix"):
+        per_state += 16 * model.nv ** 2  # the entries of the nv x nv result
+    return int(min(32768, max(2048, (256 << 20) // per_state)))
+
+
+def _chunked(function):
+    """Evaluate a numpy batch larger than ``chunk_size(model)`` chunk by chunk into one result
+    array, so that the intermediates of a million states never exist at once. JAX inputs pass
+    through unchanged (XLA plans their memory), as do inputs with wrong shapes (the call reports
+    them with the user's shapes)."""
+    signature = inspect.signature(function)
+
+    @functools.wraps(function)
+    def wrapper(*args, **kwargs):
+        bound = signature.bind(*args, **kwargs)
+        model = bound.arguments["model"]
+        given = {k: v for k, v in bound.arguments.items() if k in _BATCH_ARGS and v is not None}
+        if any(_backend._is_jax(v) for v in given.values()):
+            return function(*args, **kwargs)
+        expected = {"q": (model.nq,), "qd": (model.nv,), "qdd": (model.nv,), "tau": (model.nv,),
+                    "gravity": (3,), "f_ext": (model.nlinks, 6)}
+        arrays = {k: np.asarray(v) for k, v in given.items()}
+        if any(a.ndim < len(expected[k]) or a.shape[a.ndim - len(expected[k]):] != expected[k]
+               for k, a in arrays.items()):
+            return function(*args, **kwargs)
+        try:
+            batch = np.broadcast_shapes(*(a.shape[:a.ndim - _BATCH_ARGS[k]]
+                                          for k, a in arrays.items()))
+        except ValueError:
+            return function(*args, **kwargs)
+        N = int(np.prod(batch, dtype=int))
+        if N >= 256:
+            _backend.tune_allocator()
+        size = chunk_size(model, function.__name__)
+        if N <= size:
+            return function(*args, **kwargs)
+        flat = {}
+        for k, a in arrays.items():
+            core = a.shape[a.ndim - _BATCH_ARGS[k]:]
+            flat[k] = a if a.ndim == len(core) else \
+                np.broadcast_to(a, batch + core).reshape((N,) + core)
+        out = None
+        for start in range(0, N, size):
+            for k, a in flat.items():
+                bound.arguments[k] = a if a.ndim == _BATCH_ARGS[k] else a[start:start + size]
+            result = np.asarray(function(*bound.args, **bound.kwargs))
+            if out is None:
+                out = np.empty((N,) + result.shape[1:], dtype=result.dtype)
+            out[start:start + size] = result
+        return out.reshape(batch + out.shape[1:])
+
+    return wrapper
+
+
+@_chunked
 def forward_kinematics(model, q, algebra="spatial"):
     """World poses of every link, (..., nlinks, 4, 4), in ``model.link_names`` order (composed
     as the algebra's poses: rotation matrices, motors or unit dual quaternions)."""
@@ -101,10 +186,11 @@ def forward_kinematics(model, q, algebra="spatial"):
     return call.matrix(call.xp.stack(mats)) if mats else call.xp.zeros(call.batch + (0, 4, 4))
 
 
+@_chunked
 def inverse_dynamics(model, q, qd, qdd, f_ext=None, gravity=None, algebra="spatial"):
     """Joint forces tau (..., nv) that produce accelerations qdd: M(q) qdd + b(q, qd) - J^T f_ext,
     plus armature * qdd and damping * qd when the model has them (RNEA, O(n))."""
-    call = _Call(model, algebra, q=q, qd=qd, qdd=qdd, f_ext=f_ext, gravity=gravity)
+    call = _Call(model, algebra, entries=True, q=q, qd=qd, qdd=qdd, f_ext=f_ext, gravity=gravity)
     if algebra == "vector":
         from .algorithms.newton_euler_dh import newton_euler_dh
 
@@ -114,11 +200,12 @@ def inverse_dynamics(model, q, qd, qdd, f_ext=None, gravity=None, algebra="spati
     return call.vector(tau)
 
 
+@_chunked
 def forward_dynamics(model, q, qd, tau, f_ext=None, gravity=None, algebra="spatial"):
     """Joint accelerations qdd (..., nv) under joint forces tau (articulated-body algorithm,
     O(n); ``algebra="vector"`` solves M qdd = tau - b with the DH recursion instead)."""
     _aba.check_defined(model)
-    call = _Call(model, algebra, q=q, qd=qd, tau=tau, f_ext=f_ext, gravity=gravity)
+    call = _Call(model, algebra, entries=True, q=q, qd=qd, tau=tau, f_ext=f_ext, gravity=gravity)
     if algebra == "vector":
         from .algorithms.newton_euler_dh import forward_dynamics_dh
 
@@ -128,9 +215,10 @@ def forward_dynamics(model, q, qd, tau, f_ext=None, gravity=None, algebra="spati
     return call.vector(qdd)
 
 
+@_chunked
 def mass_matrix(model, q, algebra="spatial"):
     """Joint-space inertia matrix M(q) (..., nv, nv), symmetric positive definite (CRBA)."""
-    call = _Call(model, algebra, q=q)
+    call = _Call(model, algebra, entries=True, q=q)
     if algebra == "vector":
         from .algorithms.newton_euler_dh import mass_matrix_dh
 
@@ -151,6 +239,7 @@ def gravity_torques(model, q, gravity=None, algebra="spatial"):
     return inverse_dynamics(model, q, zero, zero, gravity=gravity, algebra=algebra)
 
 
+@_chunked
 def coriolis_matrix(model, q, qd):
     """C(q, qd) (..., nv, nv) with C qd = b - g and dM/dt - 2C skew-symmetric."""
     from .algorithms.coriolis import coriolis
@@ -159,6 +248,7 @@ def coriolis_matrix(model, q, qd):
     return call.matrix(coriolis(call.alg, model, call["q"], call["qd"]))
 
 
+@_chunked
 def kinetic_energy(model, q, qd):
     """T = qd^T M(q) qd / 2, summed over bodies as v_i . I_i v_i / 2 (armature included)."""
     from .algorithms.energy import kinetic
@@ -167,6 +257,7 @@ def kinetic_energy(model, q, qd):
     return call.vector(kinetic(call.alg, model, call["q"], call["qd"])[None])[..., 0]
 
 
+@_chunked
 def potential_energy(model, q, gravity=None):
     """V = -sum_i m_i g . c_i, zero when every centre of mass is at the world origin's height."""
     from .algorithms.energy import center_of_mass_moment
@@ -177,6 +268,7 @@ def potential_energy(model, q, gravity=None):
     return call.vector(-(g * moment).sum(axis=0)[None])[..., 0]
 
 
+@_chunked
 def center_of_mass(model, q):
     """The robot's centre of mass in the world frame (..., 3)."""
     from .algorithms.energy import center_of_mass_moment
@@ -185,6 +277,7 @@ def center_of_mass(model, q):
     return call.vector(center_of_mass_moment(call.alg, model, call["q"]) / model.total_mass)
 
 
+@_chunked
 def jacobian(model, q, link, frame="world", algebra="spatial"):
     """The link's Jacobian (..., 6, nv), rows [linear; angular]: the velocity of the link origin
     and the link's angular velocity, in world axes (``frame="world"``) or link axes

@@ -1,0 +1,155 @@
+"""Compiled functions bound to one model, for control loops and fixed-size batches (needs JAX).
+
+    f = sd.compile(model, "inverse_dynamics")   # traced, lowered and compiled once
+    tau = f(q, qd, qdd)                         # one state: (nq,), (nv,), (nv,) -> (nv,)
+    f.compile_time                              # seconds the first compilation took
+
+The model, the algebra and the gravity vector are bound at compile time (they become constants
+of the compiled program, so their zeros cost nothing), and the inputs have one fixed shape:
+``batch_shape + (n,)`` (``batch_shape=()``, one state, by default). The result is a JAX array; it
+converts to numpy with ``np.asarray`` at no copy on CPU, or pass ``numpy=True`` to get numpy.
+``batch_shape=None`` accepts any batch shape and compiles once per new shape.
+
+The program is an ahead-of-time XLA executable (``jax.jit(...).lower(...).compile()``), called
+directly: no retracing or cache lookup per call. On CPU it is compiled with XLA's classic loop
+emitters (``xla_cpu_use_fusion_emitters=False``): as fast as the default emitters on screwdyn's
+long scalar programs, faster to compile, and without a slowdown the default emitters showed on
+some of them (docs/performance.md).
+"""
+import time
+
+import numpy as np
+
+from . import dynamics
+
+#: name -> (the public function, its batch inputs in order)
+FUNCTIONS = {
+    "inverse_dynamics": (dynamics.inverse_dynamics, ("q", "qd", "qdd")),
+    "forward_dynamics": (dynamics.forward_dynamics, ("q", "qd", "tau")),
+    "mass_matrix": (dynamics.mass_matrix, ("q",)),
+    "bias_forces": (dynamics.bias_forces, ("q", "qd")),
+    "gravity_torques": (dynamics.gravity_torques, ("q",)),
+    "coriolis_matrix": (dynamics.coriolis_matrix, ("q", "qd")),
+    "forward_kinematics": (dynamics.forward_kinematics, ("q",)),
+    "kinetic_energy": (dynamics.kinetic_energy, ("q", "qd")),
+    "potential_energy": (dynamics.potential_energy, ("q",)),
+    "center_of_mass": (dynamics.center_of_mass, ("q",)),
+}
+_TAKES_ALGEBRA = {"inverse_dynamics", "forward_dynamics", "mass_matrix", "bias_forces",
+                  "gravity_torques", "forward_kinematics"}
+_TAKES_GRAVITY = {"inverse_dynamics", "forward_dynamics", "bias_forces", "gravity_torques",
+                  "potential_energy"}
+#: XLA options for CPU programs (see the module docstring)
+CPU_COMPILER_OPTIONS = {"xla_cpu_use_fusion_emitters": False}
+
+
+def compiler_options(backend=None):
+    """The XLA options screwdyn compiles with on ``backend`` (default: JAX's default backend)."""
+    import jax
+
+    return dict(CPU_COMPILER_OPTIONS) if (backend or jax.default_backend()) == "cpu" else {}
+
+
+class CompiledFunction:
+    """A public screwdyn function compiled for one model and one input shape.
+
+    Call it with the inputs in the order of ``input_names`` (numpy or JAX arrays of shape
+    ``batch_shape + (n,)``). Attributes: ``compile_time`` (seconds: tracing, lowering and XLA
+    compilation of the first shape), ``compile_times`` (per batch shape), ``name``, ``model``,
+    ``algebra``, ``batch_shape``, ``input_names``, ``input_shapes``."""
+
+    def __init__(self, model, name, algebra, gravity, batch_shape, numpy_out, dtype):
+        import jax
+
+        if name not in FUNCTIONS:
+            raise ValueError(f"unknown function {name!r}; valid: {', '.join(FUNCTIONS)}")
+        function, self.input_names = FUNCTIONS[name]
+        kwargs = {}
+        if name in _TAKES_ALGEBRA:
+            kwargs["algebra"] = algebra
+        elif algebra != "spatial":
+            raise ValueError(f"{name} runs in the spatial algebra only")
+        if gravity is not None:
+            if name not in _TAKES_GRAVITY:
+                raise ValueError(f"{name} takes no gravity")
+            kwargs["gravity"] = np.asarray(gravity, dtype=float).reshape(3)
+        self.name, self.model, self.algebra = name, model, algebra
+        self.numpy_out = numpy_out
+        sizes = {"q": model.nq, "qd": model.nv, "qdd": model.nv, "tau": model.nv}
+        self._sizes = [sizes[k] for k in self.input_names]
+        if dtype is None:
+            dtype = np.float64 if jax.config.jax_enable_x64 else np.float32
+        self.dtype = np.dtype(dtype)
+
+        def program(*args):
+            return function(model, *args, **kwargs)
+
+        self._jitted = jax.jit(program, compiler_options=compiler_options())
+        self._executables = {}
+        self.compile_times = {}
+        self.compile_time = None
+        self.batch_shape = None if batch_shape is None else tuple(batch_shape)
+        if self.batch_shape is not None:
+            self._executable(self.batch_shape)
+
+    @property
+    def input_shapes(self):
+        batch = () if self.batch_shape is None else self.batch_shape
+        return tuple(batch + (n,) for n in self._sizes)
+
+    def _executable(self, batch):
+        exe = self._executables.get(batch)
+        if exe is None:
+            import jax
+
+            start = time.perf_counter()
+            specs = [jax.ShapeDtypeStruct(batch + (n,), self.dtype) for n in self._sizes]
+            exe = self._jitted.lower(*specs).compile()
+            self.compile_times[batch] = time.perf_counter() - start
+            if self.compile_time is None:
+                self.compile_time = self.compile_times[batch]
+            self._executables[batch] = exe
+        return exe
+
+    def __call__(self, *args):
+        if len(args) != len(self._sizes):
+            raise TypeError(f"{self.name} takes {len(self._sizes)} arrays "
+                            f"({', '.join(self.input_names)}), got {len(args)}")
+        if self.batch_shape is not None:
+            exe = self._executables[self.batch_shape]
+        else:
+            batch = np.broadcast_shapes(*(np.shape(a)[:-1] for a in args))
+            exe = self._executable(tuple(batch))
+            args = [np.broadcast_to(a, batch + np.shape(a)[-1:]) if np.shape(a)[:-1] != batch
+                    else a for a in args]
+        try:
+            out = exe(*args)
+        except (TypeError, ValueError) as error:
+            shapes = ", ".join(f"{k} {tuple(np.shape(a))} {getattr(a, 'dtype', '')}"
+                               for k, a in zip(self.input_names, args))
+            raise ValueError(f"{self.name} was compiled for inputs of shapes "
+                             f"{self.input_shapes} and dtype {self.dtype}; got {shapes}") from error
+        return np.asarray(out) if self.numpy_out else out
+
+    def __repr__(self):
+        shape = "any batch" if self.batch_shape is None else f"batch_shape={self.batch_shape}"
+        return (f"CompiledFunction({self.name!r}, model={self.model.name!r}, {shape}, "
+                f"compile_time={self.compile_time})")
+
+
+def compile(model, function, algebra="spatial", gravity=None, batch_shape=(), numpy=False,
+            dtype=None):
+    """Compile the public function ``function`` (a name, e.g. ``"inverse_dynamics"``; see
+    ``FUNCTIONS``) for ``model`` and inputs of shape ``batch_shape + (n,)``, and return a
+    ``CompiledFunction``: call it like the public function without the model, ``f(q, qd, qdd)``.
+
+    ``gravity`` (3,) is bound at compile time (default: (0, 0, -9.81)). ``batch_shape=()`` compiles
+    for one state (control loops); ``(N,)`` for batches of N; ``None`` compiles lazily for each
+    new batch shape. ``numpy=True`` returns numpy arrays. ``dtype``: float64 when
+    ``jax_enable_x64`` is on (the default then), float32 otherwise. Needs JAX
+    (``pip install screwdyn[jax]``)."""
+    try:
+        import jax  # noqa: F401
+    except ImportError as error:
+        raise ImportError("screwdyn.compile needs JAX: pip install 'screwdyn[jax]'") from error
+    return CompiledFunction(model, function, algebra, gravity, batch_shape, numpy, dtype)

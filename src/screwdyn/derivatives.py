@@ -1,0 +1,94 @@
+"""Partial derivatives of inverse and forward dynamics (needs JAX), the counterpart of Pinocchio's
+``computeRNEADerivatives`` and ``computeABADerivatives``.
+
+    dtau_dq, dtau_dqd, dtau_dqdd = sd.dynamics_derivatives(model, q, qd, qdd=qdd)
+    dqdd_dq, dqdd_dqd, dqdd_dtau = sd.dynamics_derivatives(model, q, qd, tau=tau)
+
+They are exact (forward-mode automatic differentiation through the recursions, ``jax.jacfwd``),
+batched over leading dimensions like every public function, and jitted once per model. The
+derivative with respect to ``q`` is taken in the coordinates q themselves (nq columns): for a
+fixed-base robot with revolute and prismatic joints that is Pinocchio's derivative; for a floating
+base the quaternion columns are derivatives with respect to the raw (x, y, z, w) entries, not
+Pinocchio's tangent-space derivative.
+"""
+from functools import lru_cache
+from typing import NamedTuple
+
+import numpy as np
+
+from . import _backend, dynamics
+
+
+class DynamicsDerivatives(NamedTuple):
+    """Jacobians of the output (tau for inverse, qdd for forward dynamics) with respect to the
+    inputs, each of shape batch + (nv, n_input)."""
+
+    dq: object  # d out / d q      (..., nv, nq)
+    dqd: object  # d out / d qd    (..., nv, nv)
+    du: object  # d out / d qdd (inverse dynamics: M) or d tau (forward dynamics: M^-1)
+
+
+def dynamics_derivatives(model, q, qd, qdd=None, *, tau=None, gravity=None, algebra="spatial"):
+    """Derivatives of inverse dynamics (pass ``qdd``) or forward dynamics (pass ``tau``) with
+    respect to q, qd and qdd or tau: a ``DynamicsDerivatives`` (dq, dqd, du) of arrays of shape
+    (..., nv, nq), (..., nv, nv), (..., nv, nv). numpy in, numpy out; JAX in, JAX out (and
+    traceable: it can itself be jitted, vmapped or differentiated).
+
+    Inverse dynamics: dq, dqd by forward-mode differentiation of the recursion, du = M(q).
+    Forward dynamics, as Pinocchio does: with qdd = FD(q, qd, tau), differentiating
+    ID(q, qd, qdd) = tau gives d qdd/dx = -M^-1 d ID/dx for x = q, qd, and d qdd/d tau = M^-1."""
+    if (qdd is None) == (tau is None):
+        raise ValueError("pass exactly one of qdd (inverse dynamics derivatives) and tau "
+                         "(forward dynamics derivatives)")
+    try:
+        import jax
+        import jax.numpy as jnp
+    except ImportError as error:
+        raise ImportError("dynamics_derivatives needs JAX: pip install 'screwdyn[jax]'") from error
+    u = qdd if tau is None else tau
+    use_jax = any(_backend._is_jax(a) for a in (q, qd, u, gravity))
+    xp = jnp if use_jax else np
+    names = ("q", "qd", "qdd" if tau is None else "tau")
+    q, qd, u = (_backend.as_float_array(a, xp, name) for a, name in zip((q, qd, u), names))
+    for a, n, name in zip((q, qd, u), (model.nq, model.nv, model.nv), names):
+        _backend.check_last_dim(a, n, name, "one state per row")
+    batch = _backend.broadcast_batch([(name, a, 1) for name, a in zip(names, (q, qd, u))])
+    N = int(np.prod(batch, dtype=int))
+    q, qd, u = (xp.broadcast_to(a, batch + a.shape[-1:]).reshape((N, a.shape[-1]))
+                for a in (q, qd, u))
+    if tau is not None:  # the accelerations at which to differentiate ID
+        u = dynamics.forward_dynamics(model, q, qd, u, gravity=gravity, algebra=algebra)
+    traced = any(isinstance(a, jax.core.Tracer) for a in (q, qd, u, gravity))
+    if traced or _backend._is_jax(gravity):  # inside the caller's trace: no nested compile
+        dq, dqd, M = jax.vmap(lambda q, qd, qdd: _id_jacobians(model, algebra, q, qd, qdd,
+                                                               gravity))(q, qd, u)
+    else:
+        g = None if gravity is None else tuple(float(x) for x in np.asarray(gravity).reshape(3))
+        dq, dqd, M = (xp.asarray(a) for a in _program(model, algebra, g)(q, qd, u))
+    if tau is not None:
+        Minv = xp.linalg.inv(M)
+        dq, dqd, M = -Minv @ dq, -Minv @ dqd, Minv
+    return DynamicsDerivatives(*(a.reshape(batch + a.shape[1:]) for a in (dq, dqd, M)))
+
+
+def _id_jacobians(model, algebra, q, qd, qdd, gravity):
+    """(d ID/dq, d ID/dqd, M) for one state."""
+    import jax
+
+    def tau(q, qd):
+        return dynamics.inverse_dynamics(model, q, qd, qdd, gravity=gravity, algebra=algebra)
+
+    dq, dqd = jax.jacfwd(tau, argnums=(0, 1))(q, qd)
+    return dq, dqd, dynamics.mass_matrix(model, q, algebra=algebra)
+
+
+@lru_cache(maxsize=64)
+def _program(model, algebra, gravity):
+    """The jitted, batched ``_id_jacobians`` for one model (compiled once per model and shape)."""
+    import jax
+
+    from .compiled import compiler_options
+
+    g = None if gravity is None else np.array(gravity)
+    return jax.jit(jax.vmap(lambda q, qd, qdd: _id_jacobians(model, algebra, q, qd, qdd, g)),
+                   compiler_options=compiler_options())
