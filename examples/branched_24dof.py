@@ -46,7 +46,8 @@ def box(builder, name, mass, size, com=(0, 0, 0)):
 
 def torso():
     b = sd.ModelBuilder("torso")
-    b.add_link("pelvis")  # welded to the world: a Model gives it no mass
+    box(b, "pelvis", 8.0, (0.3, 0.25, 0.1), com=(0, 0, 0.05))  # welded to the world: no joint
+    # moves it (its inertia is the model's base_inertia), so it loads no joint of the robot
     box(b, "waist", 4.0, (0.25, 0.2, 0.15), com=(0, 0, 0.07))
     box(b, "chest", 15.0, (0.3, 0.4, 0.45), com=(0.02, 0, 0.22))
     b.add_joint("waist_yaw", "revolute", "pelvis", "waist", xyz=(0, 0, 0.8), axis=(0, 0, 1))
@@ -55,9 +56,11 @@ def torso():
 
 
 def gripper():
-    """A wrist roll carrying a palm and two parallel fingers on prismatic joints."""
+    """An adapter plate, welded to the gripper's base (it rides on the arm's flange and loads the
+    arm, though no joint of the gripper moves it), and a wrist roll carrying a palm and two
+    parallel fingers on prismatic joints."""
     b = sd.ModelBuilder("gripper")
-    b.add_link("mount")
+    box(b, "mount", 0.25, (0.08, 0.08, 0.01), com=(0, 0, 0.005))
     box(b, "palm", 0.6, (0.08, 0.12, 0.06), com=(0, 0, 0.03))
     box(b, "finger_left", 0.08, (0.02, 0.01, 0.06), com=(0, 0, 0.03))
     box(b, "finger_right", 0.08, (0.02, 0.01, 0.06), com=(0, 0, 0.03))

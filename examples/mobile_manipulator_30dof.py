@@ -3,8 +3,9 @@ a planar base, the PR2's upper body, and a payload in its right gripper known on
 
     base      3  x, y (prismatic), yaw                          (built in code)
     └── pr2  30  torso lift, head, laser tilt, two 7-DoF arms,  (example-robot-data URDF; its
-        │        two 6-joint grippers                            casters and base are the
-        │                                                        planar base's job here)
+        │        two 6-joint grippers                            base, casters and wheels,
+        │                                                        134 kg welded to its root, ride
+        │                                                        on the planar base's chassis)
         └── payload  a black box: a 2 kg tool whose wrench on the gripper is computed from the
                      gripper frame's twist and twist derivative, in dual quaternions
 

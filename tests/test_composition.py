@@ -2,6 +2,7 @@
 Pinocchio's appendModel, black boxes (measured, callable, parent), nesting, bad input."""
 import importlib.util
 import pathlib
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -13,6 +14,7 @@ from screwdyn.composition import Assembly, BlackBox, ConnectionState
 
 EXAMPLES = pathlib.Path(__file__).resolve().parents[1] / "examples"
 G = 9.81
+NO_BASE = (0.0, (0.0, 0.0, 0.0), (0.0,) * 9)  # a Model.base_inertia: nothing welded to the base
 
 
 def _example(name):
@@ -111,6 +113,64 @@ def _without_payload(robot):
     return bare
 
 
+# -- links welded to a subsystem's base ------------------------------------------------------------
+def _ur5_on_torso(ur5):
+    robot = Assembly(branched.torso(), name="torso")
+    robot.attach(ur5, parent="torso", link="chest", placement=_T((0.05, 0.2, 0.3), 1.0),
+                 name="arm")
+    return robot
+
+
+@pytest.mark.parametrize("algebra", ["dq", "spatial"])
+def test_links_welded_to_a_subsystems_base_load_its_parent(algebra):
+    """A UR5's base_link (4 kg, welded to its root) rides on the torso's moving chest: it loads
+    the waist joints as in the flat model and in Pinocchio (the real URDF, inertias intact), and
+    leaves the arm's own torques alone."""
+    pin = pytest.importorskip("pinocchio")
+    path = erd_urdf("ur_description/urdf/ur5_robot.urdf")
+    ur5 = sd.load_urdf(path)
+    assert ur5.base_inertia[0] == 4.0
+    robot, massless = _ur5_on_torso(ur5), _ur5_on_torso(replace(ur5, base_inertia=NO_BASE))
+    flat = robot.to_model()
+    assert flat.total_mass == pytest.approx(massless.to_model().total_mass + 4.0, abs=1e-12)
+    q, qd, qdd = _state(robot, 11, batch=(5,))
+    tau = robot.inverse_dynamics(q, qd, qdd, algebra=algebra)
+    assert _rel(tau, sd.inverse_dynamics(flat, q, qd, qdd)) < 1e-12
+    bare = massless.inverse_dynamics(q, qd, qdd, algebra=algebra)
+    arm, waist = robot["arm"].v_slice, robot["torso"].v_slice
+    assert _rel(tau[..., arm], bare[..., arm]) < 1e-12
+    assert np.abs(tau[..., waist] - bare[..., waist]).max(axis=0).min() > 0.1  # N m: it loads both
+    _compare_with_pinocchio(pin, robot, _pinocchio_assembly(pin, robot, {"arm": path}),
+                            seeds=range(3))
+    # at rest, the arm's wrench on the chest is its weight, base_link included
+    rest = np.zeros_like(qd)
+    state = robot.connection_points(q, rest, rest, algebra=algebra)["arm"]
+    weight = np.einsum("bji,j->bi", state.pose[:, :3, :3], [0, 0, -(ur5.total_mass + 4.0) * G])
+    np.testing.assert_allclose(state.wrench[:, :3], weight, atol=1e-10)
+
+
+def test_links_welded_to_the_roots_base_stay_with_the_world():
+    """The root's base links are fixed to the world: they load no joint, the flat model keeps them
+    as its base inertia (in the world frame), and they weigh on the world at the root's point."""
+    ur5 = sd.load_urdf(erd_urdf("ur_description/urdf/ur5_robot.urdf"))
+    place = _T((0.3, -0.2, 0.5), 0.4)
+    robot = Assembly(ur5, placement=place)
+    flat = robot.to_model()
+    mass, com, inertia = flat.base_inertia
+    assert mass == 4.0 and flat.total_mass == ur5.total_mass
+    np.testing.assert_allclose(com, place[:3, :3] @ ur5.base_inertia[1] + place[:3, 3], atol=1e-15)
+    R = place[:3, :3]
+    np.testing.assert_allclose(np.reshape(inertia, (3, 3)),
+                               R @ np.reshape(ur5.base_inertia[2], (3, 3)) @ R.T, atol=1e-15)
+    q, qd, qdd = random_state(ur5, 12, batch=(3,))
+    assert _rel(robot.inverse_dynamics(q, qd, qdd),
+                sd.inverse_dynamics(ur5, q, qd, qdd, gravity=R.T @ [0, 0, -G])) < 1e-12
+    rest = np.zeros_like(qd)
+    wrench = robot.connection_points(q, rest, rest)["ur5"].wrench
+    np.testing.assert_allclose(wrench[:, :3], np.broadcast_to(
+        R.T @ [0, 0, -(ur5.total_mass + 4.0) * G], (3, 3)), atol=1e-10)
+
+
 # -- black boxes -----------------------------------------------------------------------------------
 def test_black_box_with_measured_wrench_leaves_the_other_torques_exact(robot24):
     q, qd, qdd = _state(robot24, 2, batch=(5,))
@@ -123,6 +183,14 @@ def test_black_box_with_measured_wrench_leaves_the_other_torques_exact(robot24):
     wrong = robot24.replaced("right_gripper", BlackBox(np.zeros(6)))
     assert _rel(wrong.inverse_dynamics(*(branched.keep(robot24, wrong, x) for x in (q, qd, qdd))),
                 expected) > 1e-3  # the wrench matters
+    # and so does the gripper's adapter plate, welded to its base: the wrench carries it
+    gripper = robot24["right_gripper"].model
+    assert gripper.base_inertia[0] > 0
+    plateless = robot24.replaced("right_gripper", replace(gripper, base_inertia=NO_BASE))
+    short = robot24.replaced("right_gripper", BlackBox(
+        plateless.connection_points(q, qd, qdd)["right_gripper"].wrench))
+    assert _rel(short.inverse_dynamics(*(branched.keep(robot24, short, x) for x in (q, qd, qdd))),
+                expected) > 1e-4
 
 
 def test_black_box_with_callable_wrench_of_the_real_subsystem(robot24):
@@ -144,12 +212,14 @@ def test_black_box_with_callable_wrench_of_the_real_subsystem(robot24):
     tau = boxed.inverse_dynamics(*(branched.keep(robot24, boxed, x) for x in (q, qd, qdd)))
     expected = branched.keep(robot24, boxed, robot24.inverse_dynamics(q, qd, qdd))
     assert seen == [(4, 6)]
+    assert gripper.model.base_inertia[0] > 0  # its adapter plate moves with the mount it is given
     assert _rel(tau, expected) < 1e-12
 
 
 def test_black_box_parent_imposes_pose_twist_and_derivative(robot24):
-    """The left UR5 becomes a black box known by its wrench on the torso and the motion of its
-    flange, where the real left gripper stays attached."""
+    """The left UR5 becomes a black box known by its wrench on the torso (its 4 kg base_link,
+    welded to its base, included) and the motion of its flange, where the real left gripper stays
+    attached."""
     q, qd, qdd = _state(robot24, 4, batch=(3,))
     states = robot24.connection_points(q, qd, qdd)
     at_gripper = states["left_gripper"]
@@ -221,6 +291,8 @@ def _two_trees():
                  name="limb")
     robot.attach(random_tree(2, 4, floating_base=True), parent="limb", link="base",
                  placement=_T((0.2, 0, 0), -0.7), name="drone")  # on a link welded to limb's base
+    robot.attach(random_tree(6, 3), parent="limb", link="base", placement=_T((0, 0.1, 0), -0.2),
+                 name="stub")  # there too, with 1 kg welded to its own base (so has limb's)
     return robot
 
 
@@ -234,7 +306,8 @@ def _T(xyz, angle):
 
 @pytest.mark.parametrize("algebra", ["dq", "spatial", "cga"])
 def test_floating_bases_and_links_welded_to_a_base(algebra):
-    """Every algebra composes: floating-base subsystems, one on a link welded to another's base."""
+    """Every algebra composes: floating-base subsystems, subsystems on a link welded to another's
+    base, links welded to subsystems' bases riding on a moving parent."""
     if algebra == "cga":
         pytest.importorskip("screwdyn.algebra.cga")
     robot = _two_trees()
@@ -279,10 +352,12 @@ def test_connection_points_against_flat_kinematics(robot24):
         x = dq.conj(dq.from_matrix(s.placement))
         np.testing.assert_allclose(states[name].twist, dq.twist_vector(dq.Ad(x, dq.twist(V))),
                                    atol=1e-10)
-    # at rest, a leaf's wrench on its parent is its weight, and the root's on the world the robot's
+    # at rest, a leaf's wrench on its parent is its weight, and the root's on the world the
+    # robot's, the links welded to their bases included (the gripper's plate, the torso's pelvis)
     static = robot24.connection_points(q, rest, rest)
-    for name, mass in (("lidar", robot24["lidar"].model.total_mass),
-                       ("torso", flat.total_mass)):
+    for name, mass in [(name, robot24[name].model.total_mass + robot24[name].model.base_inertia[0])
+                       for name in ("lidar", "left_gripper")] + [
+                           ("torso", flat.total_mass + flat.base_inertia[0])]:
         R = static[name].pose[:, :3, :3]
         np.testing.assert_allclose(static[name].wrench[:, :3],
                                    np.einsum("bji,j->bi", R, [0, 0, -mass * G]), atol=1e-9)
@@ -370,13 +445,12 @@ def test_black_box_wrench_of_the_wrong_shape():
 def _pinocchio_assembly(pin, robot, urdfs):
     """``robot`` rebuilt with pinocchio.appendModel: each subsystem's model parsed by Pinocchio
     from its URDF (``urdfs[name]``) or else converted from its screwdyn Model, names prefixed
-    ``name/``. Universe inertias are dropped: a screwdyn Model leaves out the links welded to its
-    base (and so does the assembly)."""
+    ``name/``. Universe inertias are kept: appendModel adds the inertia of the links a part welds
+    to its base to the parent's body it is mounted on (the root's stays with the world)."""
     model = pin.Model()
     for s in robot.subsystems:
         part = pin.buildModelFromUrdf(urdfs[s.name]) if s.name in urdfs else _pinocchio_model(
             pin, s.model)
-        part.inertias[0] = pin.Inertia.Zero()
         for i in range(1, part.njoints):
             part.names[i] = f"{s.name}/{part.names[i]}"
         for i, frame in enumerate(part.frames):
@@ -390,6 +464,8 @@ def _pinocchio_assembly(pin, robot, urdfs):
 def _pinocchio_model(pin, model):
     """A screwdyn Model built in code, as a Pinocchio model (joints, inertias, link frames)."""
     out, joints = pin.Model(), []
+    mass, com, inertia = model.base_inertia
+    out.inertias[0] = pin.Inertia(mass, np.array(com), np.reshape(inertia, (3, 3)))
     for b in model.bodies:
         kind = {"prismatic": pin.JointModelPrismaticUnaligned}.get(b.kind,
                                                                    pin.JointModelRevoluteUnaligned)

@@ -14,7 +14,9 @@ assembly's q and v (and tau), in attachment order; its joint and link names are 
 
 The dynamics follow the paper's scheme (``scheme.py``) in any algebra, dual quaternions by default;
 ``to_model`` gives the equivalent flat model. Links that a subsystem's model welds to its own base
-(a UR5's base_link) carry no mass in a screwdyn Model, so none is added to the parent's link.
+(a UR5's 4 kg base_link; their inertia is ``Model.base_inertia``) move with its connection point:
+no joint of the subsystem moves them, but they load its parent (the wrench at the point includes
+them, and ``to_model`` merges them into the parent's body). The root's stay with the world.
 """
 from dataclasses import dataclass
 
@@ -229,8 +231,8 @@ class Assembly:
 
     def connection_points(self, q, qd, qdd, f_ext=None, gravity=None, algebra="dq"):
         """{subsystem: ConnectionState at its connection point} (pose, twist, twist derivative
-        and the wrench it exerts on its parent; the root's is on the world), conventions as in
-        ``screwdyn.composition.blackbox``."""
+        and the wrench it exerts on its parent, the links its model welds to its base included;
+        the root's is on the world), conventions as in ``screwdyn.composition.blackbox``."""
         call = scheme.Call(self, algebra, q, qd, qdd, f_ext, gravity)
         solution = scheme.newton_euler(self, call)
         poses = scheme.connection_poses(self, call, solution)

@@ -8,8 +8,9 @@ Conventions at a connection point (public layout, leading batch dimensions; ``Co
   recursions do (the world accelerates at -g): a frame at rest with its z axis up reads
   [0, 0, 9.81, 0, 0, 0], and the weight of a payload comes out of m * twist_derivative;
 - ``wrench`` (..., 6): [force; torque about the frame's origin], in the frame's axes, that the
-  subsystem beyond the point (everything attached through it) exerts on the subsystem before it:
-  a payload of mass m at rest under a frame with z up gives [0, 0, -m g, 0, 0, 0], its weight.
+  subsystem beyond the point (everything attached through it, the links its model welds to its
+  base included) exerts on the subsystem before it: a payload of mass m at rest under a frame with
+  z up gives [0, 0, -m g, 0, 0, 0], its weight.
 
 Force/torque sensors. A six-axis sensor mounted at the point, with its measuring frame on the
 point's frame, reads this wrench directly if it reports the load the tool side applies to it (a
@@ -36,8 +37,9 @@ class BlackBox:
     wrench: what it exerts on its parent at its own connection point (see the module's
         conventions): an array (..., 6), e.g. a force/torque sensor reading, or a callable
         ``wrench(twist, twist_derivative)`` of the point's twist and twist derivative (..., 6)
-        returning (..., 6). It is the whole wrench through the point, the loads of subsystems
-        attached to the black box included. Only a black box at the root may leave it None.
+        returning (..., 6). It is the whole wrench through the point: what the real subsystem
+        would exert, its parts welded to its base and the loads of subsystems attached to the
+        black box included. Only a black box at the root may leave it None.
     points: ``{name: motion}`` for the connection points its children attach to (by
         ``link=name``): the ``ConnectionState`` (or tuple pose, twist, twist_derivative) the
         black box imposes there, as measured; the pose is only read by ``connection_points``.

@@ -11,9 +11,13 @@ from .frames import homogeneous
 def flat_model(assembly):
     """One Model with every subsystem's bodies and links, named ``"subsystem/name"``. Bodies keep
     the attachment order, so the flat q and v are the assembly's. A subsystem's root bodies and the
-    links welded to its base hang from the body its connection point is fixed to."""
+    links welded to its base hang from the body its connection point is fixed to, and the inertia
+    of those links (``Model.base_inertia``) is merged into that body's. What ends up welded to the
+    world (the root subsystem's base links, and any subsystem mounted on them) is the flat model's
+    ``base_inertia``, in the world frame."""
     bodies, links = [], []
     first_body, base = {}, {}  # per subsystem: its first body; (body, T_body_base) of its base
+    world = []  # (mass, com, inertia) parts welded to the world, world frame
     for s in assembly.subsystems:
         if s.model is None:
             raise ModelError(f"to_model: subsystem {s.name!r} is a black box, known only at its "
@@ -27,8 +31,41 @@ def flat_model(assembly):
         for link in s.model.links:
             parent, frame = _placed(link, link.body, first_body[s.name], base[s.name])
             links.append(replace(link, name=f"{s.name}/{link.name}", body=parent, **frame))
+        body, T = base[s.name]
+        part = _placed_inertia(s.model.base_inertia, T)
+        if part is None:
+            continue
+        if body < 0:
+            world.append(part)
+        else:
+            b = bodies[body]
+            bodies[body] = replace(b, **_merged([(b.mass, np.array(b.com),
+                                                  np.reshape(b.inertia, (3, 3))), part]))
     root = assembly.subsystems[0]
-    return Model(assembly.name, tuple(bodies), tuple(links), f"{root.name}/{root.model.root_link}")
+    welded = _merged(world) if world else None
+    return Model(assembly.name, tuple(bodies), tuple(links), f"{root.name}/{root.model.root_link}",
+                 base_inertia=(0.0, (0.0,) * 3, (0.0,) * 9) if welded is None else
+                 (welded["mass"], welded["com"], welded["inertia"]))
+
+
+def _placed_inertia(inertia, T):
+    """(mass, com, inertia about the com) of a base inertia (root frame) in the frame where T
+    (T_frame_root) places the root frame; None when it is zero."""
+    mass, com, I = inertia
+    if mass == 0 and not any(I):
+        return None
+    R = T[:3, :3]
+    return mass, R @ np.asarray(com) + T[:3, 3], R @ np.reshape(I, (3, 3)) @ R.T
+
+
+def _merged(parts):
+    """Body fields (mass, com, inertia about the com) of rigidly joined parts in one frame."""
+    mass = sum(m for m, _, _ in parts)
+    com = sum(m * c for m, c, _ in parts) / mass if mass > 0 else np.zeros(3)
+    inertia = sum((I + m * (np.dot(c - com, c - com) * np.eye(3) - np.outer(c - com, c - com))
+                   for m, c, I in parts), np.zeros((3, 3)))
+    return {"mass": float(mass), "com": tuple(map(float, com)),
+            "inertia": tuple(map(float, inertia.ravel()))}
 
 
 def _base(s, first_body, base):

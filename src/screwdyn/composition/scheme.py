@@ -8,6 +8,9 @@ and ``newton_euler_backward``); between subsystems, only connection-point quanti
                               offset being constant), and the subsystem's bodies follow from them;
     backward, children first: the parent adds Ad(x_(k,a)) zeta_a to the wrench of body k, then its
                               own backward pass carries it to its joints and its base;
+                              zeta_a includes -(I_b xidot_a + xi_a x* I_b xi_a), the links
+                              the child's model welds to its base (I_b, Model.base_inertia),
+                              which move with the point a;
     whole body:               tau = the subsystems' tau, stacked.
 
 Internal layout as in the algorithms: (n, N) arrays, algebra objects for twists and wrenches.
@@ -69,7 +72,7 @@ class Call:
                      [..., s.q_slice if name == "q" else s.v_slice] for name, a in vectors.items()}
             F = f_ext.get(s.name)
             self.models[s.name] = _ModelCall(
-                s.model, algebra, **share, gravity=gravity,
+                s.model, algebra, entries=True, **share, gravity=gravity,
                 f_ext=None if F is None else xp.broadcast_to(F, self.batch + F.shape[-2:]))
         self.alg = self.models[s.name].alg  # the algebra the subsystems' recursions run in
 
@@ -135,7 +138,7 @@ def newton_euler(assembly, call):
         if s.model is None:
             wrench[s.name] = _black_box_wrench(call, s, motion[s.name])
         else:
-            tau[s.name], wrench[s.name] = _backward(call, s, passes[s.name], motion[s.name][1],
+            tau[s.name], wrench[s.name] = _backward(call, s, passes[s.name], motion[s.name],
                                                     [(c, wrench[c.name]) for c in children[s.name]])
     return Solution(tau, motion, wrench, passes)
 
@@ -156,9 +159,10 @@ def _connection_motion(assembly, call, s, motion, passes):
     return (None if v is None else alg.inv_act_twist(x, v)), alg.inv_act_twist(x, a)
 
 
-def _backward(call, s, forward, a0, children):
+def _backward(call, s, forward, motion, children):
     """Subsystem s's backward pass with its children's wrenches: (tau, zeta at s's point)."""
     alg = call.alg
+    v0, a0 = motion
     X, _, _, f = forward
     external = call[s.name].body_wrenches()
     f = list(f) if external is None else [f_i - e_i for f_i, e_i in zip(f, external)]
@@ -171,7 +175,24 @@ def _backward(call, s, forward, a0, children):
             on_base = on_base + load
     c = call[s.name]
     tau, f_base = newton_euler_backward(alg, s.model, X, f, c["qd"], c["qdd"], 0.0 * a0)
-    return tau, on_base - f_base  # the bodies push on the base with -f_base (third law)
+    zeta = on_base - f_base  # the bodies push on the base with -f_base (third law)
+    I_b = base_inertia(alg, s.model)
+    if I_b is not None:  # the links welded to the base move with the point: the parent drives them
+        f_b = alg.inertia_apply(I_b, a0)
+        if v0 is not None:
+            f_b = f_b + alg.cross_force(v0, alg.inertia_apply(I_b, v0))
+        zeta = zeta - f_b
+    return tau, zeta
+
+
+@lru_cache(maxsize=64)
+def base_inertia(alg, model):
+    """The algebra inertia of the links ``model`` welds to its base, in its root frame (the
+    connection point's), or None when they have none (``Model.base_inertia``)."""
+    mass, com, inertia = model.base_inertia
+    if mass == 0 and not any(inertia):
+        return None
+    return alg.inertia(mass, np.array(com), np.reshape(inertia, (3, 3)))
 
 
 def _on_base_links(call, s, zero):
