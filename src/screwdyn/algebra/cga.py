@@ -34,37 +34,9 @@ import operator
 import numpy as np
 
 from . import Algebra
+from .entries import ZERO
 from . import _cga_products as products
 
-
-class _Zero:
-    """An exact zero component: products with it vanish and sums skip it (numpy and JAX arrays
-    defer to these reflected operators)."""
-
-    __array_ufunc__ = None
-    __slots__ = ()
-
-    def __mul__(self, other):
-        return self
-
-    __rmul__ = __truediv__ = __mul__
-
-    def __add__(self, other):
-        return other
-
-    __radd__ = __rsub__ = __add__
-
-    def __sub__(self, other):
-        return -other
-
-    def __neg__(self):
-        return self
-
-    def __repr__(self):
-        return "ZERO"
-
-
-ZERO = _Zero()
 
 # twist / wrench components from the public [linear; angular] 6-vector: (index, sign)
 _FROM_VECTOR = ((3, 1.0), (4, -1.0), (5, 1.0), (0, 1.0), (1, 1.0), (2, 1.0))

@@ -38,40 +38,9 @@ import numpy as np
 
 from .. import _backend
 from . import Algebra
+from .entries import ZERO
 
 SWAP = np.array([3, 4, 5, 0, 1, 2])  # [omega; v] <-> [v; omega]; also the pairing twist-wrench
-
-
-class _Zero:
-    """The exact zero of a constant component: products with it vanish and sums skip it."""
-
-    __slots__ = ()
-    __array_ufunc__ = None  # numpy defers to the methods below; JAX arrays do so by themselves
-
-    def __mul__(self, other):
-        return self
-
-    __rmul__ = __truediv__ = __mul__
-
-    def __add__(self, other):
-        return other
-
-    __radd__ = __rsub__ = __add__
-
-    def __sub__(self, other):
-        return -other
-
-    def __neg__(self):
-        return self
-
-    def __float__(self):
-        return 0.0
-
-    def __repr__(self):
-        return "ZERO"
-
-
-ZERO = _Zero()
 
 
 def _constant(value):
