@@ -26,7 +26,9 @@ only the work that a joint's actual motor needs: the rotor of a joint about z ha
 components, a placement without offset has no translator part. A motor stays as entries between
 operations, and the 18 images of the bivector blades under its sandwich (``sandwich_images``,
 quadratic in the motor) are computed once per pose and shared by the twist and wrench sandwiches
-and by the inertia transformation. Twists, wrenches and inertias cross the protocol as arrays.
+and by the inertia transformation; for a joint's motor, placement times joint motion, they are
+the placement's sandwich of the joint motion's images, which keeps both factors' exact zeros.
+Twists, wrenches and inertias cross the protocol as arrays.
 """
 import functools
 import operator
@@ -46,18 +48,42 @@ REVERSE_SIGNS = (1.0, -1.0, -1.0, -1.0, -1.0, -1.0, -1.0, 1.0)  # ~M, blade by b
 
 class Pose:
     """A motor kept as its 8 entries, with the images of the bivector blades under its sandwich
-    computed on first use (they serve M V ~M, ~M V M, M W ~M, ~M W M and M * I)."""
+    computed on first use (they serve M V ~M, ~M V M, M W ~M, ~M W M and M * I). A composition
+    A B with a constant A (a joint's placement) keeps its factors: its sandwich is A's sandwich
+    of B's (see ``images``)."""
 
-    __slots__ = ("motor", "_images")
+    __slots__ = ("motor", "factors", "_images", "_rows")
 
-    def __init__(self, motor):
-        self.motor, self._images = tuple(motor), None
+    def __init__(self, motor, factors=None):
+        self.motor, self.factors, self._images, self._rows = tuple(motor), factors, None, None
 
     @property
     def images(self):
+        """The 18 images, from the motor, or for a composition A B as (A B) e_k ~(A B) =
+        A (B e_k ~B) ~A: the wrench sandwich of A applied to B's images of the wrench blades
+        (the columns of B's sandwich), which keeps the zeros of a constant placement A and of a
+        joint rotor B exact (the joint's motor itself has none)."""
         if self._images is None:
-            self._images = products.sandwich_images(self.motor)
+            if self.factors is None:
+                images = products.sandwich_images(self.motor)
+                constant = not any(hasattr(e, "shape") for e in images)
+                self._images = _constant(images) if constant else images
+            else:
+                A, B = self.factors
+                columns = [products.sandwich_wrench_from_images(A.images, column)
+                           for column in zip(*B.wrench_rows)]
+                self._images = tuple(_signed(sign, columns[c][r])
+                                     for r, c, sign in _IMAGE_POSITIONS)
         return self._images
+
+    @property
+    def wrench_rows(self):
+        """The wrench sandwich W -> M W ~M as a 6x6 matrix of entries, row by row: each entry is
+        one of the images, up to sign, or zero (``_WRENCH_MATRIX``)."""
+        if self._rows is None:
+            self._rows = tuple(tuple(ZERO if e is None else _signed(e[1], self.images[e[0]])
+                                     for e in row) for row in _WRENCH_MATRIX)
+        return self._rows
 
     def __repr__(self):
         return f"Pose({self.motor})"
@@ -90,8 +116,11 @@ class CGA(Algebra):
                                                    rotor_from_quaternion(quat)))
 
     def compose(self, A, B):
-        """A B: first B (child in the middle frame), then A (middle frame in the parent)."""
-        return Pose(products.geometric_motor_motor(A.motor, B.motor))
+        """A B: first B (child in the middle frame), then A (middle frame in the parent). For a
+        constant A, the factors give the sandwich images (``Pose.images``)."""
+        constant = not any(hasattr(m, "shape") for m in A.motor)
+        return Pose(products.geometric_motor_motor(A.motor, B.motor),
+                    factors=(A, B) if constant else None)
 
     def inverse(self, X):
         """~X, the reverse, is the inverse of a unit motor."""
@@ -164,21 +193,28 @@ class CGA(Algebra):
     def inertia_act(self, X, I):
         """X * I (eq. 16): move every element with X, regroup the coefficients (the e_j
         coefficient of moved element k becomes the e_k coefficient of element j), move every
-        element again."""
+        element again. The result is symmetric (its e_i coefficient of element j is its e_j
+        coefficient of element i), so the second move computes only the coefficients i >= j,
+        each as the row i of the wrench sandwich (``Pose.wrench_rows``) against element j."""
         moved = [products.sandwich_wrench_from_images(X.images, I_k) for I_k in _elements(I)]
-        regrouped = zip(*moved)
-        final = [products.sandwich_wrench_from_images(X.images, J_j) for J_j in regrouped]
-        return self._stack([c for element in final for c in element], X.motor, I, shape=(6, 6))
+        regrouped = list(zip(*moved))
+        rows = X.wrench_rows
+        upper = {(j, i): _power(rows[i], regrouped[j]) for j in range(6) for i in range(j, 6)}
+        return self._stack([upper[min(j, i), max(j, i)] for j in range(6) for i in range(6)],
+                           X.motor, I, shape=(6, 6))
 
     def inertia_sub_outer(self, IA, U, Dinv):
         """IA - sum_ab U_a Dinv_ab U_b^T: element IA^k loses sum_a (U_a)_k W_a, with the wrenches
-        W_a = sum_b Dinv_ab U_b (the articulated-inertia update, Featherstone 7.1)."""
+        W_a = sum_b Dinv_ab U_b (the articulated-inertia update, Featherstone 7.1). The result is
+        symmetric like IA: only the coefficients i >= k are computed."""
         U = [_entries(U_a) for U_a in U]
         W = [[_total(D_ab * U_b[i] for D_ab, U_b in zip(Dinv_a, U)) for i in range(6)]
              for Dinv_a in Dinv]
-        return self._stack([IA_k[i] - _total(U_a[k] * W_a[i] for U_a, W_a in zip(U, W))
-                            for k, IA_k in enumerate(_elements(IA)) for i in range(6)],
-                           IA, *U, shape=(6, 6))
+        IA = _elements(IA)
+        upper = {(k, i): IA[k][i] - _total(U_a[k] * W_a[i] for U_a, W_a in zip(U, W))
+                 for k in range(6) for i in range(k, 6)}
+        return self._stack([upper[min(k, i), max(k, i)] for k in range(6) for i in range(6)],
+                           *IA, *U, shape=(6, 6))
 
     # -- entries -> arrays -----------------------------------------------------------------
     def _xp(self, *arrays):
@@ -226,6 +262,31 @@ def _constant(values):
     """Entries of a constant (an array or entries): Python floats, exact zeros as ZERO."""
     flat = values if isinstance(values, tuple) else np.ravel(values)
     return tuple(ZERO if v is ZERO or v == 0.0 else float(v) for v in flat)
+
+
+def _wrench_matrix():
+    """Where the sandwich images stand in the 6x6 matrix of the wrench sandwich: per entry
+    (image, sign), or None for a zero, read off ``sandwich_wrench_from_images`` applied to the
+    blades with the images numbered 1 to 18 (each entry is one image, up to sign)."""
+    numbers = tuple(float(k + 1) for k in range(18))
+    columns = [products.sandwich_wrench_from_images(numbers, tuple(1.0 if k == c else ZERO
+                                                                   for k in range(6)))
+               for c in range(6)]
+    return tuple(tuple(None if column[r] is ZERO else
+                       (int(abs(column[r])) - 1, 1.0 if column[r] > 0 else -1.0)
+                       for column in columns) for r in range(6))
+
+
+_WRENCH_MATRIX = _wrench_matrix()
+# (row, column, sign) of one place of each image in the matrix
+_IMAGE_POSITIONS = tuple(min((r, c, e[1]) for r, row in enumerate(_WRENCH_MATRIX)
+                             for c, e in enumerate(row) if e is not None and e[0] == k)
+                         for k in range(18))
+
+
+def _signed(sign, x):
+    """sign * x for a sign +-1.0, without a product for +1."""
+    return x if sign > 0 else -x
 
 
 def _total(terms):
