@@ -147,9 +147,9 @@ def compile(model, function, algebra="spatial", gravity=None, batch_shape=(), nu
     for one state (control loops); ``(N,)`` for batches of N; ``None`` compiles lazily for each
     new batch shape. ``numpy=True`` returns numpy arrays. ``dtype``: float64 when
     ``jax_enable_x64`` is on (the default then), float32 otherwise. Needs JAX
-    (``pip install screwdyn[jax]``)."""
+    (a core dependency of screwdyn)."""
     try:
         import jax  # noqa: F401
     except ImportError as error:
-        raise ImportError("screwdyn.compile needs JAX: pip install 'screwdyn[jax]'") from error
+        raise ImportError("screwdyn.compile needs JAX: pip install jax") from error
     return CompiledFunction(model, function, algebra, gravity, batch_shape, numpy, dtype)

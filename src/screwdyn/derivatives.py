@@ -44,7 +44,7 @@ def dynamics_derivatives(model, q, qd, qdd=None, *, tau=None, gravity=None, alge
         import jax
         import jax.numpy as jnp
     except ImportError as error:
-        raise ImportError("dynamics_derivatives needs JAX: pip install 'screwdyn[jax]'") from error
+        raise ImportError("dynamics_derivatives needs JAX: pip install jax") from error
     u = qdd if tau is None else tau
     use_jax = any(_backend._is_jax(a) for a in (q, qd, u, gravity))
     xp = jnp if use_jax else np
