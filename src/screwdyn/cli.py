@@ -205,6 +205,9 @@ def main(argv=None):
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning
             return args.func(args)
+    except BrokenPipeError:  # the reader went away (screwdyn info x | head): nothing to say
+        sys.stdout = open(os.devnull, "w")
+        return 0
     except (ModelError, ValueError, OSError) as e:
         first = str(e).splitlines()[0] if str(e) else type(e).__name__
         print(f"screwdyn: error: {first}", file=sys.stderr)
