@@ -1,5 +1,6 @@
 """screwdyn: rigid-body dynamics of robots in spatial algebra, conformal geometric algebra and
 dual quaternions, batched over states, on numpy or JAX."""
+from ._backend import Float32Warning
 from .algebra import cga_types as cga
 from .algebra import dualquat as dq
 from .composition import Assembly, BlackBox, ConnectionState
@@ -18,7 +19,7 @@ from . import controllers, plot  # noqa: E402  (plot imports matplotlib only whe
 __version__ = "0.1.0"
 
 __all__ = [
-    "Assembly", "BlackBox", "ConnectionState", "DHLink", "InertiaWarning", "cga", "dq", "Model", "ModelBuilder", "ModelError", "bias_forces", "center_of_mass",
+    "Assembly", "BlackBox", "ConnectionState", "DHLink", "Float32Warning", "InertiaWarning", "cga", "dq", "Model", "ModelBuilder", "ModelError", "bias_forces", "center_of_mass",
     "coriolis_matrix", "forward_dynamics", "forward_kinematics", "gravity_torques",
     "inverse_dynamics", "jacobian", "kinetic_energy", "load_urdf", "mass_matrix",
     "potential_energy", "random_configuration", "robots", "from_dh", "load_dh_table",
