@@ -20,9 +20,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # run from a checkout
 
-CASES = [("inverse_dynamics", "spatial"), ("inverse_dynamics", "dq"),
-         ("inverse_dynamics", "cga"), ("forward_dynamics", "spatial"),
-         ("mass_matrix", "spatial")]
+CASES = [(function, algebra) for function in ("inverse_dynamics", "forward_dynamics", "mass_matrix")
+         for algebra in ("spatial", "cga", "dq")]
 
 
 def device_states(model, N, dtype, seed=0):
@@ -65,6 +64,9 @@ def main(argv=None):
     parser.add_argument("--repeat", type=int, default=20)
     parser.add_argument("--float32", action="store_true",
                         help="compute in float32 (jax_enable_x64 off) instead of float64")
+    parser.add_argument("--checkpoints", choices=("auto", "always", "never"), default="auto",
+                        help="cut XLA's fusions at every body: for trees of more than "
+                             "screwdyn.dynamics.CHECKPOINT_BODIES bodies (auto), or always, never")
     parser.add_argument("--json", help="write the results here")
     options = parser.parse_args(argv)
 
@@ -77,10 +79,14 @@ def main(argv=None):
 
     import screwdyn as sd
 
+    from screwdyn import dynamics
+
+    if options.checkpoints != "auto":
+        dynamics.CHECKPOINT_BODIES = -1 if options.checkpoints == "always" else 1 << 30
     model = sd.robots.load("panda")
     device = jax.devices()[0]
     print(f"JAX {jax.__version__} on {device.platform}: {device.device_kind}; "
-          f"Panda, nq = {model.nq}, {options.states:,} states")
+          f"Panda, nq = {model.nq}, {options.states:,} states, checkpoints {options.checkpoints}")
     dtype = jnp.float32 if options.float32 else jnp.float64
     states = device_states(model, options.states, dtype)
     results = []
@@ -96,6 +102,7 @@ def main(argv=None):
               flush=True)
     if options.json:
         info = {"jax": jax.__version__, "device": device.device_kind,
+                "checkpoints": options.checkpoints,
                 "platform": device.platform, "python": platform.python_version()}
         Path(options.json).write_text(json.dumps({"info": info, "results": results}, indent=1))
 

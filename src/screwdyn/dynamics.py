@@ -31,9 +31,10 @@ CHECKPOINT_BODIES = 12  # JAX: trees with more bodies compile in per-body pieces
 class _Call:
     """Inputs of one public call in the internal layout: (n, N) arrays and the batch shape.
 
-    ``entries=True`` runs the spatial algebra in entries mode (``SpatialEntries``: algebra objects
-    as lists of components, faster on numpy and much faster under XLA); only for recursions that
-    do nothing but linear arithmetic on algebra objects (RNEA, ABA, CRBA)."""
+    ``entries=True`` runs the algebra in its entries mode (``algebra.entries.EntriesMode``:
+    twists, wrenches and inertias as lists of components, faster on numpy and much faster under
+    XLA); only for recursions that do nothing but linear arithmetic on algebra objects (RNEA,
+    ABA, CRBA)."""
 
     def __init__(self, model, algebra="spatial", entries=False, **arrays):
         self.model = model

@@ -31,9 +31,23 @@ class Algebra:
     """Base of the algebra modules: holds the array namespace ``xp`` (numpy or jax.numpy)."""
 
     name = None
+    entries_class = None  # the algebra in entries mode (``entries.EntriesMode``), if it has one
 
     def __init__(self, xp):
         self.xp = xp
+
+    def entries_mode(self, checkpoints=False):
+        """The same algebra in entries mode on the same backend (``algebra/entries``), or itself
+        if it has none; ``checkpoints``: cut XLA's fusions at every body (``EntriesMode``)."""
+        if self.entries_class is None:
+            return self
+        checkpoints = bool(checkpoints) and self.xp is not np
+        return _entries_algebra(self.entries_class, self.xp, checkpoints)
+
+
+@lru_cache(maxsize=None)
+def _entries_algebra(cls, xp, checkpoints):
+    return cls(xp, checkpoints)
 
 
 def _implementations():

@@ -30,14 +30,11 @@ and by the inertia transformation; for a joint's motor, placement times joint mo
 the placement's sandwich of the joint motion's images, which keeps both factors' exact zeros.
 Twists, wrenches and inertias cross the protocol as arrays.
 """
-import functools
-import operator
-
 import numpy as np
 
 from . import Algebra
-from .entries import ZERO
 from . import _cga_products as products
+from .entries import (ZERO, Entries, EntriesMode, constant, like, lin, stack, sub_outer)
 
 
 # twist / wrench components from the public [linear; angular] 6-vector: (index, sign)
@@ -130,7 +127,7 @@ class CGA(Algebra):
         """(4, 4, N) homogeneous matrices."""
         R, t = products.rotation_matrix(X.motor), products.translation(X.motor)
         entries = R[0:3] + t[0:1] + R[3:6] + t[1:2] + R[6:9] + t[2:3] + (ZERO, ZERO, ZERO, 1.0)
-        return self._stack(entries, X.motor, shape=(4, 4))
+        return self._stack(entries, (4, 4), X.motor)
 
     def from_matrix(self, T):
         """The motor of (4, 4, N) homogeneous matrices."""
@@ -148,34 +145,38 @@ class CGA(Algebra):
 
     def act_twist(self, X, V):
         """X V ~X (eq. 4): the twist V of the child frame, in the parent frame."""
-        return self._stack(products.sandwich_twist_from_images(X.images, _entries(V)), X.motor, V)
+        return self._sandwich(products.sandwich_twist_from_images, X, V)
 
     def inv_act_twist(self, X, V):
         """~X V X: the twist V given in the parent frame, in the child frame."""
-        return self._stack(products.reverse_sandwich_twist_from_images(X.images, _entries(V)),
-                           X.motor, V)
+        return self._sandwich(products.reverse_sandwich_twist_from_images, X, V)
 
     def act_wrench(self, X, F):
         """X F ~X: the same sandwich moves wrenches (the adjoint and co-adjoint at once)."""
-        return self._stack(products.sandwich_wrench_from_images(X.images, _entries(F)), X.motor, F)
+        return self._sandwich(products.sandwich_wrench_from_images, X, F)
 
     def inv_act_wrench(self, X, F):
-        return self._stack(products.reverse_sandwich_wrench_from_images(X.images, _entries(F)),
-                           X.motor, F)
+        return self._sandwich(products.reverse_sandwich_wrench_from_images, X, F)
+
+    def _sandwich(self, kernel, X, B):
+        B_entries = _entries(B)
+        return self._stack(kernel(X.images, B_entries), (6,), X.motor, B_entries, like(B))
 
     def cross_motion(self, V, M):
         """Featherstone's V x M (crm) is the commutator M x V (eqs. 10-11)."""
-        return self._stack(products.commutator_twist_twist(_entries(M), _entries(V)), V, M)
+        V, M = _entries(V), _entries(M)
+        return self._stack(products.commutator_twist_twist(M, V), (6,), V, M)
 
     def cross_force(self, V, F):
         """Featherstone's V x* F (crf) is -<V x F>, the commutator's wrench part (eqs. 10-11)."""
-        return -self._stack(products.commutator_twist_wrench_onto_wrench(_entries(V), _entries(F)),
-                            V, F)
+        V, F = _entries(V), _entries(F)
+        return -self._stack(products.commutator_twist_wrench_onto_wrench(V, F), (6,), V, F)
 
     def dot(self, M, F):
         """The power -M . F (eq. 9) of a twist M and a wrench F: here the sum of the products of
         their components."""
-        return self._stack([_power(_entries(M), _entries(F))], M, F, shape=())
+        return self._stack([_power(_entries(M), _entries(F))], (), _entries(M), _entries(F),
+                           like(M), like(F))
 
     # -- the inertia tensor ----------------------------------------------------------------
     def inertia(self, mass, com, inertia_com):
@@ -187,8 +188,9 @@ class CGA(Algebra):
 
     def inertia_apply(self, I, V):
         """I[V] = -sum_k (I^k . V) e_k (eq. 15): component k is the power of V against I^k."""
-        V = _entries(V)
-        return self._stack([_power(V, element) for element in _elements(I)], V, I)
+        elements = _elements(I)
+        return self._stack([_power(_entries(V), element) for element in elements], (6,),
+                           _entries(V), *elements, like(V), like(I))
 
     def inertia_act(self, X, I):
         """X * I (eq. 16): move every element with X, regroup the coefficients (the e_j
@@ -196,63 +198,55 @@ class CGA(Algebra):
         element again. The result is symmetric (its e_i coefficient of element j is its e_j
         coefficient of element i), so the second move computes only the coefficients i >= j,
         each as the row i of the wrench sandwich (``Pose.wrench_rows``) against element j."""
-        moved = [products.sandwich_wrench_from_images(X.images, I_k) for I_k in _elements(I)]
+        elements = _elements(I)
+        moved = [products.sandwich_wrench_from_images(X.images, I_k) for I_k in elements]
         regrouped = list(zip(*moved))
         rows = X.wrench_rows
         upper = {(j, i): _power(rows[i], regrouped[j]) for j in range(6) for i in range(j, 6)}
         return self._stack([upper[min(j, i), max(j, i)] for j in range(6) for i in range(6)],
-                           X.motor, I, shape=(6, 6))
+                           (6, 6), X.motor, *elements, like(I))
 
     def inertia_sub_outer(self, IA, U, Dinv):
         """IA - sum_ab U_a Dinv_ab U_b^T: element IA^k loses sum_a (U_a)_k W_a, with the wrenches
         W_a = sum_b Dinv_ab U_b (the articulated-inertia update, Featherstone 7.1). The result is
         symmetric like IA: only the coefficients i >= k are computed."""
-        U = [_entries(U_a) for U_a in U]
-        W = [[_total(D_ab * U_b[i] for D_ab, U_b in zip(Dinv_a, U)) for i in range(6)]
-             for Dinv_a in Dinv]
-        IA = _elements(IA)
-        upper = {(k, i): IA[k][i] - _total(U_a[k] * W_a[i] for U_a, W_a in zip(U, W))
-                 for k in range(6) for i in range(k, 6)}
-        return self._stack([upper[min(k, i), max(k, i)] for k in range(6) for i in range(6)],
-                           *IA, *U, shape=(6, 6))
+        U, M = [_entries(U_a) for U_a in U], [e for element in _elements(IA) for e in element]
+        return self._stack(sub_outer(M, U, Dinv), (6, 6), M, *U, like(IA))
 
     # -- entries -> arrays -----------------------------------------------------------------
     def _xp(self, *arrays):
         """numpy for numpy arrays (model constants stay numpy, also while JAX traces), else xp."""
         return np if all(isinstance(a, np.ndarray) for a in arrays) else self.xp
 
-    def _stack(self, entries, *inputs, shape=None):
-        """Array of component shape ``shape`` (default: one axis) from entries; floats and ZEROs
-        broadcast to the batch of the array entries, or of the ``inputs`` (entries or arrays)
-        when every entry is constant."""
-        shape = (len(entries),) if shape is None else shape
-        arrays = [e for e in entries if hasattr(e, "shape")]
-        if not arrays:
-            arrays = [_batch_like(x) for x in _flatten(inputs) if hasattr(x, "shape")][:1]
-        if not arrays:
-            return np.array([0.0 if e is ZERO else e for e in entries]).reshape(shape + (1,))
-        xp = self._xp(*arrays)
-        batch = np.broadcast_shapes(*{a.shape for a in arrays})
-        dtype = xp.result_type(*arrays)
-        if xp is np:
-            out = np.empty((len(entries),) + batch, dtype=dtype)
-            for k, e in enumerate(entries):
-                out[k] = 0.0 if e is ZERO else e
-            return out.reshape(shape + batch)
-        return xp.stack([xp.broadcast_to(xp.asarray(0.0 if e is ZERO else e, dtype), batch)
-                         for e in entries]).reshape(shape + batch)
+    def _stack(self, entries, shape, *inputs):
+        """Array of component shape ``shape`` from entries (``entries.stack``); ``inputs``: the
+        entry lists of the operands, which give the batch when every entry is constant."""
+        return stack(self.xp, entries, shape, *inputs)
+
+
+class CGAEntries(EntriesMode, CGA):
+    """CGA in entries mode (``entries.EntriesMode``): twists, wrenches and inertia tensors stay
+    ``Entries`` between operations, so nothing is stacked and the zeros of the joints' motion
+    subspaces survive the recursions' arithmetic."""
+
+
+CGA.entries_class = CGAEntries
 
 
 def _entries(A):
-    """The components of a twist or wrench array: rows, or for a numpy constant (batch length
-    1) Python floats with its exact zeros as ZERO."""
+    """The components of a twist or wrench: of ``Entries``, its entries; of an array, its rows,
+    or for a numpy constant (batch length 1) Python floats with its exact zeros as ZERO."""
+    if isinstance(A, Entries):
+        return A.e
     if isinstance(A, np.ndarray) and A.ndim == 2 and A.shape[1] == 1:
         return _constant(A)
     return A
 
 
 def _elements(I):
-    """The six elements of an inertia tensor (6, 6, N) as entries."""
+    """The six elements of an inertia tensor (6, 6, N) or ``Entries`` as entries."""
+    if isinstance(I, Entries):
+        return [I.e[6 * k:6 * k + 6] for k in range(6)]
     if isinstance(I, np.ndarray) and I.shape[2:] == (1,):
         return [_constant(I_k) for I_k in I]
     return list(I)
@@ -261,7 +255,7 @@ def _elements(I):
 def _constant(values):
     """Entries of a constant (an array or entries): Python floats, exact zeros as ZERO."""
     flat = values if isinstance(values, tuple) else np.ravel(values)
-    return tuple(ZERO if v is ZERO or v == 0.0 else float(v) for v in flat)
+    return tuple(v if v is ZERO else constant(v) for v in flat)
 
 
 def _wrench_matrix():
@@ -289,27 +283,9 @@ def _signed(sign, x):
     return x if sign > 0 else -x
 
 
-def _total(terms):
-    """The sum of entries (without numpy's extra 0 + first term)."""
-    return functools.reduce(operator.add, terms)
-
-
 def _power(V, W):
     """-V . W (eq. 9) for entries of a twist V and a wrench W: the sum of their products."""
-    return _total(v * w for v, w in zip(V, W))
-
-
-def _batch_like(x):
-    """An array with the batch axis of ``x`` (an entry, or an array with component axes)."""
-    return x if x.ndim <= 1 else x.reshape((-1,) + x.shape[-1:])[0]
-
-
-def _flatten(inputs):
-    for x in inputs:
-        if isinstance(x, tuple):
-            yield from x
-        else:
-            yield x
+    return lin(zip(V, W))
 
 
 # -- motors from their parameters (sequences of entries or component arrays, any backend) ---

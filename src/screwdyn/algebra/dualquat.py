@@ -38,19 +38,11 @@ import numpy as np
 
 from .. import _backend
 from . import Algebra
-from .entries import ZERO
+from .entries import (ZERO, Entries, EntriesMode, constant, is_constant, like, lin, stack,
+                      sub_outer)
+from .spatial import force_congruence
 
 SWAP = np.array([3, 4, 5, 0, 1, 2])  # [omega; v] <-> [v; omega]; also the pairing twist-wrench
-
-
-def _constant(value):
-    """A model constant as a component: ZERO or a float."""
-    value = float(value)
-    return ZERO if value == 0.0 else value
-
-
-def _is_constant(c):
-    return type(c) is float or c is ZERO
 
 
 # -- kernels on sequences of components -----------------------------------------------------------
@@ -271,34 +263,23 @@ class DualQuaternion(Algebra):
     name = "dq"
 
     def _components(self, a):
-        """The components of an array with components first: floats (ZERO for 0) for a numpy
-        constant with batch length 1, else its rows."""
+        """The components of an array with components first: constants for a numpy constant
+        with batch length 1, else its rows; of ``Entries``, its entries."""
+        if isinstance(a, Entries):
+            return a.e
         if isinstance(a, np.ndarray) and a.ndim == 2 and a.shape[1] == 1:
-            return tuple(_constant(c) for c in a[:, 0].tolist())
+            return tuple(constant(c) for c in a[:, 0].tolist())
         return tuple(a)
 
-    def _array(self, components):
-        """The array with these components first; constants broadcast to the batch, and a result
-        of constants only is a constant with batch length 1."""
-        arrays = [c for c in components if not _is_constant(c)]
-        if not arrays:
-            return np.array([float(c) for c in components])[:, None]
-        batch = arrays[0].shape
-        if any(a.shape != batch for a in arrays):
-            batch = np.broadcast_shapes(*(a.shape for a in arrays))
-        if all(isinstance(a, np.ndarray) for a in arrays):
-            out = np.empty((len(components),) + batch, np.result_type(*arrays))
-            for k, c in enumerate(components):
-                out[k] = float(c) if _is_constant(c) else c
-            return out
-        return self.xp.stack([self.xp.broadcast_to(float(c) if _is_constant(c) else c, batch)
-                              for c in components])
+    def _stack(self, components, shape, *inputs):
+        """The array of component shape ``shape`` from components (``entries.stack``)."""
+        return stack(self.xp, components, shape, *inputs)
 
     # -- poses -------------------------------------------------------------------------------
     def pose(self, R, p):
         """The constant pose of rotation R (3, 3) and translation p (3,)."""
         R, p = np.asarray(R, dtype=float), np.asarray(p, dtype=float)
-        return UnitDualQuaternion(map(_constant, _from_rotation_translation(R, p, np)))
+        return UnitDualQuaternion(map(constant, _from_rotation_translation(R, p, np)))
 
     def identity(self):
         return UnitDualQuaternion((1.0,) + (ZERO,) * 7)
@@ -307,13 +288,13 @@ class DualQuaternion(Algebra):
         """cos(q/2) + sin(q/2) k for the unit axis k."""
         half = 0.5 * angle
         s = self.xp.sin(half)
-        return UnitDualQuaternion((self.xp.cos(half),) + tuple(_constant(k) * s for k in axis)
+        return UnitDualQuaternion((self.xp.cos(half),) + tuple(constant(k) * s for k in axis)
                                   + (ZERO,) * 4)
 
     def prismatic(self, axis, distance):
         """1 + eps d k / 2."""
         return UnitDualQuaternion((1.0,) + (ZERO,) * 4
-                                  + tuple(_constant(0.5 * k) * distance for k in axis))
+                                  + tuple(constant(0.5 * k) * distance for k in axis))
 
     def free(self, q):
         """From (x, y, z, qx, qy, qz, qw); the quaternion is normalised."""
@@ -330,9 +311,7 @@ class DualQuaternion(Algebra):
 
     def to_matrix(self, X):
         """(4, 4, N) homogeneous matrices."""
-        rows = _matrix(X.x, X.R, X.p)
-        out = self._array([c for row in rows for c in row])
-        return out.reshape((4, 4) + out.shape[1:])
+        return self._stack([c for row in _matrix(X.x, X.R, X.p) for c in row], (4, 4), X.x)
 
     def from_matrix(self, T):
         return UnitDualQuaternion(_from_rotation_translation(T, [T[i][3] for i in range(3)],
@@ -352,64 +331,85 @@ class DualQuaternion(Algebra):
     wrench_vector = wrench
 
     def act_twist(self, X, V):
-        return self._array(_ad(X.R, X.p, self._components(V)))
+        h = self._components(V)
+        return self._stack(_ad(X.R, X.p, h), (6,), h, like(V))
 
     def inv_act_twist(self, X, V):
-        return self._array(_ad_inverse(X.R, X.p, self._components(V)))
+        h = self._components(V)
+        return self._stack(_ad_inverse(X.R, X.p, h), (6,), h, like(V))
 
     act_wrench, inv_act_wrench = act_twist, inv_act_twist  # one Ad for twists and wrenches
 
     def cross_motion(self, V, M):
-        return self._array(_cross(self._components(V), self._components(M)))
+        a, b = self._components(V), self._components(M)
+        return self._stack(_cross(a, b), (6,), a, b, like(V), like(M))
 
     cross_force = cross_motion  # cross(xi, zeta) is the force bracket in wrench order
 
     def dot(self, M, F):
         """The power D(dot(M, F)) (N,)."""
-        power = _power(self._components(M), self._components(F))
-        return np.array([float(power)]) if _is_constant(power) else power
+        a, b = self._components(M), self._components(F)
+        return self._stack([_power(a, b)], (), a, b, like(M), like(F))
 
     # -- inertias: matrices of linear operators on pure dual quaternions ---------------------
+    # An inertia II (6, 6, N) maps a twist omega + eps v to its momentum wrench. With its columns
+    # in the public twist order [v; omega], G = II[:, SWAP] is the symmetric spatial inertia, and
+    # Ad(x) II Ad(x*) is the congruence G -> A G A^T by the matrix A of Ad(x) on wrenches
+    # (Ad(x*) = P A^T P with P the swap, since Ad preserves the twist-wrench pairing).
     def inertia(self, mass, com, inertia_com):
         """II_o = Ad(x_c) II_c Ad(x_c*) with II_c(omega + eps v) = m v + eps I_c omega at the
         centre of mass x_c = 1 + eps c / 2."""
         II_c = np.zeros((6, 6, 1))
         II_c[:3, 3:, 0] = mass * np.eye(3)
         II_c[3:, :3, 0] = np.reshape(inertia_com, (3, 3))
-        return _conjugate_by(self._ad_matrix(self.pose(np.eye(3), com)), II_c, np)
+        return DualQuaternion.inertia_act(self, self.pose(np.eye(3), com), II_c)
 
     def inertia_apply(self, I, V):
-        if I.shape[-1] == 1:  # a body's constant inertia: one matrix product for the batch
-            return I[..., 0] @ V
-        return self.xp.einsum("ij...,j...->i...", I, V)
+        M, h = _matrix_entries(I), self._components(V)
+        return self._stack([lin(zip(M[6 * i:6 * i + 6], h)) for i in range(6)], (6,), M, h,
+                           like(I), like(V))
 
     def inertia_act(self, X, I):
-        """Ad(x) II Ad(x*)."""
-        return _conjugate_by(self._ad_matrix(X), I, self.xp)
+        """Ad(x) II Ad(x*), through G (see above)."""
+        M = _matrix_entries(I)
+        R = [c for row in X.R for c in row]
+        return self._stack(_swap_columns(force_congruence(R, X.p, _swap_columns(M))), (6, 6),
+                           M, R, X.p, like(I))
 
     def inertia_sub_outer(self, IA, U, Dinv):
         """IA - sum_ab U_a Dinv_ab dot(U_b, .): the articulated-inertia update (Featherstone 7.1);
-        the pairing dot(U_b, xi) reads U_b through the swap."""
-        for a, Ua in enumerate(U):
-            for b, Ub in enumerate(U):
-                IA = IA - Ua[:, None] * Ub[SWAP][None, :] * Dinv[a][b]
-        return IA
-
-    def _ad_matrix(self, X):
-        """The (6, 6, N) matrix of Ad(x) on pure dual quaternions: its columns are Ad(x) e_j."""
-        return self._array(_ad(X.R, X.p, tuple(np.eye(6)[:, :, None])))
+        through G, the pairing dot(U_b, xi) = U_b . SWAP xi is the plain outer product."""
+        M, U = _matrix_entries(IA), [self._components(U_a) for U_a in U]
+        return self._stack(_swap_columns(sub_outer(_swap_columns(M), U, Dinv)), (6, 6), M, *U,
+                           like(IA))
 
 
-def _conjugate_by(A, II, xp):
-    """A II A^-1 for A = Ad(x); A^-1 = Ad(x*) = P A^T P with P the swap, since Ad preserves
-    the twist-wrench pairing."""
-    return xp.einsum("ij...,jm...,nm...->in...", A, II[:, SWAP], A)[:, SWAP]
+class DualQuaternionEntries(EntriesMode, DualQuaternion):
+    """Dual quaternions in entries mode (``entries.EntriesMode``): twists, wrenches and inertias
+    stay ``Entries`` between operations."""
+
+
+DualQuaternion.entries_class = DualQuaternionEntries
+
+
+def _matrix_entries(I):
+    """The 36 entries (row-major) of a 6x6 operator: an array (6, 6, N) or ``Entries``."""
+    if isinstance(I, Entries):
+        return I.e
+    if isinstance(I, np.ndarray) and I.shape[2:] == (1,):
+        return [constant(c) for c in I.reshape(-1).tolist()]
+    return [row for rows in I for row in rows]
+
+
+def _swap_columns(M):
+    """The 36 entries of M[:, SWAP]."""
+    return [M[6 * r + SWAP[c]] for r in range(6) for c in range(6)]
 
 
 # -- the public functions: leading batch dimensions, components last -------------------------------
 def _stack(xp, components, axis=-1):
     """One array from components that broadcast (constants among them)."""
-    components = [float(c) if _is_constant(c) else c for c in components]
+    components = [float(c) if is_constant(c) else c for c in components]
     if len({np.shape(c) for c in components}) > 1:
         components = xp.broadcast_arrays(*components)
     return xp.stack(components, axis=axis)

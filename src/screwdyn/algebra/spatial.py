@@ -6,16 +6,16 @@ Layout (components first, one trailing batch axis, see ``algebra/__init__``):
     pose    X = (R, p)   (3, 3, N), (3, N): the child frame's axes and origin in the parent frame
     inertia I            (6, 6, N): wrench = I twist (symmetric, as every spatial inertia is)
 
-How it is fast. Every operation is straight-line code on *entries*, the scalar components: an entry
-is either an exact Python float (a model constant, or any numpy array whose batch axis has length
-1) or a batch array (N,). A product with a constant 0 is skipped and one with +-1 costs nothing, so
-the code that runs for a joint is what one would write by hand for it: a revolute joint about z
-behind a placement that permutes axes rotates a vector with 4 products, not 9, and a placement
-offset along one axis crosses with 2 products, not 6. Poses stay as entries between operations
-(``Pose``, which unpacks to the protocol's ``(R, p)`` arrays on demand), so the zeros and ones of
-R = R_placement R_joint(q) survive from ``compose`` to every use. Twists, wrenches and inertias
-cross the protocol as arrays; stacking and slicing them is cheap next to the arithmetic. Under JAX
-the same code traces to a short graph that XLA fuses into a few loops over the batch.
+How it is fast. Every operation is straight-line code on *entries* (``algebra/entries``), the
+scalar components: a constant (a float, or ZERO) or a batch array (N,). A product with ZERO is
+skipped and one with +-1 costs nothing, so the code that runs for a joint is what one would write
+by hand for it: a revolute joint about z behind a placement that permutes axes rotates a vector
+with 4 products, not 9, and a placement offset along one axis crosses with 2 products, not 6.
+Poses stay as entries between operations (``Pose``, which unpacks to the protocol's ``(R, p)``
+arrays on demand), so the zeros and ones of R = R_placement R_joint(q) survive from ``compose``
+to every use. In the entries mode (``SpatialEntries``) twists, wrenches and inertias stay entries
+too. Under JAX the same code traces to a short graph that XLA fuses into a few loops over the
+batch.
 """
 import math
 from functools import lru_cache
@@ -23,119 +23,48 @@ from functools import lru_cache
 import numpy as np
 
 from . import Algebra
-
-_F = float
-
-
-# -- entry arithmetic: exact float constants are folded, 0 and +-1 are skipped --------------------
-def _mul(a, b):
-    if type(a) is _F:
-        if a == 0.0:
-            return 0.0
-        if type(b) is _F:
-            return a * b
-        if a == 1.0:
-            return b
-        if a == -1.0:
-            return -b
-        return a * b
-    if type(b) is _F:
-        if b == 0.0:
-            return 0.0
-        if b == 1.0:
-            return a
-        if b == -1.0:
-            return -a
-    return a * b
-
-
-def _add(a, b):
-    if type(a) is _F and a == 0.0:
-        return b
-    if type(b) is _F and b == 0.0:
-        return a
-    return a + b
-
-
-def _sub(a, b):
-    if type(b) is _F and b == 0.0:
-        return a
-    if type(a) is _F and a == 0.0:
-        return -b
-    return a - b
-
-
-def _lin(pairs):
-    """sum a * b over the pairs (``_mul`` and ``_add`` inlined: this is the hot loop; the
-    constant products are summed apart and added once)."""
-    const, acc = 0.0, None
-    for a, b in pairs:
-        if type(a) is _F:
-            if type(b) is _F:
-                const += a * b
-                continue
-            if a == 0.0:
-                continue
-            t = b if a == 1.0 else (-b if a == -1.0 else a * b)
-        elif type(b) is _F:
-            if b == 0.0:
-                continue
-            t = a if b == 1.0 else (-a if b == -1.0 else a * b)
-        else:
-            t = a * b
-        acc = t if acc is None else acc + t
-    if acc is None:
-        return const
-    return acc if const == 0.0 else acc + const
-
+from .entries import (SYMMETRIC, UPPER, ZERO, EntriesMode, add, all_constant, components,
+                      constant, first_array, is_constant, like, lin, mul, scalar, stack, sub,
+                      sub_outer, value)
 
 def _rot(R, x):
     """R x for R (9 entries, row-major) and x (3 entries)."""
-    return [_lin(((R[3 * i], x[0]), (R[3 * i + 1], x[1]), (R[3 * i + 2], x[2]))) for i in range(3)]
+    return [lin(((R[3 * i], x[0]), (R[3 * i + 1], x[1]), (R[3 * i + 2], x[2]))) for i in range(3)]
 
 
 def _rot_t(R, x):
     """R^T x."""
-    return [_lin(((R[i], x[0]), (R[3 + i], x[1]), (R[6 + i], x[2]))) for i in range(3)]
+    return [lin(((R[i], x[0]), (R[3 + i], x[1]), (R[6 + i], x[2]))) for i in range(3)]
 
 
 def _cross(a, b):
-    return [_sub(_mul(a[1], b[2]), _mul(a[2], b[1])),
-            _sub(_mul(a[2], b[0]), _mul(a[0], b[2])),
-            _sub(_mul(a[0], b[1]), _mul(a[1], b[0]))]
+    return [sub(mul(a[1], b[2]), mul(a[2], b[1])),
+            sub(mul(a[2], b[0]), mul(a[0], b[2])),
+            sub(mul(a[0], b[1]), mul(a[1], b[0]))]
 
 
 def _cross_i(a, b, i):
     """Component i of a x b."""
     j, k = (i + 1) % 3, (i + 2) % 3
-    return _sub(_mul(a[j], b[k]), _mul(a[k], b[j]))
+    return sub(mul(a[j], b[k]), mul(a[k], b[j]))
 
 
 def _add3(a, b):
-    return [_add(x, y) for x, y in zip(a, b)]
+    return [add(x, y) for x, y in zip(a, b)]
 
 
 def _sub3(a, b):
-    return [_sub(x, y) for x, y in zip(a, b)]
+    return [sub(x, y) for x, y in zip(a, b)]
 
 
 def _matmul3(A, B):
-    return [_lin(((A[3 * i], B[j]), (A[3 * i + 1], B[3 + j]), (A[3 * i + 2], B[6 + j])))
+    return [lin(((A[3 * i], B[j]), (A[3 * i + 1], B[3 + j]), (A[3 * i + 2], B[6 + j])))
             for i in range(3) for j in range(3)]
 
 
-def _scalar(x):
-    """An entry from a batch scalar (N,): a float when it is a numpy constant of length 1."""
-    if isinstance(x, np.ndarray):
-        return float(x.reshape(-1)[0]) if x.size == 1 and x.ndim <= 1 else x
-    if isinstance(x, (int, float, np.floating, np.integer)):
-        return float(x)
-    return x
-
-
 def _snap(x):
-    """A constant with |x| < 1e-14 is a round-off zero: made exact, its products are skipped."""
-    return 0.0 if abs(x) < 1e-14 else x
+    """A constant with |x| < 1e-14 is a round-off zero (cos(pi/2) = 6e-17): made exact, ZERO."""
+    return constant(x, 1e-14)
 
 
 @lru_cache(maxsize=None)
@@ -144,16 +73,11 @@ def _rodrigues(axis):
     x, y, z = axis
     K = np.array([[0, -z, y], [z, 0, -x], [-y, x, 0]])
     K2 = K @ K
-    return tuple((float(np.eye(3)[i, j] + K2[i, j]), float(K[i, j]), float(-K2[i, j]))
+    return tuple((constant(np.eye(3)[i, j] + K2[i, j]), constant(K[i, j]), constant(-K2[i, j]))
                  for i in range(3) for j in range(3))
 
 
-def _upper_pairs():
-    return [(i, j) for i in range(6) for j in range(i, 6)]
-
-
-_UPPER = _upper_pairs()
-_SYMMETRIC = [(min(r, c), max(r, c)) for r in range(6) for c in range(6)]  # row-major -> upper
+_EYE = (1.0, ZERO, ZERO, ZERO, 1.0, ZERO, ZERO, ZERO, 1.0)
 
 
 class Pose:
@@ -184,125 +108,17 @@ class Pose:
         return f"Pose(R={self.R}, p={self.p})"
 
 
-class Entries:
-    """A twist or wrench (component shape (6,)) or an inertia ((6, 6)) of the entries mode (see
-    ``SpatialEntries``): its entries, row-major, in a list. It supports the linear arithmetic the
-    recursions do on algebra objects (sums, differences, products with scalars or batch scalars
-    (N,)); ``array()`` or ``np.asarray`` gives the protocol's array. ``like``: an array with the
-    batch shape, kept when every entry is a constant (so that results keep the batch axis)."""
-
-    __slots__ = ("e", "cshape", "like", "_alg")
-    __array_ufunc__ = None  # numpy defers to the reflected operators below
-
-    def __init__(self, alg, e, cshape, like=None):
-        self._alg, self.e, self.cshape = alg, list(e), cshape
-        self.like = like if like is not None and all(type(x) is _F for x in self.e) else None
-
-    def array(self):
-        return self._alg._stack_arrays(self.e, self.cshape, _like(self))
-
-    def __array__(self, dtype=None, copy=None):
-        return np.asarray(self.array(), dtype=dtype)
-
-    def __repr__(self):
-        return f"Entries{self.cshape}({self.e})"
-
-    def _operand(self, y):
-        """(entries of y, None) for an algebra object, (None, scalar entry) for a scalar."""
-        if isinstance(y, Entries):
-            return y.e, y.like
-        if isinstance(y, (int, float, np.floating, np.integer)):
-            return None, None
-        if getattr(y, "ndim", 0) <= 1:  # a batch scalar (N,)
-            return None, y
-        e = self._alg._entries(y, len(self.cshape))
-        return e, _first_array([e])
-
-    def _binary(self, y, op, reflected=False):
-        other, like = self._operand(y)
-        if other is None:
-            y = _scalar(y)
-            e = [op(y, a) if reflected else op(a, y) for a in self.e]
-        else:
-            e = [op(b, a) if reflected else op(a, b) for a, b in zip(self.e, other)]
-        return Entries(self._alg, e, self.cshape, self.like if self.like is not None else like)
-
-    def __add__(self, y):
-        return self._binary(y, _add)
-
-    def __radd__(self, y):
-        return self._binary(y, _add, True)
-
-    def __sub__(self, y):
-        return self._binary(y, _sub)
-
-    def __rsub__(self, y):
-        return self._binary(y, _sub, True)
-
-    def __mul__(self, y):
-        if isinstance(y, Entries) or getattr(y, "ndim", 0) > 1:
-            return NotImplemented  # only scalings are linear
-        return self._binary(y, _mul)
-
-    __rmul__ = __mul__
-
-    def __truediv__(self, y):
-        y = _scalar(y)
-        return self._binary(1.0 / y, _mul)
-
-    def __neg__(self):
-        return Entries(self._alg, [_mul(-1.0, a) for a in self.e], self.cshape, self.like)
-
-
 class Spatial(Algebra):
     name = "spatial"
-
-    def entries_mode(self, checkpoints=False):
-        """The same algebra in entries mode (``SpatialEntries``), on the same backend;
-        ``checkpoints``: cut XLA's fusions at every body (see ``SpatialEntries._checkpoint``)."""
-        cache = self.__dict__.setdefault("_entries_algs", {})
-        if checkpoints not in cache:
-            cache[checkpoints] = SpatialEntries(self.xp, checkpoints)
-        return cache[checkpoints]
 
     # -- entries <-> arrays ----------------------------------------------------------------
     def _entries(self, a, ncomp=1):
         """The flat list of entries of an array with ``ncomp`` leading component axes."""
-        if isinstance(a, Entries):
-            return a.e
-        if isinstance(a, np.ndarray):
-            if a.ndim == ncomp + 1 and a.shape[-1] == 1:
-                return a.reshape(-1).tolist()
-            return list(a.reshape((-1,) + a.shape[ncomp:]))
-        if isinstance(a, (list, tuple)):
-            return [_scalar(x) for x in a]
-        n = int(np.prod(a.shape[:ncomp]))
-        a = a.reshape((n,) + a.shape[ncomp:])
-        return [a[k] for k in range(n)]
+        return components(a, ncomp)
 
     def _stack_arrays(self, entries, shape, *inputs):
-        """Array of component shape ``shape`` from flat entries; constants broadcast to the batch.
-        ``inputs`` (entry lists) give the batch when every entry is constant (a product with a
-        zero inertia, say), so that a result has the batch axis of its operands as before."""
-        arrays = [e for e in entries if type(e) is not _F]
-        if not arrays:
-            like = _first_array(inputs)
-            if like is None:
-                return np.array(entries, dtype=float).reshape(shape + (1,))
-            arrays = [like]
-        xp = self.xp
-        batch = arrays[0].shape
-        if any(a.shape != batch for a in arrays):
-            batch = tuple(np.broadcast_shapes(*(a.shape for a in arrays)))
-        if xp is np:
-            dtype = np.result_type(*{a.dtype for a in arrays})
-            out = np.empty((len(entries),) + batch, dtype=dtype)
-            for k, e in enumerate(entries):
-                out[k] = e
-            return out.reshape(shape + batch)
-        dtype = xp.result_type(*arrays)
-        return xp.stack([xp.full(batch, e, dtype) if type(e) is _F else xp.broadcast_to(e, batch)
-                         for e in entries]).reshape(shape + batch)
+        """Array of component shape ``shape`` from flat entries (``entries.stack``)."""
+        return stack(self.xp, entries, shape, *inputs)
 
     _stack = _stack_arrays
 
@@ -337,24 +153,24 @@ class Spatial(Algebra):
         return Pose(self, self._entries(R, 2), self._entries(p, 1))
 
     def identity(self):
-        return Pose(self, (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0), (0.0, 0.0, 0.0))
+        return Pose(self, _EYE, (ZERO, ZERO, ZERO))
 
     def revolute(self, axis, angle):
         """Rotation by ``angle`` (N,) about the unit ``axis``: Rodrigues' formula,
         R = (1 + K^2) + K sin - K^2 cos, with the zeros of K and K^2 for a coordinate axis."""
         table = _rodrigues(tuple(float(a) for a in axis))
-        angle = _scalar(angle)
-        if type(angle) is _F:
+        angle = scalar(angle)
+        if is_constant(angle):
             s, c = math.sin(angle), math.cos(angle)
         else:
             s, c = self.xp.sin(angle), self.xp.cos(angle)
-        return Pose(self, [_add(_add(a, _mul(b, s)), _mul(d, c)) for a, b, d in table],
-                    (0.0, 0.0, 0.0))
+        return Pose(self, [add(add(a, mul(b, s)), mul(d, c)) for a, b, d in table],
+                    (ZERO, ZERO, ZERO))
 
     def prismatic(self, axis, distance):
-        d = _scalar(distance)
-        return Pose(self, (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0),
-                    [_mul(float(a), d) for a in axis])
+        d = scalar(distance)
+        return Pose(self, _EYE,
+                    [mul(float(a), d) for a in axis])
 
     def free(self, q):
         """Pose from (x, y, z, qx, qy, qz, qw); the quaternion is normalised."""
@@ -369,14 +185,14 @@ class Spatial(Algebra):
         X = self._pose(X)
         R = X.R
         Rt = (R[0], R[3], R[6], R[1], R[4], R[7], R[2], R[5], R[8])
-        return Pose(self, Rt, [_mul(-1.0, e) for e in _rot(Rt, X.p)])
+        return Pose(self, Rt, [mul(-1.0, e) for e in _rot(Rt, X.p)])
 
     def to_matrix(self, X):
         """(4, 4, N) homogeneous matrices."""
         X = self._pose(X)
         R, p = X.R, X.p
         return self._stack([R[0], R[1], R[2], p[0], R[3], R[4], R[5], p[1],
-                            R[6], R[7], R[8], p[2], 0.0, 0.0, 0.0, 1.0], (4, 4), R, p)
+                            R[6], R[7], R[8], p[2], ZERO, ZERO, ZERO, 1.0], (4, 4), R, p)
 
     def from_matrix(self, T):
         e = self._entries(T, 2)
@@ -434,10 +250,10 @@ class Spatial(Algebra):
     def dot(self, M, F):
         """The power pairing M . F (batched over any shared trailing axes)."""
         m, f = self._vec6(M), self._vec6(F)
-        r = _lin(zip(m, f))
-        if type(r) is _F:
-            like = _first_array((m, f, _like(M), _like(F)))
-            return np.array([r]) if like is None else 0.0 * like + r
+        r = lin(zip(m, f))
+        if is_constant(r):
+            batch = first_array((m, f, like(M), like(F)))
+            return np.array([value(r)]) if batch is None else 0.0 * batch + value(r)
         return r
 
     # -- inertias --------------------------------------------------------------------------
@@ -451,71 +267,24 @@ class Spatial(Algebra):
     def inertia_apply(self, I, V):
         """I V for any 6x6 I (not only symmetric ones)."""
         M, e = self._entries(I, 2), self._vec6(V)
-        if _all_float(M, e):  # one state or constants: a small matrix product
-            out = (np.array(M).reshape(6, 6) @ np.array(e)).tolist()
-            return self._stack(out, (6,), M, e, _like(I), _like(V))
-        return self._stack([_lin(zip(M[6 * i:6 * i + 6], e)) for i in range(6)], (6,), M, e)
+        if all_constant(M, e):  # one state or constants: a small matrix product
+            out = (_matrix(M, 6) @ _matrix(e)).tolist()
+            return self._stack(out, (6,), M, e, like(I), like(V))
+        return self._stack([lin(zip(M[6 * i:6 * i + 6], e)) for i in range(6)], (6,), M, e)
 
     def inertia_act(self, X, I):
         """The inertia I of the child frame, in the parent frame: X* I X^-1 = Xf I Xf^T with
         Xf = [[1, 0], [p x, 1]] diag(R, R): rotate the 3x3 blocks, then shift by p. Only the upper
         triangle of the symmetric I is read and computed."""
         X, M = self._pose(X), self._entries(I, 2)
-        R, p = X.R, X.p
-        if _all_float(M, R, p):  # one state or constants: small matrix products
-            Rm, P = np.array(R).reshape(3, 3), _skew(p)
-            Xf = np.block([[Rm, np.zeros((3, 3))], [P @ Rm, Rm]])
-            out = Xf @ np.array(M).reshape(6, 6) @ Xf.T
-            return self._stack(((out + out.T) / 2).reshape(-1).tolist(), (6, 6), M, _like(I))
-        # Y = M diag(R, R)^T, the entries the upper triangle of diag(R, R) Y needs
-        Y = {}
-        for a in range(6):
-            for c in range(3 if a >= 3 else 0, 6):
-                cb, k = divmod(c, 3)
-                Y[a, c] = _lin((M[6 * a + 3 * cb + l], R[3 * k + l]) for l in range(3))
-        rot = {}
-        for r, c in _UPPER:
-            rb, i = divmod(r, 3)
-            rot[r, c] = _lin((R[3 * i + j], Y[3 * rb + j, c]) for j in range(3))
-        if all(type(x) is _F and x == 0.0 for x in p):
-            out = rot
-        else:
-            A = lambda i, j: rot[min(i, j), max(i, j)]  # noqa: E731 (symmetric block)
-            B = lambda i, j: rot[i, 3 + j]  # noqa: E731
-            Q = [[_cross_i(p, [A(i, 0), A(i, 1), A(i, 2)], k) for k in range(3)]
-                 for i in range(3)]  # Q = A P^T: row i is p x A[i, :]
-            PB = [[_cross_i(p, [B(0, k), B(1, k), B(2, k)], i) for k in range(3)]
-                  for i in range(3)]  # P B: column k is p x B[:, k]
-            out = {}
-            for r, c in _UPPER:
-                if c < 3:
-                    out[r, c] = rot[r, c]
-                elif r < 3:
-                    out[r, c] = _add(rot[r, c], Q[r][c - 3])
-                else:
-                    i, k = r - 3, c - 3
-                    PAPt = _cross_i(p, [Q[0][k], Q[1][k], Q[2][k]], i)  # (P A P^T)[i, k]
-                    out[r, c] = _add(_add(rot[r, c], PAPt), _add(PB[i][k], PB[k][i]))
-        return self._stack([out[k] for k in _SYMMETRIC], (6, 6),
-                           M, R, p)
+        return self._stack(force_congruence(X.R, X.p, M), (6, 6), M, X.R, X.p, like(I))
 
     def inertia_sub_outer(self, IA, U, Dinv):
         """IA - sum_ab U_a Dinv_ab U_b^T: the articulated-inertia update (Featherstone 7.1),
         symmetric like IA."""
-        M = self._entries(IA, 2)
-        Ue = [self._vec6(U_a) for U_a in U]
-        Dinv = [[_scalar(d) for d in row] for row in Dinv]
-        if _all_float(M, *Ue, *Dinv):  # one state or constants: small matrix products
-            Um = np.array(Ue).T  # (6, k)
-            out = np.array(M).reshape(6, 6) - Um @ np.array(Dinv) @ Um.T
-            return self._stack(((out + out.T) / 2).reshape(-1).tolist(), (6, 6), M,
-                               _like(IA), *(_like(U_a) for U_a in U))
-        W = [[_lin((Dinv[a][b], Ue[b][j]) for b in range(len(Ue))) for j in range(6)]
-             for a in range(len(Ue))]
-        out = {(r, c): _sub(M[6 * r + c], _lin((Ue[a][r], W[a][c]) for a in range(len(Ue))))
-               for r, c in _UPPER}
-        return self._stack([out[k] for k in _SYMMETRIC], (6, 6),
-                           M, *Ue, [d for row in Dinv for d in row])
+        M, Ue = self._entries(IA, 2), [self._vec6(U_a) for U_a in U]
+        return self._stack(sub_outer(M, Ue, Dinv), (6, 6), M, *Ue, like(IA),
+                           *(like(U_a) for U_a in U), [scalar(d) for row in Dinv for d in row])
 
     # -- rotations -------------------------------------------------------------------------
     def matrix_from_quaternion(self, quat):
@@ -525,92 +294,73 @@ class Spatial(Algebra):
 
     def _quaternion_entries(self, quat):
         x, y, z, w = quat
-        n2 = _lin(((x, x), (y, y), (z, z), (w, w)))
-        inv = 1.0 / math.sqrt(n2) if type(n2) is _F else 1.0 / self.xp.sqrt(n2)
-        x, y, z, w = (_mul(e, inv) for e in (x, y, z, w))
-        xx, yy, zz = _mul(x, x), _mul(y, y), _mul(z, z)
-        xy, xz, yz = _mul(x, y), _mul(x, z), _mul(y, z)
-        xw, yw, zw = _mul(x, w), _mul(y, w), _mul(z, w)
-        one = lambda a, b: _sub(1.0, _mul(2.0, _add(a, b)))  # noqa: E731
-        return [one(yy, zz), _mul(2.0, _sub(xy, zw)), _mul(2.0, _add(xz, yw)),
-                _mul(2.0, _add(xy, zw)), one(xx, zz), _mul(2.0, _sub(yz, xw)),
-                _mul(2.0, _sub(xz, yw)), _mul(2.0, _add(yz, xw)), one(xx, yy)]
+        n2 = lin(((x, x), (y, y), (z, z), (w, w)))
+        inv = 1.0 / math.sqrt(value(n2)) if is_constant(n2) else 1.0 / self.xp.sqrt(n2)
+        x, y, z, w = (mul(e, inv) for e in (x, y, z, w))
+        xx, yy, zz = mul(x, x), mul(y, y), mul(z, z)
+        xy, xz, yz = mul(x, y), mul(x, z), mul(y, z)
+        xw, yw, zw = mul(x, w), mul(y, w), mul(z, w)
+        one = lambda a, b: sub(1.0, mul(2.0, add(a, b)))  # noqa: E731
+        return [one(yy, zz), mul(2.0, sub(xy, zw)), mul(2.0, add(xz, yw)),
+                mul(2.0, add(xy, zw)), one(xx, zz), mul(2.0, sub(yz, xw)),
+                mul(2.0, sub(xz, yw)), mul(2.0, add(yz, xw)), one(xx, yy)]
 
 
-def _all_float(*entry_lists):
-    return all(type(x) is _F for entries in entry_lists for x in entries)
+class SpatialEntries(EntriesMode, Spatial):
+    """The spatial algebra in entries mode (``entries.EntriesMode``): twists, wrenches and
+    inertias are ``Entries``, so the zeros of the motion subspaces S (a joint about z has
+    S = e_6) survive the recursions' own arithmetic (S qd, S . f)."""
 
 
-def _like(x):
-    """[an array with the batch shape of Entries x whose entries are all constant], else []."""
-    like = getattr(x, "like", None)
-    return [] if like is None else [like]
+Spatial.entries_class = SpatialEntries
 
 
-def _first_array(entry_lists):
-    for entries in entry_lists:
-        for e in entries:
-            if type(e) is not _F:
-                return e
-    return None
+def force_congruence(R, p, M):
+    """Xf M Xf^T for the wrench transformation Xf = [[1, 0], [p x, 1]] diag(R, R) of a pose (R: 9
+    entries, row-major; p: 3) and a symmetric 6x6 M (36 entries; only its upper triangle is read):
+    the 36 entries of the symmetric result. It moves a spatial inertia from the child frame to
+    the parent frame (X* I X^-1), rotating the 3x3 blocks, then shifting them by p."""
+    if all_constant(M, R, p):  # one state or constants: small matrix products
+        Rm, P = _matrix(R, 3), _skew(_matrix(p))
+        Xf = np.block([[Rm, np.zeros((3, 3))], [P @ Rm, Rm]])
+        out = Xf @ _matrix(M, 6) @ Xf.T
+        return [constant(x) for x in ((out + out.T) / 2).reshape(-1)]
+    # Y = M diag(R, R)^T, the entries the upper triangle of diag(R, R) Y needs
+    Y = {}
+    for a in range(6):
+        for c in range(3 if a >= 3 else 0, 6):
+            cb, k = divmod(c, 3)
+            Y[a, c] = lin((M[6 * a + 3 * cb + l], R[3 * k + l]) for l in range(3))
+    rot = {}
+    for r, c in UPPER:
+        rb, i = divmod(r, 3)
+        rot[r, c] = lin((R[3 * i + j], Y[3 * rb + j, c]) for j in range(3))
+    if all(x is ZERO for x in p):
+        out = rot
+    else:
+        A = lambda i, j: rot[min(i, j), max(i, j)]  # noqa: E731 (symmetric block)
+        B = lambda i, j: rot[i, 3 + j]  # noqa: E731
+        Q = [[_cross_i(p, [A(i, 0), A(i, 1), A(i, 2)], k) for k in range(3)]
+             for i in range(3)]  # Q = A P^T: row i is p x A[i, :]
+        PB = [[_cross_i(p, [B(0, k), B(1, k), B(2, k)], i) for k in range(3)]
+              for i in range(3)]  # P B: column k is p x B[:, k]
+        out = {}
+        for r, c in UPPER:
+            if c < 3:
+                out[r, c] = rot[r, c]
+            elif r < 3:
+                out[r, c] = add(rot[r, c], Q[r][c - 3])
+            else:
+                i, k = r - 3, c - 3
+                PAPt = _cross_i(p, [Q[0][k], Q[1][k], Q[2][k]], i)  # (P A P^T)[i, k]
+                out[r, c] = add(add(rot[r, c], PAPt), add(PB[i][k], PB[k][i]))
+    return [out[k] for k in SYMMETRIC]
 
 
-class SpatialEntries(Spatial):
-    """The spatial algebra in *entries mode*: twists, wrenches and inertias are ``Entries`` (lists
-    of components) rather than stacked arrays, so nothing is stacked or sliced between operations
-    and the zeros of the motion subspaces S (a joint about z has S = e_6) survive the recursions'
-    own arithmetic (S qd, S . f). The public functions use it for the recursions that only do
-    linear arithmetic on algebra objects (RNEA, ABA, CRBA); the other algorithms get ``Spatial``.
-    Under JAX this keeps the traced graph scalar and short, which XLA fuses well."""
-
-    CHECKPOINTS = frozenset({"inv_act_twist", "act_wrench", "inertia_act"})
-
-    def __init__(self, xp, checkpoints=False):
-        super().__init__(xp)
-        self.checkpoints = bool(checkpoints) and xp is not np
-
-    def entries_mode(self, checkpoints=False):
-        return self if bool(checkpoints) == self.checkpoints else \
-            Spatial.entries_mode(self, checkpoints)
-
-    def _stack(self, entries, shape, *inputs):
-        if shape == (6,) or shape == (6, 6):
-            return Entries(self, entries, shape, _first_array(inputs))
-        return self._stack_arrays(entries, shape, *inputs)
-
-    def _checkpoint(self, X):
-        """Under JAX, make XLA compute each batch entry of X once, into memory: x / (x * 0 + 1)
-        (XLA never duplicates a division into its consumers and cannot fold this one). Without
-        these cuts XLA's loop fusion recomputes every value inside each consumer, which grows as
-        n^2 over a chain of n bodies (compile time and run time); with them, linearly. (For
-        small trees the duplicated arithmetic is cheaper than the memory traffic: no cuts.)"""
-        if not self.checkpoints or not isinstance(X, Entries):
-            return X
-        return Entries(self, [x if type(x) is _F else x / (x * 0.0 + 1.0) for x in X.e],
-                       X.cshape, X.like)
-
-    def inv_act_twist(self, X, V):
-        r = super().inv_act_twist(X, V)
-        return self._checkpoint(r) if "inv_act_twist" in self.CHECKPOINTS else r
-
-    def act_wrench(self, X, F):
-        r = super().act_wrench(X, F)
-        return self._checkpoint(r) if "act_wrench" in self.CHECKPOINTS else r
-
-    def inertia_act(self, X, I):
-        r = super().inertia_act(X, I)
-        return self._checkpoint(r) if "inertia_act" in self.CHECKPOINTS else r
-
-    def twist(self, v):
-        return v if isinstance(v, Entries) else Entries(self, self._entries(v, 1), (6,))
-
-    def twist_vector(self, V):
-        return V.array() if isinstance(V, Entries) else V
-
-    wrench, wrench_vector = twist, twist_vector
-
-    def inertia(self, mass, com, inertia_com):
-        return Entries(self, self._entries(super().inertia(mass, com, inertia_com), 2), (6, 6))
+def _matrix(entries, n=None):
+    """A numpy vector, or n x n matrix, of constant entries."""
+    out = np.array([value(e) for e in entries], dtype=float)
+    return out if n is None else out.reshape(n, n)
 
 
 def _skew(a):
