@@ -20,8 +20,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))  # run from a checkout
 
-CASES = [(function, algebra) for function in ("inverse_dynamics", "forward_dynamics", "mass_matrix")
-         for algebra in ("spatial", "cga", "dq")]
+FUNCTIONS = ("inverse_dynamics", "forward_dynamics", "mass_matrix")
+ALGEBRAS = ("spatial", "cga", "dq")
 
 
 def device_states(model, N, dtype, seed=0):
@@ -67,6 +67,8 @@ def main(argv=None):
     parser.add_argument("--checkpoints", choices=("auto", "always", "never"), default="auto",
                         help="cut XLA's fusions at every body: for trees of more than "
                              "screwdyn.dynamics.CHECKPOINT_BODIES bodies (auto), or always, never")
+    parser.add_argument("--functions", default=",".join(FUNCTIONS), help="comma-separated")
+    parser.add_argument("--algebras", default=",".join(ALGEBRAS), help="comma-separated")
     parser.add_argument("--json", help="write the results here")
     options = parser.parse_args(argv)
 
@@ -90,7 +92,9 @@ def main(argv=None):
     dtype = jnp.float32 if options.float32 else jnp.float64
     states = device_states(model, options.states, dtype)
     results = []
-    for name, algebra in CASES:
+    cases = [(name, algebra) for name in options.functions.split(",")
+             for algebra in options.algebras.split(",")]
+    for name, algebra in cases:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore", sd.Float32Warning)
             row = measure(model, name, algebra, states, options.repeat)
