@@ -114,6 +114,26 @@ def test_programs_cut_per_body_for_large_trees_are_exact(monkeypatch):
                                rtol=1e-10, atol=1e-10)
 
 
+def test_mass_matrix_is_cut_per_body_on_accelerators_only(monkeypatch):
+    """On a GPU the mass matrix's program is cut at every body (its nv^2 outputs would each
+    recompute the composite inertias); ID and FD of a small tree are not, nor anything on CPU."""
+    from screwdyn import dynamics
+
+    model = sd.robots.load("panda")
+    q = np.stack([sd.random_configuration(model, s) for s in range(4)])
+
+    def divisions(function, *args):
+        return str(jax.make_jaxpr(lambda *a: function(model, *a))(*args)).count(" div ")
+
+    on_cpu = divisions(sd.mass_matrix, q), divisions(sd.inverse_dynamics, q, q, q)
+    monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
+    assert divisions(sd.mass_matrix, q) > on_cpu[0] + 3 * model.nbodies
+    assert divisions(sd.inverse_dynamics, q, q, q) == on_cpu[1]
+    np.testing.assert_allclose(np.asarray(jax.jit(lambda q: sd.mass_matrix(model, q))(q)),
+                               sd.mass_matrix(model, q), rtol=1e-12, atol=1e-12)
+    assert not dynamics._checkpoints(model, np, True)
+
+
 @pytest.mark.parametrize("algebra", ALGEBRAS)
 def test_check_grads_of_inverse_and_forward_dynamics(algebra):
     model = random_tree(23, n=3)

@@ -28,6 +28,21 @@ GRAVITY = (0.0, 0.0, -9.81)
 CHECKPOINT_BODIES = 12  # JAX: trees with more bodies compile in per-body pieces (entries mode)
 
 
+def _checkpoints(model, xp, many_outputs):
+    """Whether an XLA program is cut at every body (``EntriesMode.checkpoint``): for trees of more
+    than CHECKPOINT_BODIES bodies, whose compile and run time would grow as n^2, and on
+    accelerators for results with many outputs per state (the mass matrix: XLA's GPU fusions
+    would recompute the composite inertias for each of its nv^2 entries; the cuts made it 11x
+    faster on an H200, and did not help on CPU)."""
+    if xp is np:
+        return False
+    if model.nbodies > CHECKPOINT_BODIES:
+        return True
+    import jax
+
+    return many_outputs and jax.default_backend() != "cpu"
+
+
 class _Call:
     """Inputs of one public call in the internal layout: (n, N) arrays and the batch shape.
 
@@ -36,7 +51,7 @@ class _Call:
     XLA); only for recursions that do nothing but linear arithmetic on algebra objects (RNEA,
     ABA, CRBA)."""
 
-    def __init__(self, model, algebra="spatial", entries=False, **arrays):
+    def __init__(self, model, algebra="spatial", entries=False, many_outputs=False, **arrays):
         self.model = model
         specs = {"q": (model.nq, "configuration, nq"), "qd": (model.nv, "velocity, nv"),
                  "qdd": (model.nv, "acceleration, nv"), "tau": (model.nv, "joint forces, nv"),
@@ -70,8 +85,7 @@ class _Call:
             self.arrays[name] = np.ascontiguousarray(a) if xp is np else a  # rows contiguous
         self.alg = None if algebra == "vector" else get_algebra(algebra, xp)
         if entries and hasattr(self.alg, "entries_mode"):
-            # under XLA, programs for large trees are cut at every body (compile time, n^2)
-            self.alg = self.alg.entries_mode(checkpoints=model.nbodies > CHECKPOINT_BODIES)
+            self.alg = self.alg.entries_mode(checkpoints=_checkpoints(model, xp, many_outputs))
 
     def __getitem__(self, name):
         return self.arrays[name]
@@ -219,7 +233,7 @@ def forward_dynamics(model, q, qd, tau, f_ext=None, gravity=None, algebra="spati
 @_chunked
 def mass_matrix(model, q, algebra="spatial"):
     """Joint-space inertia matrix M(q) (..., nv, nv), symmetric positive definite (CRBA)."""
-    call = _Call(model, algebra, entries=True, q=q)
+    call = _Call(model, algebra, entries=True, many_outputs=True, q=q)
     if algebra == "vector":
         from .algorithms.newton_euler_dh import mass_matrix_dh
 
