@@ -15,10 +15,12 @@ directly: no retracing or cache lookup per call. numpy inputs go to the device s
 one array (one transfer instead of one per input); JAX arrays go as they are, to a second
 executable. The one that ``numpy`` suggests (numpy inputs for ``numpy=True``, JAX arrays
 otherwise) is compiled when ``compile`` returns, the other on its first call; numpy inputs are
-converted to the program's dtype (float32 promoted to float64, as the public functions do). On CPU it is compiled with XLA's classic loop
-emitters (``xla_cpu_use_fusion_emitters=False``): as fast as the default emitters on screwdyn's
-long scalar programs, faster to compile, and without a slowdown the default emitters showed on
-some of them (docs/performance.md).
+converted to the program's dtype (float32 promoted to float64, as the public functions do).
+
+On CPU the program is compiled with XLA's classic loop emitters
+(``xla_cpu_use_fusion_emitters=False``): as fast as the default emitters on screwdyn's long scalar
+programs, faster to compile, and without a slowdown the default emitters showed on some of them
+(docs/performance.md).
 """
 import time
 

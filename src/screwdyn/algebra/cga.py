@@ -34,7 +34,8 @@ import numpy as np
 
 from . import Algebra
 from . import _cga_products as products
-from .entries import (ZERO, Entries, EntriesMode, constant, like, lin, stack, sub_outer)
+from .entries import (ZERO, Entries, EntriesMode, constant, inverse_norm, like, lin, sin_cos,
+                      stack, sub_outer)
 
 
 # twist / wrench components from the public [linear; angular] 6-vector: (index, sign)
@@ -108,7 +109,7 @@ class CGA(Algebra):
 
     def free(self, q):
         """The motor T R of (x, y, z, qx, qy, qz, qw); the quaternion is normalised."""
-        quat = q[3:7] / self.xp.sqrt((q[3:7] * q[3:7]).sum(axis=0))
+        quat = q[3:7] * inverse_norm(self.xp, q[3:7])
         return Pose(products.geometric_motor_motor(translator(q[0:3]),
                                                    rotor_from_quaternion(quat)))
 
@@ -291,7 +292,7 @@ def _power(V, W):
 # -- motors from their parameters (sequences of entries or component arrays, any backend) ---
 def rotor(xp, axis, angle):
     """exp(-angle B / 2) for B = u_x e23 - u_y e13 + u_z e12, the unit rotation about ``axis``."""
-    c, s = xp.cos(angle / 2), xp.sin(angle / 2)
+    s, c = sin_cos(xp, angle / 2)
     return (c, -axis[0] * s, axis[1] * s, -axis[2] * s, ZERO, ZERO, ZERO, ZERO)
 
 

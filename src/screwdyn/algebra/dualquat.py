@@ -38,8 +38,8 @@ import numpy as np
 
 from .. import _backend
 from . import Algebra
-from .entries import (ZERO, Entries, EntriesMode, constant, is_constant, like, lin, stack,
-                      sub_outer)
+from .entries import (ZERO, Entries, EntriesMode, constant, inverse_norm, is_constant, like, lin,
+                      sin_cos, stack, sub_outer)
 from .spatial import force_congruence
 
 SWAP = np.array([3, 4, 5, 0, 1, 2])  # [omega; v] <-> [v; omega]; also the pairing twist-wrench
@@ -287,8 +287,8 @@ class DualQuaternion(Algebra):
     def revolute(self, axis, angle):
         """cos(q/2) + sin(q/2) k for the unit axis k."""
         half = 0.5 * angle
-        s = self.xp.sin(half)
-        return UnitDualQuaternion((self.xp.cos(half),) + tuple(constant(k) * s for k in axis)
+        s, c = sin_cos(self.xp, half)
+        return UnitDualQuaternion((c,) + tuple(constant(k) * s for k in axis)
                                   + (ZERO,) * 4)
 
     def prismatic(self, axis, distance):
@@ -299,8 +299,8 @@ class DualQuaternion(Algebra):
     def free(self, q):
         """From (x, y, z, qx, qy, qz, qw); the quaternion is normalised."""
         quat = (q[6], q[3], q[4], q[5])
-        norm = self.xp.sqrt(sum(c * c for c in quat))
-        r = tuple(c / norm for c in quat)
+        inv = inverse_norm(self.xp, quat)
+        r = tuple(c * inv for c in quat)
         return UnitDualQuaternion(r + _translated(q[0:3], r))
 
     def compose(self, A, B):

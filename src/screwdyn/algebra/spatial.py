@@ -24,8 +24,8 @@ import numpy as np
 
 from . import Algebra
 from .entries import (SYMMETRIC, UPPER, ZERO, EntriesMode, add, all_constant, components,
-                      constant, first_array, is_constant, like, lin, mul, scalar, stack, sub,
-                      sub_outer, value)
+                      constant, first_array, inverse_norm, is_constant, like, lin, mul, scalar,
+                      sin_cos, stack, sub, sub_outer, value)
 
 def _rot(R, x):
     """R x for R (9 entries, row-major) and x (3 entries)."""
@@ -163,7 +163,7 @@ class Spatial(Algebra):
         if is_constant(angle):
             s, c = math.sin(angle), math.cos(angle)
         else:
-            s, c = self.xp.sin(angle), self.xp.cos(angle)
+            s, c = sin_cos(self.xp, angle)
         return Pose(self, [add(add(a, mul(b, s)), mul(d, c)) for a, b, d in table],
                     (ZERO, ZERO, ZERO))
 
@@ -294,8 +294,10 @@ class Spatial(Algebra):
 
     def _quaternion_entries(self, quat):
         x, y, z, w = quat
-        n2 = lin(((x, x), (y, y), (z, z), (w, w)))
-        inv = 1.0 / math.sqrt(value(n2)) if is_constant(n2) else 1.0 / self.xp.sqrt(n2)
+        if all_constant(quat):
+            inv = 1.0 / math.sqrt(value(lin(((x, x), (y, y), (z, z), (w, w)))))
+        else:
+            inv = inverse_norm(self.xp, [value(e) for e in quat])
         x, y, z, w = (mul(e, inv) for e in (x, y, z, w))
         xx, yy, zz = mul(x, x), mul(y, y), mul(z, z)
         xy, xz, yz = mul(x, y), mul(x, z), mul(y, z)
