@@ -114,9 +114,10 @@ def test_programs_cut_per_body_for_large_trees_are_exact(monkeypatch):
                                rtol=1e-10, atol=1e-10)
 
 
-def test_mass_matrix_is_cut_per_body_on_accelerators_only(monkeypatch):
-    """On a GPU the mass matrix's program is cut at every body (its nv^2 outputs would each
-    recompute the composite inertias); ID and FD of a small tree are not, nor anything on CPU."""
+def test_cuts_depend_on_the_backend(monkeypatch):
+    """On CPU each joint's sine and cosine are cut (computed once), nothing else in a small tree;
+    on a GPU the mass matrix's program is cut at every body (its nv^2 outputs would each
+    recompute the composite inertias) and the sines and cosines are not. Values are unchanged."""
     from screwdyn import dynamics
 
     model = sd.robots.load("panda")
@@ -125,12 +126,17 @@ def test_mass_matrix_is_cut_per_body_on_accelerators_only(monkeypatch):
     def divisions(function, *args):
         return str(jax.make_jaxpr(lambda *a: function(model, *a))(*args)).count(" div ")
 
+    joints = sum(b.kind in ("revolute", "continuous", "prismatic") for b in model.bodies)
+    revolute = sum(b.kind in ("revolute", "continuous") for b in model.bodies)
+    assert joints == model.nbodies
     on_cpu = divisions(sd.mass_matrix, q), divisions(sd.inverse_dynamics, q, q, q)
+    assert on_cpu[1] == 2 * revolute  # sin and cos of each angle, nothing per body
     monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
-    assert divisions(sd.mass_matrix, q) > on_cpu[0] + 3 * model.nbodies
-    assert divisions(sd.inverse_dynamics, q, q, q) == on_cpu[1]
-    np.testing.assert_allclose(np.asarray(jax.jit(lambda q: sd.mass_matrix(model, q))(q)),
-                               sd.mass_matrix(model, q), rtol=1e-12, atol=1e-12)
+    assert divisions(sd.inverse_dynamics, q, q, q) == 0
+    assert divisions(sd.mass_matrix, q) > on_cpu[0] - 2 * revolute + 3 * model.nbodies
+    for function, args in ((sd.mass_matrix, (q,)), (sd.inverse_dynamics, (q, q, q))):
+        np.testing.assert_allclose(np.asarray(jax.jit(lambda *a: function(model, *a))(*args)),
+                                   function(model, *args), rtol=1e-12, atol=1e-12)
     assert not dynamics._checkpoints(model, np, True)
 
 

@@ -68,12 +68,22 @@ def value(x):
 
 # -- values XLA must compute once -------------------------------------------------------------
 def materialize(xp, x):
-    """x, which under JAX XLA computes once, into memory: x / (x * 0 + 1) (XLA never duplicates a
-    division into its consumers and cannot fold this one; value and derivatives are x's exactly).
-    XLA's CPU loop fusion otherwise recomputes a shared value inside every consumer loop: the
-    sine and cosine of each joint angle in each of the Panda's nine torque loops, which made
-    its batched inverse dynamics 3.7x slower. numpy arrays pass through."""
-    return x if xp is np or isinstance(x, np.ndarray) else x / (x * 0.0 + 1.0)
+    """x, which under JAX on CPU XLA computes once, into memory: x / (x * 0 + 1) (XLA never
+    duplicates a division into its consumers and cannot fold this one; value and derivatives are
+    x's exactly). XLA's CPU loop fusion otherwise recomputes a shared value inside every consumer
+    loop: the sine and cosine of each joint angle in each of the Panda's nine torque loops, which
+    made its batched inverse dynamics 3.7x slower. On a GPU the same cut made it 7x slower (an
+    H200 recomputes cheaply, and the cut splits its fusions), so there x passes through, as do
+    numpy arrays."""
+    if xp is np or isinstance(x, np.ndarray) or not _on_cpu():
+        return x
+    return x / (x * 0.0 + 1.0)
+
+
+def _on_cpu():
+    import jax
+
+    return jax.default_backend() == "cpu"
 
 
 def sin_cos(xp, angle):
@@ -319,13 +329,14 @@ class EntriesMode:
         self.checkpoints = bool(checkpoints) and xp is not np
 
     def checkpoint(self, X):
-        """Under JAX, make XLA compute each batch entry of X once, into memory (``materialize``).
-        Without these cuts XLA's loop fusion recomputes every value inside each consumer, which
-        grows as n^2 over a chain of n bodies (compile time and run time); with them, linearly.
-        (For small trees the duplicated arithmetic is cheaper than the memory traffic: no cuts.)"""
+        """Under JAX, make XLA compute each batch entry of X once, into memory: x / (x * 0 + 1)
+        (see ``materialize``), on any backend. Without these cuts XLA's loop fusion recomputes
+        every value inside each consumer, which grows as n^2 over a chain of n bodies (compile
+        time and run time); with them, linearly. (For small trees the duplicated arithmetic is
+        cheaper than the memory traffic: no cuts.)"""
         if not self.checkpoints or not isinstance(X, Entries):
             return X
-        return Entries(self.xp, [x if is_constant(x) else materialize(self.xp, x) for x in X.e],
+        return Entries(self.xp, [x if is_constant(x) else x / (x * 0.0 + 1.0) for x in X.e],
                        X.cshape, X.like)
 
     def inv_act_twist(self, X, V):
