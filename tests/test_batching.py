@@ -99,6 +99,8 @@ def test_default_chunk_size_bounds_intermediates():
             per_state = dynamics._BYTES_PER_BODY.get(function, 512) * model.nbodies + \
                 16 * model.nv ** 2 * (function == "mass_matrix")
             assert size * per_state <= (256 << 20) or size == 2048
+    assert dynamics.chunk_size(large, "inverse_dynamics", "cga") < \
+        dynamics.chunk_size(large, "inverse_dynamics", "spatial")  # CGA keeps more per body
     assert dynamics.chunk_size(large, "mass_matrix") < \
         dynamics.chunk_size(large, "forward_dynamics")
 

@@ -120,11 +120,14 @@ CHUNK_STATES = None  # states per chunk of a numpy batch; None: chosen from the 
 _BATCH_ARGS = {"q": 1, "qd": 1, "qdd": 1, "tau": 1, "gravity": 1, "f_ext": 2}  # name: core ndim
 
 
-# bytes of intermediates per state and body, measured with tracemalloc (Panda, 10,000 states)
+# bytes of intermediates per state and body in the spatial algebra, measured with tracemalloc
+# (Panda and a 100-link chain; dual quaternions stay within these, CGA takes 1.4 to 1.7 times as
+# much: beyond glibc's trim threshold, a 100-link chain in CGA ran 2.8x slower)
 _BYTES_PER_BODY = {"inverse_dynamics": 256, "forward_dynamics": 512, "mass_matrix": 384}
+_ALGEBRA_FACTOR = {"cga": 1.75}
 
 
-def chunk_size(model, function="forward_dynamics"):
+def chunk_size(model, function="forward_dynamics", algebra="spatial"):
     """States per chunk when ``function`` (a public function's name) evaluates a numpy batch:
     about 256 MiB of intermediates, at least 2048 and at most 32768 states (``CHUNK_STATES``
     overrides). Larger chunks amortise Python's per-operation overhead (about a microsecond),
@@ -132,10 +135,11 @@ def chunk_size(model, function="forward_dynamics"):
     intermediates plus the result."""
     if CHUNK_STATES:
         return max(1, int(CHUNK_STATES))
-    per_state = _BYTES_PER_BODY.get(function, 512) * max(model.nbodies, 1)
+    per_state = (_BYTES_PER_BODY.get(function, 512) * _ALGEBRA_FACTOR.get(algebra, 1.0)
+                 * max(model.nbodies, 1))
     if function in ("mass_matrix", "coriolis_matrix"):
         per_state += 16 * model.nv ** 2  # the entries of the nv x nv result
-    return int(min(32768, max(2048, (256 << 20) // per_state)))
+    return int(min(32768, max(2048, (256 << 20) // int(per_state))))
 
 
 def _chunked(function):
@@ -166,7 +170,7 @@ def _chunked(function):
         N = int(np.prod(batch, dtype=int))
         if N >= 256:
             _backend.tune_allocator()
-        size = chunk_size(model, function.__name__)
+        size = chunk_size(model, function.__name__, bound.arguments.get("algebra", "spatial"))
         if N <= size:
             return function(*args, **kwargs)
         flat = {}
