@@ -28,7 +28,8 @@ operations, and the 18 images of the bivector blades under its sandwich (``sandw
 quadratic in the motor) are computed once per pose and shared by the twist and wrench sandwiches
 and by the inertia transformation; for a joint's motor, placement times joint motion, they are
 the placement's sandwich of the joint motion's images, which keeps both factors' exact zeros.
-Twists, wrenches and inertias cross the protocol as arrays.
+Twists, wrenches and inertias cross the protocol as arrays, or in the entries mode
+(``CGAEntries``, which the recursions use) as ``Entries``, lists of their components.
 """
 import numpy as np
 

@@ -29,7 +29,11 @@ vanishes from sums, so a kernel run on a constant costs only its non-zero terms 
 composed with a rotation about a coordinate axis: 24 products, not 64). Ad(x), applied up to three
 times per pose in a recursion, is evaluated from the rotation matrix R of P(x) and the translation
 p, which a ``UnitDualQuaternion`` computes once, when first needed; for a joint's pose, placement
-times motion, from its factors, so that what is constant in them stays constant.
+times motion, from its factors, so that what is constant in them stays constant. Inertias move
+with the wrench congruence and the articulated-inertia update that the other algebras share
+(through the swap that makes an inertia's matrix symmetric, see ``inertia_act``), and in the
+entries mode (``DualQuaternionEntries``, which the recursions use) twists, wrenches and inertias
+stay lists of components between operations (``algebra/entries``).
 
 The public twist 6-vector is [linear; angular], so ``twist`` swaps the halves; the public wrench
 [force; torque] is already f + eps tau.
