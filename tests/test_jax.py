@@ -114,6 +114,31 @@ def test_programs_cut_per_body_for_large_trees_are_exact(monkeypatch):
                                rtol=1e-10, atol=1e-10)
 
 
+@pytest.mark.parametrize("algebra", ["cga", "dq"])
+def test_cut_programs_are_exact_in_every_algebra(monkeypatch, algebra):
+    """The per-body cuts of the entries mode (``EntriesMode.checkpoint``) serve CGA and dual
+    quaternions too: the cut programs are there and give the uncut values."""
+    from screwdyn import dynamics
+
+    model = random_tree(33, n=4, floating_base=True)
+    q, qd, qdd = random_state(model, 13, batch=(3,))
+
+    def programs(q, qd, qdd):
+        return (sd.inverse_dynamics(model, q, qd, qdd, algebra=algebra),
+                sd.forward_dynamics(model, q, qd, qdd, algebra=algebra),
+                sd.mass_matrix(model, q, algebra=algebra))
+
+    def divisions():  # a new function each time: JAX caches traces per function
+        return str(jax.make_jaxpr(lambda *a: programs(*a))(q, qd, qdd)).count(" div ")
+
+    uncut = divisions()
+    monkeypatch.setattr(dynamics, "CHECKPOINT_BODIES", 0)
+    assert divisions() > uncut + 3 * model.nbodies
+    cut = jax.jit(lambda *a: programs(*a), compiler_options=compiler_options())(q, qd, qdd)
+    for got, want in zip(cut, programs(q, qd, qdd)):
+        np.testing.assert_allclose(np.asarray(got), want, rtol=1e-10, atol=1e-10)
+
+
 def test_cuts_depend_on_the_backend(monkeypatch):
     """On CPU each joint's sine and cosine are cut (computed once), nothing else in a small tree;
     on a GPU the mass matrix's program is cut at every body (its nv^2 outputs would each
