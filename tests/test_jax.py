@@ -297,6 +297,12 @@ def test_compiled_single_state_and_batches():
     assert set(anyshape.compile_times) == {(2,), (3, 4)} and anyshape.compile_time > 0
     with pytest.raises(ValueError, match="compiled for inputs of shapes"):
         f(q, qd, qdd)  # a batch, for a single-state program
+    q32 = q[0].astype(np.float32)  # numpy inputs are promoted to the program's float64
+    np.testing.assert_allclose(np.asarray(f(q32, qd[0], qdd[0])),
+                               sd.inverse_dynamics(model, q32.astype(float), qd[0], qdd[0]),
+                               rtol=1e-12, atol=1e-12)
+    with pytest.raises(ValueError, match="and dtype float64"):  # JAX arrays must match
+        f(jnp.asarray(q32), jnp.asarray(qd[0], jnp.float32), jnp.asarray(qdd[0], jnp.float32))
     with pytest.raises(TypeError, match="takes 3 arrays"):
         f(q[0], qd[0])
     with pytest.raises(ValueError, match="unknown function"):
