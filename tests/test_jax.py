@@ -139,23 +139,27 @@ def test_cut_programs_are_exact_in_every_algebra(monkeypatch, algebra):
         np.testing.assert_allclose(np.asarray(got), want, rtol=1e-10, atol=1e-10)
 
 
-def test_cuts_depend_on_the_backend(monkeypatch):
-    """On CPU each joint's sine and cosine are cut (computed once), nothing else in a small tree;
-    on a GPU the mass matrix's program is cut at every body (its nv^2 outputs would each
-    recompute the composite inertias) and the sines and cosines are not. Values are unchanged."""
+def test_cuts_depend_on_the_backend_and_the_batch(monkeypatch):
+    """On CPU each joint's sine and cosine are cut (computed once) in batches of 64 states or
+    more, nothing else in a small tree; on a GPU the mass matrix's program is cut at every body
+    (its nv^2 outputs would each recompute the composite inertias) and the sines and cosines are
+    not; programs traced under ``cut_per_body`` (simulation rollouts) are cut at every body.
+    Values are unchanged."""
     from screwdyn import dynamics
 
     model = sd.robots.load("panda")
-    q = np.stack([sd.random_configuration(model, s) for s in range(4)])
+    q = np.stack([sd.random_configuration(model, s) for s in range(64)])
 
     def divisions(function, *args):
         return str(jax.make_jaxpr(lambda *a: function(model, *a))(*args)).count(" div ")
 
-    joints = sum(b.kind in ("revolute", "continuous", "prismatic") for b in model.bodies)
     revolute = sum(b.kind in ("revolute", "continuous") for b in model.bodies)
-    assert joints == model.nbodies
+    assert all(b.kind in ("revolute", "continuous", "prismatic") for b in model.bodies)
     on_cpu = divisions(sd.mass_matrix, q), divisions(sd.inverse_dynamics, q, q, q)
     assert on_cpu[1] == 2 * revolute  # sin and cos of each angle, nothing per body
+    assert divisions(sd.inverse_dynamics, q[:8], q[:8], q[:8]) == 0  # a small batch: no cuts
+    with dynamics.cut_per_body():
+        assert divisions(sd.inverse_dynamics, q[:1], q[:1], q[:1]) > 3 * model.nbodies
     monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
     assert divisions(sd.inverse_dynamics, q, q, q) == 0
     assert divisions(sd.mass_matrix, q) > on_cpu[0] - 2 * revolute + 3 * model.nbodies

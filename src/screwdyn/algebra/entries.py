@@ -67,15 +67,21 @@ def value(x):
 
 
 # -- values XLA must compute once -------------------------------------------------------------
+MATERIALIZE_STATES = 64  # batches from this size on are cut (``materialize``)
+
+
 def materialize(xp, x):
     """x, which under JAX on CPU XLA computes once, into memory: x / (x * 0 + 1) (XLA never
     duplicates a division into its consumers and cannot fold this one; value and derivatives are
     x's exactly). XLA's CPU loop fusion otherwise recomputes a shared value inside every consumer
     loop: the sine and cosine of each joint angle in each of the Panda's nine torque loops, which
-    made its batched inverse dynamics 3.7x slower. On a GPU the same cut made it 7x slower (an
-    H200 recomputes cheaply, and the cut splits its fusions), so there x passes through, as do
-    numpy arrays."""
-    if xp is np or isinstance(x, np.ndarray) or not _on_cpu():
+    made its batched inverse dynamics 3.7x slower. Smaller batches than MATERIALIZE_STATES pass
+    through: there the extra loops cost more than the recomputation (Panda ID at 8 states: 94
+    against 38 us; a single-state dual-quaternion rollout ran 29x slower). On a GPU the cut made
+    batched ID 7x slower (an H200 recomputes cheaply, and the cut splits its fusions), so there x
+    passes through, as do numpy arrays."""
+    if xp is np or isinstance(x, np.ndarray) or getattr(x, "size", 1) < MATERIALIZE_STATES \
+            or not _on_cpu():
         return x
     return x / (x * 0.0 + 1.0)
 
