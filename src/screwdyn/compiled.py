@@ -11,10 +11,10 @@ converts to numpy with ``np.asarray`` at no copy on CPU, or pass ``numpy=True`` 
 ``batch_shape=None`` accepts any batch shape and compiles once per new shape.
 
 The program is an ahead-of-time XLA executable (``jax.jit(...).lower(...).compile()``), called
-directly: no retracing or cache lookup per call. numpy inputs go to the device side by side in
-one array (one transfer instead of one per input); JAX arrays go as they are, to a second
-executable. The one that ``numpy`` suggests (numpy inputs for ``numpy=True``, JAX arrays
-otherwise) is compiled when ``compile`` returns, the other on its first call; numpy inputs are
+directly: no retracing or cache lookup per call. With ``numpy=True`` (numpy in, numpy out, the
+control-loop case) numpy inputs go to the device side by side in one array, one transfer instead
+of one per input; otherwise inputs go as they are. Should the other kind of input come (JAX arrays
+to a ``numpy=True`` function), its executable is compiled on that first call. numpy inputs are
 converted to the program's dtype (float32 promoted to float64, as the public functions do).
 
 On CPU the program is compiled with XLA's classic loop emitters
@@ -112,8 +112,9 @@ class CompiledFunction:
 
     def _executable(self, batch, packed):
         """The executable for inputs of batch shape ``batch``: one array per input, or, for
-        ``packed``, one array holding them side by side (numpy inputs: one transfer instead of
-        one per input, 11 instead of 16 us for a single Panda state)."""
+        ``packed``, one array holding them side by side (numpy inputs of a ``numpy=True``
+        function: one transfer instead of one per input, 11 instead of 16 us for one Panda
+        state)."""
         exe = self._executables.get((batch, packed))
         if exe is None:
             import jax
@@ -133,12 +134,15 @@ class CompiledFunction:
         if len(args) != len(self._sizes):
             raise TypeError(f"{self.name} takes {len(self._sizes)} arrays "
                             f"({', '.join(self.input_names)}), got {len(args)}")
-        packed = all(type(a) is np.ndarray for a in args)
-        if not packed:  # JAX arrays, or lists and scalars
+        numpy_in = all(type(a) is np.ndarray for a in args)
+        if not numpy_in:  # JAX arrays, or lists and scalars
             import jax
 
             if not any(isinstance(a, jax.Array) for a in args):
-                args, packed = [np.asarray(a) for a in args], True
+                args, numpy_in = [np.asarray(a) for a in args], True
+        if numpy_in:
+            args = [a if a.dtype == self.dtype else a.astype(self.dtype) for a in args]
+        packed = numpy_in and self.numpy_out
         batch, expected = self.batch_shape, self._expected_shapes
         if batch is None:
             batch = tuple(np.broadcast_shapes(*(a.shape[:-1] for a in args)))
@@ -148,9 +152,7 @@ class CompiledFunction:
             if [a.shape for a in args] != expected:
                 raise ValueError("shapes")
             if packed:
-                x = np.concatenate(args, axis=-1)
-                out = self._executable(batch, True)(x if x.dtype == self.dtype
-                                                    else x.astype(self.dtype))
+                out = self._executable(batch, True)(np.concatenate(args, axis=-1))
             else:
                 out = self._executable(batch, False)(*args)
         except (TypeError, ValueError) as error:
