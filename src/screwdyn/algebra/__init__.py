@@ -24,6 +24,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from .entries import stack
+
 ALGEBRAS = ("spatial", "vector", "cga", "dq")
 
 
@@ -35,6 +37,12 @@ class Algebra:
 
     def __init__(self, xp):
         self.xp = xp
+
+    def _stack(self, entries, shape, *inputs):
+        """The array of component shape ``shape`` from flat entries (``entries.stack``);
+        ``inputs``: the entry lists of the operands, which give the batch when every entry is
+        constant. The entries mode returns ``Entries`` for twists, wrenches and inertias."""
+        return stack(self.xp, entries, shape, *inputs)
 
     def entries_mode(self, checkpoints=False):
         """The same algebra in entries mode on the same backend (``algebra/entries``), or itself

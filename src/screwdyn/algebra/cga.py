@@ -35,8 +35,8 @@ import numpy as np
 
 from . import Algebra
 from . import _cga_products as products
-from .entries import (ZERO, Entries, EntriesMode, constant, inverse_norm, like, lin, sin_cos,
-                      stack, sub_outer)
+from .entries import (ZERO, EntriesMode, components, constant, inverse_norm, like, lin, sin_cos,
+                      sub_outer)
 
 
 # twist / wrench components from the public [linear; angular] 6-vector: (index, sign)
@@ -161,24 +161,24 @@ class CGA(Algebra):
         return self._sandwich(products.reverse_sandwich_wrench_from_images, X, F)
 
     def _sandwich(self, kernel, X, B):
-        B_entries = _entries(B)
+        B_entries = components(B)
         return self._stack(kernel(X.images, B_entries), (6,), X.motor, B_entries, like(B))
 
     def cross_motion(self, V, M):
         """Featherstone's V x M (crm) is the commutator M x V (eqs. 10-11)."""
-        V, M = _entries(V), _entries(M)
+        V, M = components(V), components(M)
         return self._stack(products.commutator_twist_twist(M, V), (6,), V, M)
 
     def cross_force(self, V, F):
         """Featherstone's V x* F (crf) is -<V x F>, the commutator's wrench part (eqs. 10-11)."""
-        V, F = _entries(V), _entries(F)
+        V, F = components(V), components(F)
         return -self._stack(products.commutator_twist_wrench_onto_wrench(V, F), (6,), V, F)
 
     def dot(self, M, F):
         """The power -M . F (eq. 9) of a twist M and a wrench F: here the sum of the products of
         their components."""
-        return self._stack([_power(_entries(M), _entries(F))], (), _entries(M), _entries(F),
-                           like(M), like(F))
+        m, f = components(M), components(F)
+        return self._stack([_power(m, f)], (), m, f, like(M), like(F))
 
     # -- the inertia tensor ----------------------------------------------------------------
     def inertia(self, mass, com, inertia_com):
@@ -190,9 +190,9 @@ class CGA(Algebra):
 
     def inertia_apply(self, I, V):
         """I[V] = -sum_k (I^k . V) e_k (eq. 15): component k is the power of V against I^k."""
-        elements = _elements(I)
-        return self._stack([_power(_entries(V), element) for element in elements], (6,),
-                           _entries(V), *elements, like(V), like(I))
+        v, elements = components(V), _elements(I)
+        return self._stack([_power(v, element) for element in elements], (6,), v, *elements,
+                           like(V), like(I))
 
     def inertia_act(self, X, I):
         """X * I (eq. 16): move every element with X, regroup the coefficients (the e_j
@@ -212,18 +212,13 @@ class CGA(Algebra):
         """IA - sum_ab U_a Dinv_ab U_b^T: element IA^k loses sum_a (U_a)_k W_a, with the wrenches
         W_a = sum_b Dinv_ab U_b (the articulated-inertia update, Featherstone 7.1). The result is
         symmetric like IA: only the coefficients i >= k are computed."""
-        U, M = [_entries(U_a) for U_a in U], [e for element in _elements(IA) for e in element]
+        U, M = [components(U_a) for U_a in U], components(IA, 2)
         return self._stack(sub_outer(M, U, Dinv), (6, 6), M, *U, like(IA))
 
     # -- entries -> arrays -----------------------------------------------------------------
     def _xp(self, *arrays):
         """numpy for numpy arrays (model constants stay numpy, also while JAX traces), else xp."""
         return np if all(isinstance(a, np.ndarray) for a in arrays) else self.xp
-
-    def _stack(self, entries, shape, *inputs):
-        """Array of component shape ``shape`` from entries (``entries.stack``); ``inputs``: the
-        entry lists of the operands, which give the batch when every entry is constant."""
-        return stack(self.xp, entries, shape, *inputs)
 
 
 class CGAEntries(EntriesMode, CGA):
@@ -235,23 +230,10 @@ class CGAEntries(EntriesMode, CGA):
 CGA.entries_class = CGAEntries
 
 
-def _entries(A):
-    """The components of a twist or wrench: of ``Entries``, its entries; of an array, its rows,
-    or for a numpy constant (batch length 1) Python floats with its exact zeros as ZERO."""
-    if isinstance(A, Entries):
-        return A.e
-    if isinstance(A, np.ndarray) and A.ndim == 2 and A.shape[1] == 1:
-        return _constant(A)
-    return A
-
-
 def _elements(I):
-    """The six elements of an inertia tensor (6, 6, N) or ``Entries`` as entries."""
-    if isinstance(I, Entries):
-        return [I.e[6 * k:6 * k + 6] for k in range(6)]
-    if isinstance(I, np.ndarray) and I.shape[2:] == (1,):
-        return [_constant(I_k) for I_k in I]
-    return list(I)
+    """The six elements of an inertia tensor (6, 6, N) or ``Entries``, each as entries."""
+    e = components(I, 2)
+    return [e[6 * k:6 * k + 6] for k in range(6)]
 
 
 def _constant(values):

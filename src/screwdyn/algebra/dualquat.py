@@ -42,8 +42,8 @@ import numpy as np
 
 from .. import _backend
 from . import Algebra
-from .entries import (ZERO, Entries, EntriesMode, constant, inverse_norm, is_constant, like, lin,
-                      sin_cos, stack, sub_outer)
+from .entries import (ZERO, EntriesMode, components, constant, inverse_norm, is_constant, like,
+                      lin, sin_cos, sub_outer)
 from .spatial import force_congruence
 
 SWAP = np.array([3, 4, 5, 0, 1, 2])  # [omega; v] <-> [v; omega]; also the pairing twist-wrench
@@ -267,17 +267,8 @@ class DualQuaternion(Algebra):
     name = "dq"
 
     def _components(self, a):
-        """The components of an array with components first: constants for a numpy constant
-        with batch length 1, else its rows; of ``Entries``, its entries."""
-        if isinstance(a, Entries):
-            return a.e
-        if isinstance(a, np.ndarray) and a.ndim == 2 and a.shape[1] == 1:
-            return tuple(constant(c) for c in a[:, 0].tolist())
-        return tuple(a)
-
-    def _stack(self, components, shape, *inputs):
-        """The array of component shape ``shape`` from components (``entries.stack``)."""
-        return stack(self.xp, components, shape, *inputs)
+        """The components of a twist or wrench (``entries.components``), as a tuple."""
+        return tuple(components(a))
 
     # -- poses -------------------------------------------------------------------------------
     def pose(self, R, p):
@@ -369,13 +360,13 @@ class DualQuaternion(Algebra):
         return DualQuaternion.inertia_act(self, self.pose(np.eye(3), com), II_c)
 
     def inertia_apply(self, I, V):
-        M, h = _matrix_entries(I), self._components(V)
+        M, h = components(I, 2), self._components(V)
         return self._stack([lin(zip(M[6 * i:6 * i + 6], h)) for i in range(6)], (6,), M, h,
                            like(I), like(V))
 
     def inertia_act(self, X, I):
         """Ad(x) II Ad(x*), through G (see above)."""
-        M = _matrix_entries(I)
+        M = components(I, 2)
         R = [c for row in X.R for c in row]
         return self._stack(_swap_columns(force_congruence(R, X.p, _swap_columns(M))), (6, 6),
                            M, R, X.p, like(I))
@@ -383,7 +374,7 @@ class DualQuaternion(Algebra):
     def inertia_sub_outer(self, IA, U, Dinv):
         """IA - sum_ab U_a Dinv_ab dot(U_b, .): the articulated-inertia update (Featherstone 7.1);
         through G, the pairing dot(U_b, xi) = U_b . SWAP xi is the plain outer product."""
-        M, U = _matrix_entries(IA), [self._components(U_a) for U_a in U]
+        M, U = components(IA, 2), [self._components(U_a) for U_a in U]
         return self._stack(_swap_columns(sub_outer(_swap_columns(M), U, Dinv)), (6, 6), M, *U,
                            like(IA))
 
@@ -394,15 +385,6 @@ class DualQuaternionEntries(EntriesMode, DualQuaternion):
 
 
 DualQuaternion.entries_class = DualQuaternionEntries
-
-
-def _matrix_entries(I):
-    """The 36 entries (row-major) of a 6x6 operator: an array (6, 6, N) or ``Entries``."""
-    if isinstance(I, Entries):
-        return I.e
-    if isinstance(I, np.ndarray) and I.shape[2:] == (1,):
-        return [constant(c) for c in I.reshape(-1).tolist()]
-    return [row for rows in I for row in rows]
 
 
 def _swap_columns(M):

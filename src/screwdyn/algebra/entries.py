@@ -83,6 +83,11 @@ def materialize(xp, x):
     if xp is np or isinstance(x, np.ndarray) or getattr(x, "size", 1) < MATERIALIZE_STATES \
             or not _on_cpu():
         return x
+    return cut(x)
+
+
+def cut(x):
+    """x / (x * 0 + 1): x, which XLA computes once, into memory (see ``materialize``)."""
     return x / (x * 0.0 + 1.0)
 
 
@@ -211,6 +216,8 @@ def stack(xp, entries, shape, *inputs):
     inertia, say), so that a result keeps the batch axis of its operands; with no batch anywhere
     the result is a constant (batch length 1). numpy arrays stay numpy (model constants, also
     while JAX traces)."""
+    if shape == () and len(entries) == 1 and not is_constant(entries[0]):
+        return entries[0]  # a lone scalar: nothing to stack
     arrays = [e for e in entries if not is_constant(e)]
     if not arrays:
         found = first_array(inputs)
@@ -342,8 +349,8 @@ class EntriesMode:
         cheaper than the memory traffic: no cuts.)"""
         if not self.checkpoints or not isinstance(X, Entries):
             return X
-        return Entries(self.xp, [x if is_constant(x) else x / (x * 0.0 + 1.0) for x in X.e],
-                       X.cshape, X.like)
+        return Entries(self.xp, [x if is_constant(x) else cut(x) for x in X.e], X.cshape,
+                       X.like)
 
     def inv_act_twist(self, X, V):
         return self.checkpoint(super().inv_act_twist(X, V))

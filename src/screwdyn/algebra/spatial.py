@@ -24,7 +24,7 @@ import numpy as np
 
 from . import Algebra
 from .entries import (SYMMETRIC, UPPER, ZERO, EntriesMode, add, all_constant, components,
-                      constant, first_array, inverse_norm, is_constant, like, lin, mul, scalar,
+                      constant, inverse_norm, is_constant, like, lin, mul, scalar,
                       sin_cos, stack, sub, sub_outer, value)
 
 def _rot(R, x):
@@ -91,8 +91,8 @@ class Pose:
 
     def arrays(self):
         if self._arrays is None:
-            self._arrays = (self._alg._stack_arrays(self.R, (3, 3), self.p),
-                            self._alg._stack_arrays(self.p, (3,), self.R))
+            xp = self._alg.xp
+            self._arrays = (stack(xp, self.R, (3, 3), self.p), stack(xp, self.p, (3,), self.R))
         return self._arrays
 
     def __iter__(self):
@@ -112,36 +112,23 @@ class Spatial(Algebra):
     name = "spatial"
 
     # -- entries <-> arrays ----------------------------------------------------------------
-    def _entries(self, a, ncomp=1):
-        """The flat list of entries of an array with ``ncomp`` leading component axes."""
-        return components(a, ncomp)
-
-    def _stack_arrays(self, entries, shape, *inputs):
-        """Array of component shape ``shape`` from flat entries (``entries.stack``)."""
-        return stack(self.xp, entries, shape, *inputs)
-
-    _stack = _stack_arrays
-
     def _pose(self, X):
         if isinstance(X, Pose):
             return X
         R, p = X
-        return Pose(self, self._entries(R, 2), self._entries(p, 1))
-
-    def _vec6(self, V):
-        return self._entries(V, 1)
+        return Pose(self, components(R, 2), components(p, 1))
 
     # -- 3-D helpers (arrays) --------------------------------------------------------------
     def rotate(self, R, x):
-        R, x = self._entries(R, 2), self._entries(x, 1)
+        R, x = components(R, 2), components(x, 1)
         return self._stack(_rot(R, x), (3,), R, x)
 
     def rotate_back(self, R, x):
-        R, x = self._entries(R, 2), self._entries(x, 1)
+        R, x = components(R, 2), components(x, 1)
         return self._stack(_rot_t(R, x), (3,), R, x)
 
     def cross(self, a, b):
-        a, b = self._entries(a, 1), self._entries(b, 1)
+        a, b = components(a, 1), components(b, 1)
         return self._stack(_cross(a, b), (3,), a, b)
 
     # -- poses -----------------------------------------------------------------------------
@@ -150,7 +137,7 @@ class Spatial(Algebra):
         if R.ndim == 2:  # a model constant: round-off zeros (cos(pi/2) = 6e-17) become exact
             return Pose(self, [_snap(x) for x in R.reshape(-1).tolist()],
                         [_snap(x) for x in p.reshape(-1).tolist()])
-        return Pose(self, self._entries(R, 2), self._entries(p, 1))
+        return Pose(self, components(R, 2), components(p, 1))
 
     def identity(self):
         return Pose(self, _EYE, (ZERO, ZERO, ZERO))
@@ -174,7 +161,7 @@ class Spatial(Algebra):
 
     def free(self, q):
         """Pose from (x, y, z, qx, qy, qz, qw); the quaternion is normalised."""
-        e = self._entries(q, 1)
+        e = components(q, 1)
         return Pose(self, self._quaternion_entries(e[3:7]), e[0:3])
 
     def compose(self, A, B):
@@ -195,7 +182,7 @@ class Spatial(Algebra):
                             R[6], R[7], R[8], p[2], ZERO, ZERO, ZERO, 1.0], (4, 4), R, p)
 
     def from_matrix(self, T):
-        e = self._entries(T, 2)
+        e = components(T, 2)
         return Pose(self, (e[0], e[1], e[2], e[4], e[5], e[6], e[8], e[9], e[10]),
                     (e[3], e[7], e[11]))
 
@@ -211,50 +198,46 @@ class Spatial(Algebra):
 
     def act_twist(self, X, V):
         """The twist V of the child frame, in the parent frame: w' = R w, v' = R v + p x w'."""
-        X, e = self._pose(X), self._vec6(V)
+        X, e = self._pose(X), components(V)
         w = _rot(X.R, e[3:])
         return self._stack(_add3(_rot(X.R, e[:3]), _cross(X.p, w)) + w, (6,), X.R, X.p, e)
 
     def inv_act_twist(self, X, V):
         """The twist V given in the parent frame, in the child frame: R^T (v - p x w), R^T w."""
-        X, e = self._pose(X), self._vec6(V)
+        X, e = self._pose(X), components(V)
         w = e[3:]
         return self._stack(_rot_t(X.R, _sub3(e[:3], _cross(X.p, w))) + _rot_t(X.R, w), (6,),
                            X.R, X.p, e)
 
     def act_wrench(self, X, F):
         """f' = R f, n' = R n + p x f'."""
-        X, e = self._pose(X), self._vec6(F)
+        X, e = self._pose(X), components(F)
         f = _rot(X.R, e[:3])
         return self._stack(f + _add3(_rot(X.R, e[3:]), _cross(X.p, f)), (6,), X.R, X.p, e)
 
     def inv_act_wrench(self, X, F):
         """f' = R^T f, n' = R^T (n - p x f)."""
-        X, e = self._pose(X), self._vec6(F)
+        X, e = self._pose(X), components(F)
         f = e[:3]
         return self._stack(_rot_t(X.R, f) + _rot_t(X.R, _sub3(e[3:], _cross(X.p, f))), (6,),
                            X.R, X.p, e)
 
     def cross_motion(self, V, M):
         """V x M (crm): [w x m_v + v x m_w; w x m_w]."""
-        a, m = self._vec6(V), self._vec6(M)
+        a, m = components(V), components(M)
         v, w = a[:3], a[3:]
         return self._stack(_add3(_cross(w, m[:3]), _cross(v, m[3:])) + _cross(w, m[3:]), (6,), a, m)
 
     def cross_force(self, V, F):
         """V x* F (crf): [w x f; w x n + v x f]."""
-        a, g = self._vec6(V), self._vec6(F)
+        a, g = components(V), components(F)
         v, w = a[:3], a[3:]
         return self._stack(_cross(w, g[:3]) + _add3(_cross(w, g[3:]), _cross(v, g[:3])), (6,), a, g)
 
     def dot(self, M, F):
         """The power pairing M . F (batched over any shared trailing axes)."""
-        m, f = self._vec6(M), self._vec6(F)
-        r = lin(zip(m, f))
-        if is_constant(r):
-            batch = first_array((m, f, like(M), like(F)))
-            return np.array([value(r)]) if batch is None else 0.0 * batch + value(r)
-        return r
+        m, f = components(M), components(F)
+        return self._stack([lin(zip(m, f))], (), m, f, like(M), like(F))
 
     # -- inertias --------------------------------------------------------------------------
     def inertia(self, mass, com, inertia_com):
@@ -266,7 +249,7 @@ class Spatial(Algebra):
 
     def inertia_apply(self, I, V):
         """I V for any 6x6 I (not only symmetric ones)."""
-        M, e = self._entries(I, 2), self._vec6(V)
+        M, e = components(I, 2), components(V)
         if all_constant(M, e):  # one state or constants: a small matrix product
             out = (_matrix(M, 6) @ _matrix(e)).tolist()
             return self._stack(out, (6,), M, e, like(I), like(V))
@@ -276,20 +259,20 @@ class Spatial(Algebra):
         """The inertia I of the child frame, in the parent frame: X* I X^-1 = Xf I Xf^T with
         Xf = [[1, 0], [p x, 1]] diag(R, R): rotate the 3x3 blocks, then shift by p. Only the upper
         triangle of the symmetric I is read and computed."""
-        X, M = self._pose(X), self._entries(I, 2)
+        X, M = self._pose(X), components(I, 2)
         return self._stack(force_congruence(X.R, X.p, M), (6, 6), M, X.R, X.p, like(I))
 
     def inertia_sub_outer(self, IA, U, Dinv):
         """IA - sum_ab U_a Dinv_ab U_b^T: the articulated-inertia update (Featherstone 7.1),
         symmetric like IA."""
-        M, Ue = self._entries(IA, 2), [self._vec6(U_a) for U_a in U]
+        M, Ue = components(IA, 2), [components(U_a) for U_a in U]
         return self._stack(sub_outer(M, Ue, Dinv), (6, 6), M, *Ue, like(IA),
                            *(like(U_a) for U_a in U), [scalar(d) for row in Dinv for d in row])
 
     # -- rotations -------------------------------------------------------------------------
     def matrix_from_quaternion(self, quat):
         """Rotation matrices (3, 3, N) from unit quaternions (x, y, z, w) (4, N), normalised."""
-        quat = self._entries(quat, 1)
+        quat = components(quat, 1)
         return self._stack(self._quaternion_entries(quat), (3, 3), quat)
 
     def _quaternion_entries(self, quat):
