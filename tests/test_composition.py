@@ -467,9 +467,10 @@ def _pinocchio_model(pin, model):
     mass, com, inertia = model.base_inertia
     out.inertias[0] = pin.Inertia(mass, np.array(com), np.reshape(inertia, (3, 3)))
     for b in model.bodies:
-        kind = {"prismatic": pin.JointModelPrismaticUnaligned}.get(b.kind,
-                                                                   pin.JointModelRevoluteUnaligned)
-        joints.append(out.addJoint(0 if b.parent < 0 else joints[b.parent], kind(np.array(b.axis)),
+        kind = (pin.JointModelPrismaticUnaligned if isinstance(b.joint_model, sd.model.joints.Prismatic)
+                else pin.JointModelRevoluteUnaligned)
+        joints.append(out.addJoint(0 if b.parent < 0 else joints[b.parent],
+                                   kind(np.array(b.joint_model.axis)),
                                    pin.SE3(np.reshape(b.rotation, (3, 3)), np.array(b.translation)),
                                    b.joint))
         out.appendBodyToJoint(joints[-1], pin.Inertia(b.mass, np.array(b.com),

@@ -278,7 +278,7 @@ def test_from_dh_model_structure():
     model = from_dh(links, "standard", name="arm", joint_names=["a", "b", "c"])
     assert model.name == "arm" and model.joint_names == ("a", "b", "c")
     assert model.dh == tuple(links) and model.dh_convention == "standard"
-    assert [b.kind for b in model.bodies] == ["revolute", "prismatic", "revolute"]
+    assert [b.joint_model.type_name for b in model.bodies] == ["revolute", "prismatic", "revolute"]
     assert model.link_names == ("link0", "link1_proximal", "link1", "link2_proximal", "link2",
                                 "link3_proximal", "link3")
     assert model.armature.tolist() == [L.armature for L in links]

@@ -222,7 +222,7 @@ def _integrate(model, q, v):
     exponential of the body-frame twist v = (linear, angular)."""
     out = np.array(q, dtype=float)
     for body, qs, vs in zip(model.bodies, model.q_slices, model.v_slices):
-        if body.kind != "free":
+        if not body.joint_model.floating:
             out[qs] = q[qs] + v[vs]
             continue
         R = Rotation.from_quat(q[qs][3:])

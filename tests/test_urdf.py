@@ -110,7 +110,8 @@ ROBOT = """<robot name="r">
   <link name="arm"><inertial><origin xyz="0 0 0.1" rpy="0 0 0"/><mass value="{mass}"/>
     <inertia ixx="{ixx}" ixy="0" ixz="0" iyy="0.1" iyz="0" izz="0.1"/></inertial></link>
   <joint name="shoulder" type="{kind}"><parent link="{parent}"/><child link="arm"/>
-    <origin xyz="{xyz}" rpy="0 0 0"/><axis xyz="{axis}"/></joint>
+    <origin xyz="{xyz}" rpy="0 0 0"/><axis xyz="{axis}"/>
+    <limit lower="-3" upper="3" effort="10" velocity="2"/></joint>
   {extra}
 </robot>"""
 
@@ -128,7 +129,7 @@ def urdf(**changes):
     ("<robot name='x'></robot>", "no links"),
     (urdf(parent="torso"), 'joint name="shoulder".*parent link .torso. does not exist'),
     (urdf(kind="ball"), 'joint name="shoulder".*unsupported joint type'),
-    (urdf(kind="planar"), "unsupported joint type 'planar'"),
+    (urdf(kind="universal"), "unsupported joint type 'universal'"),
     (urdf(axis="0 0 0"), 'joint name="shoulder".*zero joint axis'),
     (urdf(axis="0 nan 1"), 'joint name="shoulder".*not finite'),
     (urdf(axis="0 1"), 'joint name="shoulder".*not three numbers'),
@@ -172,7 +173,8 @@ def test_missing_file_is_a_model_error():
 def test_massless_moving_subtree_is_reported_when_forward_dynamics_is_asked():
     model = sd.load_urdf(urdf(extra='<link name="tip"/><joint name="wrist" type="revolute">'
                                     '<parent link="arm"/><child link="tip"/>'
-                                    '<axis xyz="1 0 0"/></joint>'))
+                                    '<axis xyz="1 0 0"/><limit effort="1" velocity="1"/>'
+                                    '</joint>'))
     tau = sd.inverse_dynamics(model, [0.1, 0.2], [0, 0], [0, 0])  # ID is defined
     assert np.all(np.isfinite(tau))
     with pytest.raises(sd.ModelError, match="joint 'wrist' moves a subtree with no mass"):

@@ -10,8 +10,9 @@ from .dynamics import (bias_forces, center_of_mass, coriolis_matrix, forward_dyn
                        forward_kinematics, gravity_torques, inverse_dynamics, jacobian,
                        kinetic_energy, mass_matrix, potential_energy)
 from .errors import InertiaWarning, ModelError
-from .model import (DHLink, Model, ModelBuilder, from_dh, load_dh_table, load_urdf, robots,
-                    save_dh_table)
+from .model import (DHLink, Model, ModelBuilder, from_dh, from_mujoco, joints, load_dh_table,
+                    load_mjcf, load_urdf, robots, save_dh_table)
+from .model.configuration import difference
 from .model.model import random_configuration
 from .simulate import SimulationError, Trajectory, integrate, simulate
 from . import controllers, plot  # noqa: E402  (plot imports matplotlib only when drawing)
@@ -24,5 +25,5 @@ __all__ = [
     "inverse_dynamics", "jacobian", "kinetic_energy", "load_urdf", "mass_matrix",
     "potential_energy", "random_configuration", "robots", "from_dh", "load_dh_table",
     "save_dh_table", "simulate", "Trajectory", "SimulationError", "integrate", "controllers",
-    "plot", "compile", "dynamics_derivatives",
+    "plot", "compile", "dynamics_derivatives", "load_mjcf", "from_mujoco", "joints", "difference",
 ]

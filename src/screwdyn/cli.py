@@ -110,11 +110,9 @@ def cmd_dynamics(args):
 
 
 def _dof_names(model):
-    names = []
-    for b in model.bodies:
-        names += ([f"{b.joint}.{c}" for c in ("vx", "vy", "vz", "wx", "wy", "wz")]
-                  if b.kind == "free" else [b.joint])
-    return names
+    from .simulate import coordinate_names
+
+    return coordinate_names(model)[1]
 
 
 # -- demo -------------------------------------------------------------------------------

@@ -25,8 +25,8 @@ from .algorithms import aba as _aba
 from .algorithms import crba as _crba
 from .algorithms import kinematics as _kin
 from .algorithms import rnea as _rnea
+from .model.model import GRAVITY  # noqa: F401  (the default of Model.gravity)
 
-GRAVITY = (0.0, 0.0, -9.81)
 CHECKPOINT_BODIES = 12  # JAX: trees with more bodies compile in per-body pieces (entries mode)
 
 
@@ -67,10 +67,12 @@ class _Call:
     ``entries=True`` runs the algebra in its entries mode (``algebra.entries.EntriesMode``:
     twists, wrenches and inertias as lists of components, faster on numpy and much faster under
     XLA); only for recursions that do nothing but linear arithmetic on algebra objects (RNEA,
-    ABA, CRBA)."""
+    ABA, CRBA). For a coupled model (mimic joints tied to their sources) the inputs are
+    expanded to the whole tree (``model.tree``, on which the recursions run) and ``reduce``
+    brings the tree's results back (``model.coupling``)."""
 
     def __init__(self, model, algebra="spatial", entries=False, many_outputs=False, **arrays):
-        self.model = model
+        self.user_model = model
         specs = {"q": (model.nq, "configuration, nq"), "qd": (model.nv, "velocity, nv"),
                  "qdd": (model.nv, "acceleration, nv"), "tau": (model.nv, "joint forces, nv"),
                  "gravity": (3, "gravity vector in the world frame"),
@@ -101,9 +103,32 @@ class _Call:
             a = xp.broadcast_to(a, self.batch + shape).reshape((self.N,) + shape)
             a = xp.moveaxis(a, 0, -1)
             self.arrays[name] = np.ascontiguousarray(a) if xp is np else a  # rows contiguous
+        self.model = model.tree
+        self.coupling = model.coupling
+        if self.coupling is not None:
+            q_index, q_scale, q_offset, G = self.coupling
+            if "q" in self.arrays:
+                self.arrays["q"] = (self.arrays["q"][q_index] * q_scale[:, None]
+                                    + q_offset[:, None])
+            for name in ("qd", "qdd"):
+                if name in self.arrays:
+                    self.arrays[name] = xp.tensordot(G, self.arrays[name], axes=1)
         self.alg = None if algebra == "vector" else get_algebra(algebra, xp)
         if entries and hasattr(self.alg, "entries_mode"):
-            self.alg = self.alg.entries_mode(checkpoints=_checkpoints(model, xp, many_outputs))
+            self.alg = self.alg.entries_mode(checkpoints=_checkpoints(self.model, xp,
+                                                                      many_outputs))
+
+    def reduce(self, result, axes=1):
+        """A tree result (tree nv, ..., N) with ``axes`` leading velocity axes brought to the
+        model's v (G^T tau, G^T M G); itself when the model is not coupled."""
+        if self.coupling is None:
+            return result
+        G = self.coupling[3]
+        result = self.xp.tensordot(G.T, result, axes=1)
+        if axes == 2:
+            result = self.xp.moveaxis(self.xp.tensordot(G.T, self.xp.moveaxis(result, 1, 0),
+                                                        axes=1), 0, 1)
+        return result
 
     def __getitem__(self, name):
         return self.arrays[name]
@@ -111,7 +136,7 @@ class _Call:
     def gravity_twist(self):
         """a0 = -g, the base acceleration that stands for gravity, as an algebra twist."""
         g = self.arrays.get("gravity")
-        g = np.array(GRAVITY)[:, None] if g is None else g
+        g = np.array(self.model.gravity)[:, None] if g is None else g
         return self.alg.twist(self.xp.concatenate([-g, 0 * g]))
 
     def body_wrenches(self):
@@ -216,8 +241,9 @@ def forward_kinematics(model, q, algebra="spatial"):
     if algebra == "vector":
         algebra = "spatial"  # DH frames are the model's link frames: one composition of poses
     call = _Call(model, algebra, q=q)
-    alg = call.alg
-    T = _kin.link_poses(alg, model, _kin.world_poses(alg, model, _kin.joint_poses(alg, model, call["q"])))
+    alg, tree = call.alg, call.model
+    T = _kin.link_poses(alg, tree, _kin.world_poses(alg, tree, _kin.joint_poses(alg, tree,
+                                                                                 call["q"])))
     zero = call.xp.zeros(call.N)  # broadcasts links welded to the world over the batch
     mats = [alg.to_matrix(T_l) + zero for T_l in T]
     return call.matrix(call.xp.stack(mats)) if mats else call.xp.zeros(call.batch + (0, 4, 4))
@@ -226,30 +252,45 @@ def forward_kinematics(model, q, algebra="spatial"):
 @_chunked
 def inverse_dynamics(model, q, qd, qdd, f_ext=None, gravity=None, algebra="spatial"):
     """Joint forces tau (..., nv) that produce accelerations qdd: M(q) qdd + b(q, qd) - J^T f_ext,
-    plus armature * qdd and damping * qd when the model has them (RNEA, O(n))."""
+    plus the joints' own forces when the model has them (armature * qdd, damping * qd, Coulomb
+    friction) (RNEA, O(n))."""
     call = _Call(model, algebra, entries=True, q=q, qd=qd, qdd=qdd, f_ext=f_ext, gravity=gravity)
-    if algebra == "vector":
+    return call.vector(call.reduce(_tree_inverse_dynamics(call, call["qd"], call["qdd"])))
+
+
+def _tree_inverse_dynamics(call, qd, qdd):
+    """RNEA (or the DH recursion) on the call's tree: (tree nv, N)."""
+    if call.algebra_name == "vector":
         from .algorithms.newton_euler_dh import newton_euler_dh
 
-        return call.vector(newton_euler_dh(call, call["qd"], call["qdd"]))
-    tau = _rnea.rnea(call.alg, model, call["q"], call["qd"], call["qdd"], call.gravity_twist(),
-                     call.body_wrenches())
-    return call.vector(tau)
+        return newton_euler_dh(call, qd, qdd)
+    return _rnea.rnea(call.alg, call.model, call["q"], qd, qdd, call.gravity_twist(),
+                      call.body_wrenches())
 
 
 @_chunked
 def forward_dynamics(model, q, qd, tau, f_ext=None, gravity=None, algebra="spatial"):
     """Joint accelerations qdd (..., nv) under joint forces tau (articulated-body algorithm,
-    O(n); ``algebra="vector"`` solves M qdd = tau - b with the DH recursion instead)."""
-    _aba.check_defined(model)
+    O(n); ``algebra="vector"`` and coupled models solve M qdd = tau - b instead)."""
+    _aba.check_defined(model.tree)
     call = _Call(model, algebra, entries=True, q=q, qd=qd, tau=tau, f_ext=f_ext, gravity=gravity)
+    if call.coupling is not None:  # M qdd = tau - b in the model's (reduced) coordinates
+        b = call.reduce(_tree_inverse_dynamics(call, call["qd"], 0 * call["qd"]))
+        M = call.reduce(_crba.crba(call.alg, call.model, call["q"]), axes=2)
+        return call.vector(_solve(call.xp, M, call["tau"] - b))
     if algebra == "vector":
         from .algorithms.newton_euler_dh import forward_dynamics_dh
 
         return call.vector(forward_dynamics_dh(call))
-    qdd = _aba.aba(call.alg, model, call["q"], call["qd"], call["tau"], call.gravity_twist(),
+    qdd = _aba.aba(call.alg, call.model, call["q"], call["qd"], call["tau"], call.gravity_twist(),
                    call.body_wrenches())
     return call.vector(qdd)
+
+
+def _solve(xp, M, rhs):
+    """x (n, N) with M x = rhs for M (n, n, N)."""
+    x = xp.linalg.solve(xp.moveaxis(M, -1, 0), xp.moveaxis(rhs, -1, 0)[..., None])[..., 0]
+    return xp.moveaxis(x, 0, -1)
 
 
 @_chunked
@@ -259,12 +300,12 @@ def mass_matrix(model, q, algebra="spatial"):
     if algebra == "vector":
         from .algorithms.newton_euler_dh import mass_matrix_dh
 
-        return call.matrix(mass_matrix_dh(call))
-    return call.matrix(_crba.crba(call.alg, model, call["q"]))
+        return call.matrix(call.reduce(mass_matrix_dh(call), axes=2))
+    return call.matrix(call.reduce(_crba.crba(call.alg, call.model, call["q"]), axes=2))
 
 
 def bias_forces(model, q, qd, gravity=None, algebra="spatial"):
-    """b(q, qd) = C(q, qd) qd + g(q) (+ damping * qd): inverse dynamics at zero acceleration."""
+    """b(q, qd) = C(q, qd) qd + g(q) (+ joint friction): inverse dynamics at zero acceleration."""
     qd_arr = _backend.as_float_array(qd, _backend.namespace(q, qd), "qd")
     return inverse_dynamics(model, q, qd, 0 * qd_arr, gravity=gravity, algebra=algebra)
 
@@ -282,7 +323,8 @@ def coriolis_matrix(model, q, qd):
     from .algorithms.coriolis import coriolis
 
     call = _Call(model, q=q, qd=qd)
-    return call.matrix(coriolis(call.alg, model, call["q"], call["qd"]))
+    return call.matrix(call.reduce(coriolis(call.alg, call.model, call["q"], call["qd"]),
+                                   axes=2))
 
 
 @_chunked
@@ -291,7 +333,7 @@ def kinetic_energy(model, q, qd):
     from .algorithms.energy import kinetic
 
     call = _Call(model, q=q, qd=qd)
-    return call.vector(kinetic(call.alg, model, call["q"], call["qd"])[None])[..., 0]
+    return call.vector(kinetic(call.alg, call.model, call["q"], call["qd"])[None])[..., 0]
 
 
 @_chunked
@@ -300,8 +342,8 @@ def potential_energy(model, q, gravity=None):
     from .algorithms.energy import center_of_mass_moment
 
     call = _Call(model, q=q, gravity=gravity)
-    g = call.arrays.get("gravity", np.array(GRAVITY)[:, None])
-    moment = center_of_mass_moment(call.alg, model, call["q"])  # sum m_i c_i (3, N)
+    g = call.arrays.get("gravity", np.array(model.gravity)[:, None])
+    moment = center_of_mass_moment(call.alg, call.model, call["q"])  # sum m_i c_i (3, N)
     return call.vector(-(g * moment).sum(axis=0)[None])[..., 0]
 
 
@@ -311,18 +353,21 @@ def center_of_mass(model, q):
     from .algorithms.energy import center_of_mass_moment
 
     call = _Call(model, q=q)
-    return call.vector(center_of_mass_moment(call.alg, model, call["q"]) / model.total_mass)
+    return call.vector(center_of_mass_moment(call.alg, call.model, call["q"]) / model.total_mass)
 
 
 @_chunked
 def jacobian(model, q, link, frame="world", algebra="spatial"):
     """The link's Jacobian (..., 6, nv), rows [linear; angular]: the velocity of the link origin
     and the link's angular velocity, in world axes (``frame="world"``) or link axes
-    (``"local"``)."""
+    (``"local"``), per unit rate of each velocity coordinate."""
     from .algorithms.jacobian import link_jacobian
 
     if frame not in ("world", "local"):
         raise ValueError(f"frame must be 'world' or 'local', got {frame!r}")
     call = _Call(model, "spatial" if algebra == "vector" else algebra, q=q)
-    J = link_jacobian(call.alg, model, call["q"], model.link_index(link), frame)
+    J = link_jacobian(call.alg, call.model, call["q"], model.link_index(link), frame)
+    if call.coupling is not None:
+        J = call.xp.moveaxis(call.xp.tensordot(call.coupling[3].T, call.xp.moveaxis(J, 1, 0),
+                                               axes=1), 0, 1)
     return call.matrix(J)

@@ -80,99 +80,9 @@ class SimulationError(RuntimeError):
 # ============================================================================================
 # Configuration space: integrate on the manifold
 # ============================================================================================
-def integrate(model, q, v):
-    """q (+) v: the configuration reached from q (..., nq) by the velocity v (..., nv) held for one
-    unit of time, as ``pinocchio.integrate``: q + v for 1-DoF joints; for a free joint the pose
-    times exp(v), the SE(3) exponential of the body twist v = (linear, angular), with the
-    quaternion renormalised. numpy or JAX, leading batch dimensions broadcast."""
-    xp = _backend.namespace(q, v)
-    q = _backend.as_float_array(q, xp, "q")
-    v = _backend.as_float_array(v, xp, "v")
-    _backend.check_last_dim(q, model.nq, "q", "configuration, nq")
-    _backend.check_last_dim(v, model.nv, "v", "velocity, nv")
-    return _integrate(xp, model, q, v)
-
-
-def _integrate(xp, model, q, v):
-    if not _has_free(model):
-        return q + v
-    parts = []
-    for b, qs, vs in zip(model.bodies, model.q_slices, model.v_slices):
-        if b.kind == "free":
-            parts.append(_se3_exp_integrate(xp, q[..., qs], v[..., vs]))
-        else:
-            parts.append(q[..., qs] + v[..., vs])
-    shape = np.broadcast_shapes(q.shape[:-1], v.shape[:-1])
-    return xp.concatenate([xp.broadcast_to(p, shape + p.shape[-1:]) for p in parts], axis=-1)
-
-
-def _has_free(model):
-    return any(b.kind == "free" for b in model.bodies)
-
-
-def _cross(xp, a, b):
-    return xp.stack([a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1],
-                     a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2],
-                     a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]], axis=-1)
-
-
-def _dot(a, b):
-    return (a * b).sum(axis=-1, keepdims=True)
-
-
-def _quat_rotate(xp, quat, x):
-    """R(quat) x for a unit quaternion (x, y, z, w)."""
-    u, w = quat[..., :3], quat[..., 3:]
-    t = 2 * _cross(xp, u, x)
-    return x + w * t + _cross(xp, u, t)
-
-
-def _se3_exp_integrate(xp, q7, twist):
-    """(p, quat) exp(twist) for twist = (rho, phi) in the body frame (Pinocchio's exp6)."""
-    p, quat = q7[..., :3], q7[..., 3:]
-    rho, phi = twist[..., :3], twist[..., 3:]
-    th2 = _dot(phi, phi)
-    small = th2 < 1e-4  # theta < 1e-2: Taylor series, exact to rounding there
-    th2_safe = xp.where(small, 1.0, th2)
-    th = xp.sqrt(th2_safe)
-    s_half, c_half = xp.sin(th / 2), xp.cos(th / 2)
-    half_sinc = xp.where(small, 0.5 - th2 / 48 + th2 * th2 / 3840, s_half / th)  # sin(th/2)/th
-    A = xp.where(small, 0.5 - th2 / 24 + th2 * th2 / 720 - th2 ** 3 / 40320,
-                 2 * s_half * s_half / th2_safe)  # (1 - cos th) / th^2
-    B = xp.where(small, 1 / 6 - th2 / 120 + th2 * th2 / 5040 - th2 ** 3 / 362880,
-                 (th - xp.sin(th)) / (th2_safe * th))  # (th - sin th) / th^3
-    c_half = xp.where(small, 1 - th2 / 8 + th2 * th2 / 384, c_half)
-    phi_x_rho = _cross(xp, phi, rho)
-    V_rho = rho + A * phi_x_rho + B * _cross(xp, phi, phi_x_rho)  # the SE(3) left Jacobian
-    dquat = xp.concatenate([half_sinc * phi, c_half], axis=-1)
-    u1, w1, u2, w2 = quat[..., :3], quat[..., 3:], dquat[..., :3], dquat[..., 3:]
-    new_quat = xp.concatenate([w1 * u2 + w2 * u1 + _cross(xp, u1, u2), w1 * w2 - _dot(u1, u2)],
-                              axis=-1)
-    new_quat = new_quat / xp.sqrt(_dot(new_quat, new_quat))
-    return xp.concatenate([p + _quat_rotate(xp, quat, V_rho), new_quat], axis=-1)
-
-
-def _dexpinv(xp, model, xi, v):
-    """The velocity of the exponential coordinates xi when the body twist is v, to third order:
-    v + [xi, v] / 2 + [xi, [xi, v]] / 12 on free joints (the Lie bracket of se(3), ad_xi = crm),
-    v elsewhere. Enough for RK4 to keep its order (Munthe-Kaas)."""
-    if not _has_free(model):
-        return v
-    parts = []
-    for b, vs in zip(model.bodies, model.v_slices):
-        if b.kind != "free":
-            parts.append(v[..., vs])
-            continue
-        x, u = xi[..., vs], v[..., vs]
-        ad1 = _ad(xp, x, u)
-        parts.append(u + ad1 / 2 + _ad(xp, x, ad1) / 12)
-    return xp.concatenate(parts, axis=-1)
-
-
-def _ad(xp, x, u):
-    """[x, u] in se(3), twists (linear, angular): (w x u_v + v x u_w, w x u_w)."""
-    return xp.concatenate([_cross(xp, x[..., 3:], u[..., :3]) + _cross(xp, x[..., :3], u[..., 3:]),
-                           _cross(xp, x[..., 3:], u[..., 3:])], axis=-1)
+from .model.configuration import dexpinv as _dexpinv  # noqa: E402
+from .model.configuration import integrate  # noqa: E402,F401  (sd.integrate)
+from .model.configuration import integrate_arrays as _integrate  # noqa: E402
 
 
 # ============================================================================================
@@ -408,14 +318,12 @@ def _initial_state(model, q0, qd0):
     batch = _backend.broadcast_batch([("q0", q0, 1), ("qd0", qd0, 1)])
     if not (np.all(np.isfinite(q0)) and np.all(np.isfinite(qd0))):
         raise ValueError("q0 and qd0 must be finite")
-    for b, qs in zip(model.bodies, model.q_slices):
-        if b.kind == "free":
-            quat = q0[..., qs][..., 3:]
-            norm = np.linalg.norm(quat, axis=-1, keepdims=True)
-            if np.any(np.abs(norm - 1) > 1e-6):
-                raise ValueError(f"q0: the quaternion of free joint {b.joint!r} (q[{qs.start + 3}:"
-                                 f"{qs.stop}], x y z w) must have unit norm, got {norm.ravel()[0]}")
-            q0[..., qs.start + 3:qs.stop] = quat / norm
+    for b, qs in zip(model.active_bodies, model.q_slices):
+        unit = b.joint_model.normalize(np, q0[..., qs])
+        if np.any(np.abs(unit - q0[..., qs]) > 1e-6):
+            raise ValueError(f"q0: the quaternion of joint {b.joint!r} (q[{qs.start}:{qs.stop}], "
+                             f"{' '.join(b.joint_model.position_names())}) must have unit norm")
+        q0[..., qs] = unit
     N = int(np.prod(batch, dtype=int))
     return (np.broadcast_to(q0, batch + (model.nq,)).reshape(N, model.nq),
             np.broadcast_to(qd0, batch + (model.nv,)).reshape(N, model.nv), batch)
@@ -966,16 +874,16 @@ class Trajectory:
 
 
 def coordinate_names(model):
-    """Names of the q and v coordinates: a joint's name, or ``joint.x`` ... ``joint.qw`` and
-    ``joint.vx`` ... ``joint.wz`` for a free joint."""
+    """Names of the q and v coordinates: a 1-DoF joint's name, or ``joint.x`` ... ``joint.qw``
+    and ``joint.vx`` ... ``joint.wz`` for a multi-DoF joint (its ``position_names`` and
+    ``velocity_names``)."""
+    def names(joint, suffixes):
+        return [f"{joint}.{c}" if c else joint for c in suffixes]
+
     q_names, v_names = [], []
-    for b in model.bodies:
-        if b.kind == "free":
-            q_names += [f"{b.joint}.{c}" for c in ("x", "y", "z", "qx", "qy", "qz", "qw")]
-            v_names += [f"{b.joint}.{c}" for c in ("vx", "vy", "vz", "wx", "wy", "wz")]
-        else:
-            q_names.append(b.joint)
-            v_names.append(b.joint)
+    for b in model.active_bodies:
+        q_names += names(b.joint, b.joint_model.position_names())
+        v_names += names(b.joint, b.joint_model.velocity_names())
     return q_names, v_names
 
 

@@ -42,8 +42,9 @@ import numpy as np
 
 from .. import _backend
 from . import Algebra
-from .entries import (ZERO, EntriesMode, components, constant, inverse_norm, is_constant, like,
-                      lin, sin_cos, sub_outer)
+from .entries import (ZERO, EntriesMode, components, constant, is_constant, like, lin,
+                      scalar, sin_cos, sub_outer, unit)
+from .entries import mul as entry_mul
 from .spatial import force_congruence
 
 SWAP = np.array([3, 4, 5, 0, 1, 2])  # [omega; v] <-> [v; omega]; also the pairing twist-wrench
@@ -291,12 +292,15 @@ class DualQuaternion(Algebra):
         return UnitDualQuaternion((1.0,) + (ZERO,) * 4
                                   + tuple(constant(0.5 * k) * distance for k in axis))
 
-    def free(self, q):
-        """From (x, y, z, qx, qy, qz, qw); the quaternion is normalised."""
-        quat = (q[6], q[3], q[4], q[5])
-        inv = inverse_norm(self.xp, quat)
-        r = tuple(c * inv for c in quat)
-        return UnitDualQuaternion(r + _translated(q[0:3], r))
+    def translation(self, p):
+        """1 + eps p / 2 for a translation by p (3 entries)."""
+        return UnitDualQuaternion((1.0, ZERO, ZERO, ZERO, ZERO)
+                                  + tuple(entry_mul(0.5, scalar(e)) for e in p))
+
+    def rotation(self, quat):
+        """The rotation of the quaternion (x, y, z, w) (4 entries), normalised."""
+        x, y, z, w = unit(self.xp, quat)
+        return UnitDualQuaternion((w, x, y, z, ZERO, ZERO, ZERO, ZERO))
 
     def compose(self, A, B):
         return UnitDualQuaternion(factors=(A, B))

@@ -8,41 +8,43 @@ import numpy as np
 from ..algebra import body_constants
 from ..errors import ModelError
 from ..model.model import random_configuration
-from .kinematics import body_velocities, concatenate_dofs, joint_motion, joint_poses
+from .joint_forces import friction
+from .kinematics import (body_velocities, concatenate_dofs, joint_motion, joint_poses,
+                         motion_subspaces, velocity_product)
 
 
 def aba(alg, model, q, qd, tau, a0, f_ext=None):
     """Joint accelerations qdd (nv, N). a0 = -gravity as a twist; f_ext as in ``rnea``."""
     xp = alg.xp
     X = joint_poses(alg, model, q)
-    v, vJ = body_velocities(alg, model, X, qd)
-    c = [alg.cross_motion(v_i, vJ_i) for v_i, vJ_i in zip(v, vJ)]  # velocity-product accelerations
+    S = motion_subspaces(alg, model, q)
+    v, vJ = body_velocities(alg, model, X, S, qd)
+    c = velocity_product(alg, model, q, qd, v, vJ)  # velocity-product accelerations
     pA = [alg.cross_force(v_i, alg.inertia_apply(I, v_i))
           for v_i, (_, _, I) in zip(v, body_constants(alg, model))]
     if f_ext is not None:
         pA = [p - f for p, f in zip(pA, f_ext)]
-    U, D, u = articulated_bodies(alg, model, X, c, pA, tau - model.damping[:, None] * qd)
+    U, D, u = articulated_bodies(alg, model, X, S, c, pA, tau - friction(xp, model, qd))
     Dinv = [_inverse(xp, D_i) for D_i in D]
     a, qdd = [None] * model.nbodies, [None] * model.nbodies
-    for i, (_, S, _) in enumerate(body_constants(alg, model)):  # root to leaves
+    for i, S_i in enumerate(S):  # root to leaves
         parent = model.parent[i]
         a_prime = alg.inv_act_twist(X[i], a0 if parent < 0 else a[parent]) + c[i]
         qdd[i] = xp.stack(_matvec(Dinv[i], [u_a - alg.dot(a_prime, U_a)
                                             for u_a, U_a in zip(u[i], U[i])]))
-        a[i] = a_prime + joint_motion(S, qdd[i])
+        a[i] = a_prime + joint_motion(S_i, qdd[i])
     return concatenate_dofs(xp, qdd, q)
 
 
-def articulated_bodies(alg, model, X, c, pA, tau):
+def articulated_bodies(alg, model, X, S_all, c, pA, tau):
     """Leaves to root: U = IA S, D = S^T IA S (+ armature), u = tau - S^T pA, and the articulated
     inertia and bias wrench of each parent (RBDA eqs. 7.36-7.44)."""
-    consts = body_constants(alg, model)
-    IA = [I for (_, _, I) in consts]
+    IA = [I for (_, _, I) in body_constants(alg, model)]
     pA = list(pA)
     n = model.nbodies
     U, D, u = [None] * n, [None] * n, [None] * n
     for i in reversed(range(n)):
-        S, sl = consts[i][1], model.v_slices[i]
+        S, sl = S_all[i], model.v_slices[i]
         U[i] = [alg.inertia_apply(IA[i], S_k) for S_k in S]
         D[i] = [[alg.dot(S_a, U_b) + (model.armature[sl][a] if a == b else 0.0)
                  for b, U_b in enumerate(U[i])] for a, S_a in enumerate(S)]
@@ -81,9 +83,10 @@ def check_defined(model):
     q = np.stack([random_configuration(model, seed) for seed in range(3)], axis=-1)
     zeros = np.zeros((model.nv, 3))
     X = joint_poses(alg, model, q)
+    S = motion_subspaces(alg, model, q)
     wrenches = [np.zeros((6, 3))] * model.nbodies
     with np.errstate(divide="ignore", invalid="ignore"):
-        _, D, _ = articulated_bodies(alg, model, X, wrenches, wrenches, zeros)
+        _, D, _ = articulated_bodies(alg, model, X, S, wrenches, wrenches, zeros)
     scale = 1e-12 * max(model.total_mass, 1e-300)
     for i in reversed(range(model.nbodies)):  # leaves first: a defect spoils its ancestors' D
         D_i = D[i]

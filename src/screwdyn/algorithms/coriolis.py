@@ -8,7 +8,8 @@ Pinocchio returns. The column of dJ/dt for a joint on body j is v_j x S_j. Summi
 (composite IC_d and BC_d) makes it O(n d) for tree depth d.
 """
 from ..algebra import body_constants
-from .kinematics import body_velocities, joint_poses, world_poses
+from .kinematics import (body_velocities, joint_poses, motion_subspaces, subspace_rates,
+                         world_poses)
 
 
 def coriolis(alg, model, q, qd):
@@ -16,10 +17,14 @@ def coriolis(alg, model, q, qd):
     consts = body_constants(alg, model)
     X = joint_poses(alg, model, q)
     T = world_poses(alg, model, X)
-    v, _ = body_velocities(alg, model, X, qd)
+    S_b = motion_subspaces(alg, model, q)
+    v, _ = body_velocities(alg, model, X, S_b, qd)
     v_w = [alg.act_twist(T_i, v_i) for T_i, v_i in zip(T, v)]
-    S_w = [[alg.act_twist(T_i, S_k) for S_k in S] for T_i, (_, S, _) in zip(T, consts)]
+    S_w = [[alg.act_twist(T_i, S_k) for S_k in S] for T_i, S in zip(T, S_b)]
     Sd_w = [[alg.cross_motion(v_i, S_k) for S_k in S] for v_i, S in zip(v_w, S_w)]
+    for i, rates in enumerate(subspace_rates(alg, model, q, qd)):  # dS/dt of S(q), world axes
+        if rates is not None:
+            Sd_w[i] = [Sd + alg.act_twist(T[i], R) for Sd, R in zip(Sd_w[i], rates)]
     IC = [alg.inertia_act(T_i, I) for T_i, (_, _, I) in zip(T, consts)]
     BC = [_coriolis_factor(alg, v_i, I) for v_i, I in zip(v_w, IC)]
     for i in reversed(range(model.nbodies)):

@@ -2,7 +2,7 @@
 import numpy as np
 
 from ..algebra import body_constants
-from .kinematics import joint_poses
+from .kinematics import joint_poses, motion_subspaces
 
 
 def crba(alg, model, q):
@@ -10,6 +10,7 @@ def crba(alg, model, q):
     xp = alg.xp
     consts = body_constants(alg, model)
     X = joint_poses(alg, model, q)
+    S = motion_subspaces(alg, model, q)
     IC = [I for (_, _, I) in consts]
     for i in reversed(range(model.nbodies)):
         if model.parent[i] >= 0:
@@ -17,12 +18,12 @@ def crba(alg, model, q):
     zero = xp.zeros(q.shape[1:], dtype=q.dtype)
     M = [[zero] * model.nv for _ in range(model.nv)]
     for i in range(model.nbodies):
-        for k, S_k in enumerate(consts[i][1]):
+        for k, S_k in enumerate(S[i]):
             col = model.v_slices[i].start + k
             F = alg.inertia_apply(IC[i], S_k)
             j = i
             while True:
-                for r, S_r in enumerate(consts[j][1]):
+                for r, S_r in enumerate(S[j]):
                     row = model.v_slices[j].start + r
                     M[row][col] = M[col][row] = alg.dot(S_r, F) + zero
                 if model.parent[j] < 0:

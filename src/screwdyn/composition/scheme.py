@@ -151,7 +151,7 @@ def _connection_motion(assembly, call, s, motion, passes):
     elif assembly[s.parent].model is None:
         v, a = _measured_motion(call, assembly[s.parent], s.link)
     elif s.body >= 0:
-        _, v_bodies, a_bodies, _ = passes[s.parent]
+        _, _, v_bodies, a_bodies, _ = passes[s.parent]
         v, a = v_bodies[s.body], a_bodies[s.body]
     else:  # a link welded to the parent's base moves with the parent's connection point
         v, a = motion[s.parent]
@@ -163,7 +163,7 @@ def _backward(call, s, forward, motion, children):
     """Subsystem s's backward pass with its children's wrenches: (tau, zeta at s's point)."""
     alg = call.alg
     v0, a0 = motion
-    X, _, _, f = forward
+    X, S, _, _, f = forward
     external = call[s.name].body_wrenches()
     f = list(f) if external is None else [f_i - e_i for f_i, e_i in zip(f, external)]
     on_base = _on_base_links(call, s, 0.0 * a0)
@@ -174,7 +174,7 @@ def _backward(call, s, forward, motion, children):
         else:
             on_base = on_base + load
     c = call[s.name]
-    tau, f_base = newton_euler_backward(alg, s.model, X, f, c["qd"], c["qdd"], 0.0 * a0)
+    tau, f_base = newton_euler_backward(alg, s.model, X, S, f, c["qd"], c["qdd"], 0.0 * a0)
     zeta = on_base - f_base  # the bodies push on the base with -f_base (third law)
     I_b = base_inertia(alg, s.model)
     if I_b is not None:  # the links welded to the base move with the point: the parent drives them
