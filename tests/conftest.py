@@ -83,3 +83,84 @@ def pin_configuration(model, pin_model, q):
         parts.append([np.cos(q[sl][0]), np.sin(q[sl][0])] if joint.nq == 2 and body.nq == 1
                      else q[sl])
     return np.concatenate(parts) if parts else np.zeros(0)
+
+
+def joint_tree(seed, kinds, floating_base=False):
+    """A random tree with one joint of each of ``kinds`` (type names or JointModels), attached
+    to random earlier links at random placements, axes and pitches."""
+    rng = np.random.default_rng(seed)
+    b = sd.ModelBuilder(f"joints{seed}")
+    b.add_link("base", mass=1.0, com=rng.normal(size=3) * 0.1, inertia=_random_inertia(rng))
+    links = ["base"]
+    for i, kind in enumerate(kinds):
+        name = f"l{i}"
+        b.add_link(name, mass=rng.uniform(0.5, 2.0), com=rng.normal(size=3) * 0.2,
+                   inertia=_random_inertia(rng), inertia_rotation=_random_rotation(rng))
+        b.add_joint(f"j{i}", kind, parent=links[rng.integers(len(links))], child=name,
+                    xyz=rng.normal(size=3) * 0.3, rpy=rng.uniform(-np.pi, np.pi, 3),
+                    axis=rng.normal(size=3), pitch=rng.uniform(-0.2, 0.2))
+        links.append(name)
+    return b.build(floating_base=floating_base)
+
+
+def pinocchio_model(model):
+    """The same tree as a Pinocchio model, joint by joint (revolute, continuous, prismatic,
+    helical, planar, spherical, free flyer), with a frame per link: an independent reference.
+    A planar joint of normal n is Pinocchio's xy-plane joint behind the rotation A that takes z
+    to n; its child frame is Pinocchio's joint frame turned by A^T."""
+    import pinocchio as pin
+    from screwdyn.model import joints as J
+
+    out, ids, turn = pin.Model(), [], []
+    out.gravity = pin.Motion(np.concatenate([model.gravity, np.zeros(3)]))
+    mass, com, inertia = model.base_inertia
+    out.inertias[0] = pin.Inertia(mass, np.array(com), np.reshape(inertia, (3, 3)))
+
+    def in_body(i, placement):  # a placement given in body i's frame, in Pinocchio's frame
+        return placement if i < 0 else turn[i] * placement
+
+    for i, b in enumerate(model.tree.bodies):
+        jm = b.joint_model
+        X = in_body(b.parent, pin.SE3(np.reshape(b.rotation, (3, 3)), np.array(b.translation)))
+        A = pin.SE3.Identity()
+        if isinstance(jm, J.Planar):
+            A = pin.SE3(jm.frame, np.zeros(3))
+            pj = pin.JointModelPlanar()
+        elif isinstance(jm, J.Helical):
+            pj = pin.JointModelHelicalUnaligned(np.array(jm.axis), jm.pitch)
+        elif isinstance(jm, J.Revolute):
+            pj = pin.JointModelRevoluteUnaligned(np.array(jm.axis))
+        elif isinstance(jm, J.Prismatic):
+            pj = pin.JointModelPrismaticUnaligned(np.array(jm.axis))
+        elif isinstance(jm, J.Spherical):
+            pj = pin.JointModelSpherical()
+        elif isinstance(jm, J.FreeFlyer):
+            pj = pin.JointModelFreeFlyer()
+        else:
+            raise NotImplementedError(type(jm).__name__)
+        turn.append(pin.SE3(A.rotation.T, np.zeros(3)))
+        ids.append(out.addJoint(0 if b.parent < 0 else ids[b.parent], pj, X * A, b.joint))
+        body_inertia = pin.Inertia(b.mass, np.array(b.com), np.reshape(b.inertia, (3, 3)))
+        out.appendBodyToJoint(ids[-1], turn[i].act(body_inertia), pin.SE3.Identity())
+    for link in model.links:
+        placement = pin.SE3(np.reshape(link.rotation, (3, 3)), np.array(link.translation))
+        out.addFrame(pin.Frame(link.name, 0 if link.body < 0 else ids[link.body],
+                               in_body(link.body, placement), pin.FrameType.OP_FRAME))
+    return out
+
+
+def pinocchio_q(model, q):
+    """Pinocchio's configuration of screwdyn's q (``pinocchio_model`` or a URDF model): a
+    continuous or planar angle as (cos, sin), a scalar-first quaternion reordered."""
+    from screwdyn.model import joints as J
+
+    parts = []
+    for b, sl in zip(model.active_bodies, model.q_slices):
+        jm, qj = b.joint_model, q[sl]
+        if isinstance(jm, J.Planar):
+            parts.append([qj[0], qj[1], np.cos(qj[2]), np.sin(qj[2])])
+        elif isinstance(jm, J.Spherical) and jm.scalar_first:
+            parts.append(np.roll(qj, -1))
+        else:
+            parts.append(qj)
+    return np.concatenate(parts) if parts else np.zeros(0)
