@@ -425,3 +425,23 @@ def test_derivatives_in_the_tangent_space_equal_pinocchios():
     aba = sd.dynamics_derivatives(model, q, qd, tau=tau)
     pin.computeABADerivatives(pm, data, pq, qd, tau)
     assert _rel(aba.dq, data.ddq_dq) < 1e-8 and _rel(aba.dqd, data.ddq_dv) < 1e-8
+
+
+def test_singular_mass_matrix_names_the_real_cause():
+    """Mass but no inertia about the motion: the error says so (not "no mass")."""
+    b = sd.ModelBuilder("point_masses")
+    b.add_link("world")
+    b.add_link("a", mass=1.0, com=(0, 0, -1))
+    b.add_link("c", mass=2.0)
+    b.add_joint("ball", "spherical", "world", "a")
+    b.add_joint("hinge", "revolute", "a", "c", xyz=(0, 0, -1), axis=(0, 0, 1))
+    model = b.build()
+    with pytest.raises(sd.ModelError, match="joint 'hinge' \\(revolute\\) moves a subtree of 2 kg "
+                                            "that has no inertia about its axis"):
+        sd.forward_dynamics(model, model.neutral, np.zeros(4), np.zeros(4))
+    b = sd.ModelBuilder("floating_point_mass")
+    b.add_link("body", mass=3.0)
+    model = b.build(floating_base=True)
+    with pytest.raises(sd.ModelError, match="joint 'root_joint' \\(free\\) moves a subtree of 3 kg "
+                                            "that has no inertia about the direction"):
+        sd.forward_dynamics(model, model.neutral, np.zeros(6), np.zeros(6))

@@ -23,7 +23,8 @@ from .errors import InertiaWarning, ModelError
 
 
 def resolve_model(spec, floating_base=False):
-    """A Model from a bundled robot name, a URDF path (or XML string) or a DH table file."""
+    """A Model from a bundled robot name, a URDF or MJCF path (or URDF XML text) or a DH table
+    file; an MJCF file is one whose root element is <mujoco> (loaded through MuJoCo)."""
     from .model import load_urdf
     from .model import robots
 
@@ -35,10 +36,28 @@ def resolve_model(spec, floating_base=False):
         from .model.dh import load_dh_table
 
         return load_dh_table(spec)
+    if os.path.isfile(spec) and _root_tag(spec) == "mujoco":
+        from .model import load_mjcf
+
+        if floating_base:
+            raise ModelError("--floating-base applies to URDF files: an MJCF file declares its "
+                             "own free joints")
+        return load_mjcf(spec)
     if os.path.exists(spec) or spec.lstrip().startswith("<"):
         return load_urdf(spec, floating_base=floating_base)
     raise ModelError(f"{spec!r} is neither a bundled robot ({', '.join(robots.names())}) "
                      "nor an existing URDF or DH table (.csv) file")
+
+
+def _root_tag(path):
+    """The name of the first element of an XML file (reads its first 4 KiB), or ''."""
+    import re
+
+    with open(path, "rb") as f:
+        head = f.read(4096).decode("utf-8", "replace")
+    head = re.sub(r"<\?.*?\?>|<!--.*?-->|<!DOCTYPE[^>]*>", "", head, flags=re.S)
+    match = re.search(r"<\s*([\w:.-]+)", head)
+    return match.group(1) if match else ""
 
 
 def available_algebras():

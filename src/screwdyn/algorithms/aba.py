@@ -89,11 +89,32 @@ def check_defined(model):
         _, D, _ = articulated_bodies(alg, model, X, S, wrenches, wrenches, zeros)
     scale = 1e-12 * max(model.total_mass, 1e-300)
     for i in reversed(range(model.nbodies)):  # leaves first: a defect spoils its ancestors' D
-        D_i = D[i]
-        D_i = np.moveaxis(np.array([[np.broadcast_to(d, (3,)) for d in row] for row in D_i]), -1, 0)
-        if not np.min(np.linalg.eigvalsh(D_i)) > scale:
-            raise ModelError(
-                f"forward dynamics is undefined for model {model.name!r}: joint "
-                f"{model.bodies[i].joint!r} moves a subtree with no mass and no inertia about its "
-                "axis (give it inertia or armature, or make the joint fixed)")
+        D_i = np.moveaxis(np.array([[np.broadcast_to(d, (3,)) for d in row] for row in D[i]]),
+                          -1, 0)
+        eigenvalues, vectors = np.linalg.eigh(D_i)
+        if not np.min(eigenvalues) > scale:
+            raise ModelError(_undefined_message(model, i, vectors[np.argmin(eigenvalues[:, 0]),
+                                                                  :, 0]))
 
+
+def _undefined_message(model, i, direction):
+    """Why joint i's D = S^T IA S is singular: a subtree without mass and inertia, or mass
+    without inertia about (or along) the direction the joint moves in."""
+    body = model.bodies[i]
+    joint = body.joint_model
+    subtree = [j for j in range(i, model.nbodies) if i in model.ancestors[j]]
+    mass = sum(model.bodies[j].mass for j in subtree)
+    inertia = sum(np.abs(model.bodies[j].inertia).sum() for j in subtree)
+    names = [n for n, x in zip(joint.velocity_names(), direction) if abs(x) > 1e-6]
+    moving = ("its axis" if joint.nv == 1 else
+              "the direction " + " + ".join(f"{x:.3g} {n}" for n, x in
+                                            zip(joint.velocity_names(), direction)
+                                            if abs(x) > 1e-6) if names else "some direction")
+    head = f"forward dynamics is undefined for model {model.name!r}: joint {body.joint!r}"
+    if mass == 0 and inertia == 0:
+        return (f"{head} moves a subtree with no mass and no inertia about its axis (give it "
+                "inertia or armature, or make the joint fixed)")
+    return (f"{head} ({joint.type_name}) moves a subtree of {mass:.4g} kg that has no inertia "
+            f"about {moving} (its mass matrix is singular there: e.g. a point mass on a "
+            "revolute axis, or at a ball joint's centre; give it rotational inertia or "
+            "armature)")

@@ -71,7 +71,7 @@ def from_mujoco(mj_model, name=None, armature=True, joint_damping=False, joint_f
     body_name = [mujoco.mj_id2name(m, obj.mjOBJ_BODY, i) or ("world" if i == 0 else f"body{i}")
                  for i in range(m.nbody)]
     joint_name = [mujoco.mj_id2name(m, obj.mjOBJ_JOINT, j) or f"joint{j}" for j in range(m.njnt)]
-    model_name = name or mujoco.mj_id2name(m, obj.mjOBJ_MODEL, 0) or "mujoco_model"
+    model_name = name or bytes(m.names).split(b"\0", 1)[0].decode() or "mujoco_model"
     builder = ModelBuilder(model_name)
     builder.add_link(body_name[0], where="MJCF world body")
     for i in range(1, m.nbody):
