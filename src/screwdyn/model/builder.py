@@ -8,30 +8,28 @@
 
 Every check names the element at fault (``where``: the loaders pass their own file element).
 """
+import math
 from dataclasses import dataclass, replace
 
 import numpy as np
 
 from ..errors import InertiaWarning, ModelError, warn
+from . import geometry as g
 from . import joints
 from .model import GRAVITY, Body, Link, Mimic, Model
 
 
 def rpy_to_matrix(rpy):
     """URDF roll-pitch-yaw (fixed axes x, y, z) to a rotation matrix: Rz(yaw) Ry(pitch) Rx(roll)."""
-    r, p, y = rpy
-    cr, sr, cp, sp, cy, sy = np.cos(r), np.sin(r), np.cos(p), np.sin(p), np.cos(y), np.sin(y)
-    return np.array([[cy * cp, cy * sp * sr - sy * cr, cy * sp * cr + sy * sr],
-                     [sy * cp, sy * sp * sr + cy * cr, sy * sp * cr - cy * sr],
-                     [-sp, cp * sr, cp * cr]])
+    return np.reshape(g.rpy_matrix(rpy), (3, 3))
 
 
 @dataclass
 class _LinkSpec:
     name: str
     mass: float
-    com: np.ndarray
-    inertia: np.ndarray  # about the centre of mass, link axes
+    com: tuple
+    inertia: tuple  # about the centre of mass, link axes, 9 numbers row-major
     where: str
 
 
@@ -41,11 +39,11 @@ class _JointSpec:
     model: object  # a joints.JointModel, or None for a fixed joint
     parent: str
     child: str
-    R: np.ndarray
-    p: np.ndarray
-    armature: object
-    damping: object
-    coulomb: object
+    R: tuple  # 9 numbers, row-major
+    p: tuple
+    armature: tuple
+    damping: tuple
+    coulomb: tuple
     where: str
 
 
@@ -66,19 +64,21 @@ class ModelBuilder:
         where = where or f"link {name!r}"
         if name in self._links:
             raise ModelError(f"{where}: duplicate link name {name!r}")
-        mass = _finite(mass, (), where, "mass")
+        (mass,) = g.floats(mass, 1, where, "mass")
         if mass < 0:
             raise ModelError(f"{where}: negative mass {mass}")
-        com = _finite(com, (3,), where, "centre of mass")
-        inertia = np.zeros((3, 3)) if inertia is None else _finite(inertia, (3, 3), where, "inertia")
-        if not np.allclose(inertia, inertia.T, rtol=0, atol=1e-12 * (1 + np.abs(inertia).max())):
+        com = g.floats(com, 3, where, "centre of mass")
+        I = (0.0,) * 9 if inertia is None else g.floats(inertia, 9, where, "inertia")
+        scale = max(abs(x) for x in I)
+        if any(abs(I[3 * i + j] - I[3 * j + i]) > 1e-12 * (1 + scale)
+               for i, j in ((0, 1), (0, 2), (1, 2))):
             raise ModelError(f"{where}: inertia matrix is not symmetric")
-        if np.any(np.diag(inertia) < -1e-12 * max(1.0, np.abs(inertia).max())):
-            raise ModelError(f"{where}: negative moment of inertia {np.diag(inertia).tolist()}")
+        if min(I[0], I[4], I[8]) < -1e-12 * max(1.0, scale):
+            raise ModelError(f"{where}: negative moment of inertia {[I[0], I[4], I[8]]}")
+        I = tuple((I[3 * i + j] + I[3 * j + i]) / 2 for i in range(3) for j in range(3))
         if inertia_rotation is not None:
-            R = _rotation(inertia_rotation, where, "inertia rotation")
-            inertia = R @ inertia @ R.T
-        self._links[name] = _LinkSpec(name, mass, com, inertia, where)
+            I = g.congruence(_rotation(inertia_rotation, where, "inertia rotation"), I)
+        self._links[name] = _LinkSpec(name, mass, com, I, where)
         return self
 
     def add_joint(self, name, kind, parent, child, xyz=(0.0, 0.0, 0.0), rpy=(0.0, 0.0, 0.0),
@@ -98,26 +98,17 @@ class ModelBuilder:
         if name in self._joints:
             raise ModelError(f"{where}: duplicate joint name {name!r}")
         model = joints.make(kind, axis=axis, pitch=pitch, limits=limits, where=where)
-        p = _finite(xyz, (3,), where, "origin xyz")
+        p = g.floats(xyz, 3, where, "origin xyz")
         R = (_rotation(rotation, where, "origin rotation") if rotation is not None
-             else rpy_to_matrix(_finite(rpy, (3,), where, "origin rpy")))
+             else g.rpy_matrix(g.floats(rpy, 3, where, "origin rpy")))
         nv = 0 if model is None else model.nv
-        values = {}
-        for value, what in ((armature, "armature"), (damping, "damping"), (coulomb, "coulomb")):
-            a = as_floats(value, np.shape(value), where, what)
-            pairs = what == "coulomb" and a.ndim == 2
-            if not np.all(np.isfinite(a)):
-                raise ModelError(f"{where}: {what} is not finite: {a.tolist()}")
-            if not pairs and np.any(a < 0):
-                raise ModelError(f"{where}: negative {what} {a.tolist()}")
-            if a.ndim and a.shape != ((nv, 2) if pairs else (nv,)):
-                raise ModelError(f"{where}: {what} must be one number or {nv}"
-                                 + (f" (or {nv} pairs)" if what == "coulomb" else "")
-                                 + f", got {a.tolist()}")
-            values[what] = a if pairs else np.broadcast_to(a, (nv,))
-        c = values["coulomb"]
-        coulomb = (tuple((float(p), float(m)) for p, m in c) if c.ndim == 2
-                   else tuple((float(f), -float(f)) for f in c))
+        values = {what: _per_dof(value, nv, where, what)
+                  for value, what in ((armature, "armature"), (damping, "damping"))}
+        if np.ndim(coulomb) == 2:  # (positive, negative) pairs
+            pairs = g.floats(coulomb, 2 * nv, where, "coulomb")
+            coulomb = tuple(zip(pairs[0::2], pairs[1::2]))
+        else:
+            coulomb = tuple((f, -f) for f in _per_dof(coulomb, nv, where, "coulomb"))
         self._joints[name] = _JointSpec(name, model, parent, child, R, p, values["armature"],
                                         values["damping"], coulomb, where)
         return self
@@ -126,8 +117,8 @@ class ModelBuilder:
         """Record that ``joint`` mimics ``source``: q_joint = multiplier * q_source + offset
         (both 1-DoF joints; checked in ``build``)."""
         where = where or f"joint {joint!r}"
-        m = _finite(multiplier, (), where, "mimic multiplier")
-        o = _finite(offset, (), where, "mimic offset")
+        (m,) = g.floats(multiplier, 1, where, "mimic multiplier")
+        (o,) = g.floats(offset, 1, where, "mimic offset")
         self._mimic[joint] = (Mimic(joint, str(source), m, o), where)
         return self
 
@@ -155,27 +146,29 @@ class ModelBuilder:
             base = joints.make(kind, axis=(0.0, 0.0, 1.0), where="floating_base")
             if base is None:
                 raise ModelError("floating_base: a fixed joint is no floating base")
-            bodies.append(_new_body("root_joint", root, -1, base, np.eye(3), np.zeros(3)))
-            link_frames[root] = (0, np.eye(3), np.zeros(3))
+            placements = [("root_joint", root, -1, base, g.IDENTITY, g.ZERO3, None, None, None)]
+            link_frames[root] = (0, g.IDENTITY, g.ZERO3)
         else:
-            link_frames[root] = (-1, np.eye(3), np.zeros(3))
+            placements = []
+            link_frames[root] = (-1, g.IDENTITY, g.ZERO3)
         for j in order:
             body, R_b, p_b = link_frames[j.parent]
-            R, p = R_b @ j.R, R_b @ j.p + p_b  # joint frame in the parent body's frame
+            R, p = g.matmul(R_b, j.R), g.add(g.matvec(R_b, j.p), p_b)  # in the parent body
             if j.model is None:
                 link_frames[j.child] = (body, R, p)
             else:
-                bodies.append(_new_body(j.name, j.child, body, j.model, R, p, j.armature,
-                                        j.damping, j.coulomb))
-                link_frames[j.child] = (len(bodies) - 1, np.eye(3), np.zeros(3))
-        links = tuple(Link(name, f[0], _tup(f[1]), _tup(f[2]), self._links[name].mass)
+                placements.append((j.name, j.child, body, j.model, R, p, j.armature, j.damping,
+                                   j.coulomb))
+                link_frames[j.child] = (len(placements) - 1, g.IDENTITY, g.ZERO3)
+        links = tuple(Link(name, f[0], f[1], f[2], self._links[name].mass)
                       for name, f in link_frames.items())
-        merged = self._merged_inertias(link_frames, len(bodies))
-        bodies = tuple(replace(b, mass=merged[i][0], com=merged[i][1], inertia=merged[i][2])
-                       for i, b in enumerate(bodies))
+        merged = self._merged_inertias(link_frames, len(placements))
+        bodies = tuple(Body(name, link, parent, jm, R, p, *merged[i], armature, damping, coulomb)
+                       for i, (name, link, parent, jm, R, p, armature, damping, coulomb)
+                       in enumerate(placements))
         relations = self._mimic_relations(bodies, mimic == "couple")
-        g = _finite(gravity, (3,), "gravity", "gravity")
-        model = Model(self.name, bodies, links, root, base_inertia=merged[-1], gravity=_tup(g),
+        model = Model(self.name, bodies, links, root, base_inertia=merged[-1],
+                      gravity=g.floats(gravity, 3, "gravity", "gravity"),
                       mimic=relations, coupled=mimic == "couple" and bool(relations),
                       source=str(source))
         if model.coupled:
@@ -263,7 +256,7 @@ class ModelBuilder:
     def _check_inertias(self, strict, source=""):
         problems = []
         for spec in self._links.values():
-            what = _inertia_defect(spec.inertia)
+            what = _inertia_defect(spec.inertia) if any(spec.inertia) else ""
             if what:
                 problems.append(f"{spec.where}: {what}")
         if not problems:
@@ -281,41 +274,42 @@ class ModelBuilder:
         parts = {i: [] for i in range(-1, nbodies)}
         for name, (b, R, p) in link_frames.items():
             s = self._links[name]
-            parts[b].append((s.mass, R @ s.com + p, R @ s.inertia @ R.T))
-        return {i: merged_inertia(group) for i, group in parts.items()}
-
-
-def merged_inertia(parts):
-    """(mass, com, inertia about the com) of rigid parts given as (mass, com, inertia about
-    their com) in one frame: the parallel-axis theorem, as tuples."""
-    mass = sum(m for m, _, _ in parts)
-    com = sum(m * c for m, c, _ in parts) / mass if mass > 0 else np.zeros(3)
-    inertia = sum((I + m * (np.dot(c - com, c - com) * np.eye(3) - np.outer(c - com, c - com))
-                   for m, c, I in parts), np.zeros((3, 3)))
-    return float(mass), _tup(com), _tup(inertia)
+            if s.mass or any(s.inertia):
+                parts[b].append((s.mass, g.add(g.matvec(R, s.com), p),
+                                 g.congruence(R, s.inertia)))
+        return {i: g.merged_inertia(group) for i, group in parts.items()}
 
 
 def _inertia_defect(I):
-    """What is physically wrong with a rotational inertia about the centre of mass, or ''."""
-    scale = 1e-9 * abs(np.trace(I)) + 1e-12  # rounding in the file's digits is not a defect
-    eig = np.linalg.eigvalsh(I)
-    if eig[0] < -scale:
-        return f"inertia not positive semi-definite (eigenvalues {np.round(eig, 12).tolist()})"
-    a, b, c = eig
+    """What is physically wrong with a rotational inertia about the centre of mass (9 numbers),
+    or ''."""
+    scale = 1e-9 * abs(I[0] + I[4] + I[8]) + 1e-12  # rounding in a file's digits is no defect
+    a, b, c = eig = g.symmetric_eigenvalues(I)
+    shown = [round(x, 12) for x in eig]
+    if a < -scale:
+        return f"inertia not positive semi-definite (eigenvalues {shown})"
     if a + b < c - scale:
-        return (f"principal moments {np.round(eig, 12).tolist()} violate the triangle inequality "
-                "(no real mass distribution has them)")
+        return (f"principal moments {shown} violate the triangle inequality (no real mass "
+                "distribution has them)")
     return ""
 
 
-def _new_body(joint, link, parent, model, R, p, armature=None, damping=None, coulomb=None):
-    return Body(joint, link, parent, model, _tup(R), _tup(p), 0.0, (0.0,) * 3, (0.0,) * 9,
-                None if armature is None else _tup(armature),
-                None if damping is None else _tup(damping), coulomb)
-
-
-def _tup(a):
-    return tuple(float(x) for x in np.asarray(a, dtype=float).ravel())
+def _per_dof(value, nv, where, what):
+    """A joint's per-degree-of-freedom parameter: one number for all, or nv; finite, >= 0."""
+    if type(value) is float or type(value) is int:
+        values = (float(value),) * nv
+    else:
+        n = int(np.size(value))
+        values = g.floats(value, n, where, what)
+        if n == 1:
+            values = values * nv
+        elif n != nv:
+            raise ModelError(f"{where}: {what} must be one number or {nv}, got {list(values)}")
+    if not all(math.isfinite(x) for x in values):
+        raise ModelError(f"{where}: {what} is not finite: {list(values)}")
+    if any(x < 0 for x in values):
+        raise ModelError(f"{where}: negative {what} {list(values)}")
+    return values
 
 
 def as_floats(value, shape, where, what):
@@ -329,15 +323,8 @@ def as_floats(value, shape, where, what):
     return a
 
 
-def _finite(value, shape, where, what):
-    a = as_floats(value, shape, where, what)
-    if not np.all(np.isfinite(a)):
-        raise ModelError(f"{where}: {what} is not finite: {a.tolist()}")
-    return float(a) if shape == () else a
-
-
 def _rotation(R, where, what):
-    R = _finite(R, (3, 3), where, what)
-    if not np.allclose(R @ R.T, np.eye(3), atol=1e-9) or np.linalg.det(R) < 0:
+    R = g.floats(R, 9, where, what)
+    if not g.is_rotation(R):
         raise ModelError(f"{where}: {what} is not a rotation matrix")
     return R

@@ -40,6 +40,7 @@ Fixed joints are not joint types here: the model builder welds their links to th
 """
 import math
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import ClassVar
 
 import numpy as np
@@ -82,7 +83,7 @@ class JointModel:
 
     def __post_init__(self):
         if self.limits is None:
-            object.__setattr__(self, "limits", Limits.none(self.nq, self.nv))
+            object.__setattr__(self, "limits", _no_limits(self.nq, self.nv))
 
     # -- jcalc -------------------------------------------------------------------------------
     def motion(self, alg, q):
@@ -501,7 +502,7 @@ def make(kind, axis=(1.0, 0.0, 0.0), pitch=0.0, limits=None, where="joint"):
     every entry or one per entry (missing: none). Every error is a ``ModelError`` naming
     ``where``."""
     if isinstance(kind, JointModel):
-        joint = kind
+        return kind if limits is None else kind.with_limits(checked_limits(kind, limits, where))
     else:
         if kind == FIXED:
             return None
@@ -511,40 +512,37 @@ def make(kind, axis=(1.0, 0.0, 0.0), pitch=0.0, limits=None, where="joint"):
                              f"{', '.join(sorted(set(TYPES) | set(_ALIASES) | {FIXED}))})")
         cls = TYPES[name]
         if issubclass(cls, _Axial) or cls is Planar:
-            a = np.asarray(axis, dtype=float)
-            norm = float(np.linalg.norm(a))
             what = "plane normal" if cls is Planar else "axis"
-            if not (a.shape == (3,) and np.all(np.isfinite(a))):
-                raise ModelError(f"{where}: joint {what} must be 3 finite numbers, got "
-                                 f"{np.ravel(a).tolist()}")
+            try:
+                a = tuple(float(x) for x in (axis.tolist() if hasattr(axis, "tolist") else axis))
+            except (TypeError, ValueError):
+                a = ()
+            if not (len(a) == 3 and all(math.isfinite(x) for x in a)):
+                raise ModelError(f"{where}: joint {what} must be 3 finite numbers, got {axis!r}")
+            norm = math.sqrt(a[0] * a[0] + a[1] * a[1] + a[2] * a[2])
             if norm < 1e-12:
                 raise ModelError(f"{where}: zero joint {what} (a {name} joint needs a nonzero "
                                  f"{what})")
-            unit_axis = tuple(float(x) for x in a / norm)
+            unit_axis = a if norm == 1.0 else (a[0] / norm, a[1] / norm, a[2] / norm)
+            checked = None if limits is None else checked_limits(cls, limits, where)
             if cls is Planar:
-                joint = Planar(normal=unit_axis)
-            elif cls is Helical:
+                return Planar(normal=unit_axis, limits=checked)
+            if cls is Helical:
                 if not math.isfinite(pitch):
                     raise ModelError(f"{where}: pitch {pitch!r} is not finite")
-                joint = Helical(axis=unit_axis, pitch=float(pitch))
-            else:
-                joint = cls(axis=unit_axis)
-        else:
-            joint = cls()
-    if limits is not None:
-        joint = joint.with_limits(checked_limits(joint, limits, where))
-    return joint
+                return Helical(axis=unit_axis, pitch=float(pitch), limits=checked)
+            return cls(axis=unit_axis, limits=checked)
+        return cls(limits=None if limits is None else checked_limits(cls, limits, where))
 
 
 def checked_limits(joint, limits, where):
-    """``limits`` (a ``Limits`` or a dict, see ``make``) for ``joint``, checked: finite or
-    infinite numbers, lower <= upper, velocity and effort >= 0. A ``ModelError`` names
-    ``where`` and the limit at fault."""
-    none = Limits.none(joint.nq, joint.nv)
-    given = limits.__dict__ if isinstance(limits, Limits) else dict(limits)
-    unknown = set(given) - set(none.__dict__)
-    if unknown:
-        raise ModelError(f"{where}: unknown limit {sorted(unknown)[0]!r} "
+    """``limits`` (a ``Limits`` or a dict, see ``make``) for ``joint`` (a joint model or type),
+    checked: finite or infinite numbers, lower <= upper, velocity and effort >= 0. A
+    ``ModelError`` names ``where`` and the limit at fault."""
+    none = _no_limits(joint.nq, joint.nv)
+    given = limits.__dict__ if isinstance(limits, Limits) else limits
+    if not given.keys() <= _LIMIT_KEYS:
+        raise ModelError(f"{where}: unknown limit {sorted(given.keys() - _LIMIT_KEYS)[0]!r} "
                          "(lower, upper, velocity, effort)")
     out = {}
     for key, default in none.__dict__.items():
@@ -552,22 +550,40 @@ def checked_limits(joint, limits, where):
         if value is None:
             out[key] = default
             continue
+        n = len(default)
         try:
-            a = np.broadcast_to(np.asarray(value, dtype=float), (len(default),))
+            if type(value) is float:
+                a = (value,) * n
+            else:
+                if hasattr(value, "tolist"):
+                    value = value.tolist()
+                a = ((float(value),) * n if not isinstance(value, (list, tuple))
+                     else tuple(float(x) for x in value))
+                if len(a) == 1:
+                    a = a * n
         except (TypeError, ValueError):
-            raise ModelError(f"{where}: {key} limit {value!r} is not {len(default)} "
-                             "number(s)") from None
-        if np.any(np.isnan(a)):
-            raise ModelError(f"{where}: {key} limit is not a number: {np.ravel(value).tolist()}")
-        if key in ("velocity", "effort") and np.any(a < 0):
-            raise ModelError(f"{where}: negative {key} limit {a.tolist()}")
-        out[key] = tuple(float(x) for x in a)
+            a = ()
+        if len(a) != n:
+            raise ModelError(f"{where}: {key} limit {value!r} is not {n} number(s)")
+        if any(math.isnan(x) for x in a):
+            raise ModelError(f"{where}: {key} limit is not a number: {list(a)}")
+        if key in ("velocity", "effort") and any(x < 0 for x in a):
+            raise ModelError(f"{where}: negative {key} limit {list(a)}")
+        out[key] = a
     bad = [k for k, (lo, hi) in enumerate(zip(out["lower"], out["upper"])) if lo > hi]
     if bad:
         k = bad[0]
         raise ModelError(f"{where}: lower limit {out['lower'][k]} > upper limit "
                          f"{out['upper'][k]}")
     return Limits(**out)
+
+
+_LIMIT_KEYS = frozenset(("lower", "upper", "velocity", "effort"))
+
+
+@lru_cache(maxsize=None)
+def _no_limits(nq, nv):
+    return Limits.none(nq, nv)
 
 
 # -- quaternion and Lie-group helpers (numpy or JAX, components last) -----------------------------

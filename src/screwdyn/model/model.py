@@ -61,12 +61,17 @@ class Body:
         nv = self.joint_model.nv
         for name in ("armature", "damping"):
             value = getattr(self, name)
-            value = (0.0,) * nv if value is None else _per_dof(value, nv, self.joint, name)
-            object.__setattr__(self, name, value)
+            if value is None:
+                object.__setattr__(self, name, (0.0,) * nv)
+            elif not (type(value) is tuple and len(value) == nv
+                      and all(type(x) is float for x in value)):
+                object.__setattr__(self, name, _per_dof(value, nv, self.joint, name))
         c = self.coulomb
-        c = ((0.0, 0.0),) * nv if c is None else tuple(
-            (float(a), float(b)) for a, b in (c if np.ndim(c) == 2 else [c] * nv))
-        object.__setattr__(self, "coulomb", c)
+        if c is None:
+            object.__setattr__(self, "coulomb", ((0.0, 0.0),) * nv)
+        elif not (type(c) is tuple and len(c) == nv and all(type(x) is tuple for x in c)):
+            object.__setattr__(self, "coulomb", tuple(
+                (float(a), float(b)) for a, b in (c if np.ndim(c) == 2 else [c] * nv)))
 
     @property
     def nq(self):

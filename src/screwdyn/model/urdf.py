@@ -14,10 +14,11 @@ import os
 import xml.etree.ElementTree as ET
 from xml.parsers import expat
 
-import numpy as np
+import math
 
 from ..errors import ModelError
-from .builder import ModelBuilder, rpy_to_matrix
+from .builder import ModelBuilder
+from .geometry import rpy_matrix
 
 #: URDF joint type -> screwdyn joint type (``model/joints.py``)
 URDF_TYPES = {"revolute": "revolute", "continuous": "continuous", "prismatic": "prismatic",
@@ -125,13 +126,11 @@ def _add_link(builder, element):
     inertia_el = inertial.find("inertia")
     inertia = None  # a point mass
     if inertia_el is not None:
-        I = {k: _number(inertia_el, k, where + " <inertia>", default=0.0)
-             for k in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz")}
-        inertia = np.array([[I["ixx"], I["ixy"], I["ixz"]],
-                            [I["ixy"], I["iyy"], I["iyz"]],
-                            [I["ixz"], I["iyz"], I["izz"]]])
-    builder.add_link(name, mass=mass, com=xyz, inertia=inertia,
-                     inertia_rotation=None if inertia is None else rpy_to_matrix(rpy),
+        xx, xy, xz, yy, yz, zz = (_number(inertia_el, k, where + " <inertia>", default=0.0)
+                                  for k in ("ixx", "ixy", "ixz", "iyy", "iyz", "izz"))
+        inertia = (xx, xy, xz, xy, yy, yz, xz, yz, zz)
+    rotation = None if inertia is None or rpy == (0.0, 0.0, 0.0) else rpy_matrix(rpy)
+    builder.add_link(name, mass=mass, com=xyz, inertia=inertia, inertia_rotation=rotation,
                      where=where)
 
 
@@ -206,16 +205,16 @@ def _origin(element, where):
 def _vector(element, attribute, where, default):
     text = None if element is None else element.get(attribute)
     if text is None:
-        return np.array(default)
+        return default
     try:
-        values = [float(x) for x in text.split()]
+        values = tuple(float(x) for x in text.split())
     except ValueError:
         raise ModelError(f"{where}: {attribute}={text!r} is not three numbers") from None
     if len(values) != 3:
         raise ModelError(f"{where}: {attribute}={text!r} is not three numbers")
-    if not np.all(np.isfinite(values)):
+    if not all(math.isfinite(x) for x in values):
         raise ModelError(f"{where}: {attribute}={text!r} is not finite")
-    return np.array(values)
+    return values
 
 
 def _number(element, attribute, where, default=None):
