@@ -471,3 +471,16 @@ def test_parse_table_from_text():
     model = parse_dh_table("a, alpha, d, mass, Ixx, Iyy, Izz\n0.5, 0, 0, 1, .1, .1, .1\n",
                            default_name="one")
     assert model.name == "one" and model.nv == 1 and model.dh[0].a == 0.5
+
+
+def test_table_round_trip_of_awkward_names_and_a_byte_order_mark(tmp_path):
+    """Joint names with commas, quotes, a leading '#' and unicode survive save and load; a file
+    saved by a spreadsheet with a UTF-8 byte-order mark loads."""
+    names = ['shoulder, yaw', 'elbow "main"', "#3", "Gelenk-ä"]
+    model = quiet_from_dh(random_dh_links(7, n=4), joint_names=names, name="arm, v2")
+    save_dh_table(tmp_path / "arm.csv", model)
+    again = load_dh_table(tmp_path / "arm.csv")
+    assert again.joint_names == tuple(names) and again == model
+    text = (tmp_path / "arm.csv").read_text(encoding="utf-8")
+    (tmp_path / "bom.csv").write_text("\ufeff" + text, encoding="utf-8")
+    assert load_dh_table(tmp_path / "bom.csv") == model

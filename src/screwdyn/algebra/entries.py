@@ -114,7 +114,8 @@ def unit(xp, entries):
     constants."""
     entries = [scalar(e) for e in entries]
     if all_constant(entries):
-        inv = 1.0 / math.sqrt(sum(value(e) ** 2 for e in entries))
+        norm = math.sqrt(sum(value(e) ** 2 for e in entries))
+        inv = 1.0 / norm if norm else math.inf  # a zero quaternion: inf and NaN, as arrays give
     else:
         inv = inverse_norm(xp, [value(e) for e in entries])
     return [mul(e, inv) for e in entries]

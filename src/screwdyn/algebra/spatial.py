@@ -148,7 +148,8 @@ class Spatial(Algebra):
         table = _rodrigues(tuple(float(a) for a in axis))
         angle = scalar(angle)
         if is_constant(angle):
-            s, c = math.sin(angle), math.cos(angle)
+            # IEEE: the sine and cosine of an infinite angle are NaN (math.sin raises instead)
+            s, c = (math.sin(angle), math.cos(angle)) if math.isfinite(angle) else (math.nan,) * 2
         else:
             s, c = sin_cos(self.xp, angle)
         return Pose(self, [add(add(a, mul(b, s)), mul(d, c)) for a, b, d in table],

@@ -308,7 +308,7 @@ def load_dh_table(path, strict=False):
     """
     path = os.fspath(path)
     try:
-        with open(path, newline="", encoding="utf-8") as f:
+        with open(path, newline="", encoding="utf-8-sig") as f:  # a spreadsheet's BOM
             text = f.read()
     except OSError as e:
         raise ModelError(f"cannot read DH table {path!r}: {e.strerror}") from None
@@ -320,6 +320,7 @@ def parse_dh_table(text, origin="<string>", default_name="dh_robot", strict=Fals
     """``load_dh_table`` on the text of a DH table file."""
     settings = {"convention": "standard", "name": default_name}
     header, rows = None, []
+    text = text.removeprefix("\ufeff")
     for lineno, line in enumerate(text.splitlines(), 1):
         stripped = line.strip()
         if not stripped:
@@ -361,7 +362,7 @@ def _directive(line, settings, where):
 
 
 def _header(line, where):
-    columns = [c.strip() for c in next(csv.reader([line]))]
+    columns = [c.strip() for c in next(csv.reader([line], skipinitialspace=True))]
     lookup = {c.lower(): c for c in COLUMNS}
     out = []
     for c in columns:
@@ -378,7 +379,7 @@ def _header(line, where):
 
 
 def _row(line, header, where):
-    values = [v.strip() for v in next(csv.reader([line]))]
+    values = [v.strip() for v in next(csv.reader([line], skipinitialspace=True))]
     if len(values) != len(header):
         raise ModelError(f"{where}: {len(values)} fields, but the header names {len(header)} "
                          "columns")
@@ -431,7 +432,8 @@ def dh_table_text(links, convention="standard", name="dh_robot", joint_names=Non
         values = [link.a, link.alpha, link.d, link.theta, link.offset, link.mass, *link.com,
                   I[0, 0], I[1, 1], I[2, 2], I[0, 1], I[1, 2], I[0, 2], link.armature,
                   link.damping, link.Jm, link.G, link.B, *link.Tc]
-        lines.append(", ".join([joint_name, link.joint] + [repr(float(v)) for v in values]))
+        quoted = '"' + joint_name.replace('"', '""') + '"'  # commas, quotes, a leading '#'
+        lines.append(", ".join([quoted, link.joint] + [repr(float(v)) for v in values]))
     return "\n".join(lines) + "\n"
 
 
