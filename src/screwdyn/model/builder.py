@@ -104,7 +104,7 @@ class ModelBuilder:
         nv = 0 if model is None else model.nv
         values = {what: _per_dof(value, nv, where, what)
                   for value, what in ((armature, "armature"), (damping, "damping"))}
-        if np.ndim(coulomb) == 2:  # (positive, negative) pairs
+        if isinstance(coulomb, (list, tuple, np.ndarray)) and np.ndim(coulomb) == 2:  # pairs
             pairs = g.floats(coulomb, 2 * nv, where, "coulomb")
             coulomb = tuple(zip(pairs[0::2], pairs[1::2]))
         else:
@@ -297,6 +297,8 @@ def _inertia_defect(I):
 def _per_dof(value, nv, where, what):
     """A joint's per-degree-of-freedom parameter: one number for all, or nv; finite, >= 0."""
     if type(value) is float or type(value) is int:
+        if value == 0:
+            return (0.0,) * nv
         values = (float(value),) * nv
     else:
         n = int(np.size(value))

@@ -12,14 +12,18 @@ ZERO3 = (0.0, 0.0, 0.0)
 def floats(value, n, where, what):
     """``value`` (a number, a sequence or an array, nested or flat) as a tuple of ``n`` finite
     floats; a ``ModelError`` naming ``where`` and ``what`` if it is not."""
-    if type(value) is tuple and len(value) == n and all(type(x) is float for x in value):
-        if all(x - x == 0.0 for x in value):  # finite (inf - inf and nan - nan are nan)
-            return value
-        raise ModelError(f"{where}: {what} is not finite: {list(value)}")
     if type(value) is float and n == 1:
-        if value - value == 0.0:
+        if value - value == 0.0:  # finite: inf - inf and nan - nan are nan
             return (value,)
         raise ModelError(f"{where}: {what} is not finite: {[value]}")
+    if type(value) is tuple and len(value) == n:
+        try:  # the common case, a flat tuple of numbers: checked at C speed
+            out = tuple(map(float, value))
+            total = sum(out)
+            if total - total == 0.0:  # every entry finite (else nan or inf, or an overflow)
+                return out
+        except (TypeError, ValueError):
+            pass
     if hasattr(value, "tolist"):
         value = value.tolist()
     flat = []
@@ -115,9 +119,8 @@ def symmetric_eigenvalues(I):
         return tuple(sorted((a, b, c)))
     q = (a + b + c) / 3
     p = math.sqrt(((a - q) ** 2 + (b - q) ** 2 + (c - q) ** 2 + 2 * p1) / 6)
-    B = [(x - q * k) / p for x, k in zip((a, d, f, d, b, e, f, e, c), IDENTITY)]
-    r = (B[0] * (B[4] * B[8] - B[5] * B[7]) - B[1] * (B[3] * B[8] - B[5] * B[6])
-         + B[2] * (B[3] * B[7] - B[4] * B[6])) / 2
+    a, b, c, d, e, f = (a - q) / p, (b - q) / p, (c - q) / p, d / p, e / p, f / p
+    r = (a * (b * c - e * e) - d * (d * c - e * f) + f * (d * e - b * f)) / 2
     phi = math.acos(max(-1.0, min(1.0, r))) / 3
     big = q + 2 * p * math.cos(phi)
     small = q + 2 * p * math.cos(phi + 2 * math.pi / 3)

@@ -541,6 +541,8 @@ def checked_limits(joint, limits, where):
     ``ModelError`` names ``where`` and the limit at fault."""
     none = _no_limits(joint.nq, joint.nv)
     given = limits.__dict__ if isinstance(limits, Limits) else limits
+    if joint.nq == joint.nv == 1 and all(type(v) is float for v in given.values()):
+        return _one_dof_limits(given, where)
     if not given.keys() <= _LIMIT_KEYS:
         raise ModelError(f"{where}: unknown limit {sorted(given.keys() - _LIMIT_KEYS)[0]!r} "
                          "(lower, upper, velocity, effort)")
@@ -579,6 +581,25 @@ def checked_limits(joint, limits, where):
 
 
 _LIMIT_KEYS = frozenset(("lower", "upper", "velocity", "effort"))
+
+
+def _one_dof_limits(given, where):
+    """``checked_limits`` for a 1-DoF joint given numbers (the loaders' case)."""
+    if not given.keys() <= _LIMIT_KEYS:
+        raise ModelError(f"{where}: unknown limit {sorted(given.keys() - _LIMIT_KEYS)[0]!r} "
+                         "(lower, upper, velocity, effort)")
+    lower, upper = given.get("lower", -INF), given.get("upper", INF)
+    velocity, effort = given.get("velocity", INF), given.get("effort", INF)
+    for key, value in (("lower", lower), ("upper", upper), ("velocity", velocity),
+                       ("effort", effort)):
+        if value != value:
+            raise ModelError(f"{where}: {key} limit is not a number: [{value}]")
+    for key, value in (("velocity", velocity), ("effort", effort)):
+        if value < 0:
+            raise ModelError(f"{where}: negative {key} limit [{value}]")
+    if lower > upper:
+        raise ModelError(f"{where}: lower limit {lower} > upper limit {upper}")
+    return Limits((lower,), (upper,), (velocity,), (effort,))
 
 
 @lru_cache(maxsize=None)

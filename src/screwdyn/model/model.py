@@ -64,12 +64,12 @@ class Body:
             if value is None:
                 object.__setattr__(self, name, (0.0,) * nv)
             elif not (type(value) is tuple and len(value) == nv
-                      and all(type(x) is float for x in value)):
+                      and _finite_non_negative(value)):  # as the builder passes them
                 object.__setattr__(self, name, _per_dof(value, nv, self.joint, name))
         c = self.coulomb
         if c is None:
             object.__setattr__(self, "coulomb", ((0.0, 0.0),) * nv)
-        elif not (type(c) is tuple and len(c) == nv and all(type(x) is tuple for x in c)):
+        elif not (type(c) is tuple and len(c) == nv and (nv == 0 or type(c[0]) is tuple)):
             object.__setattr__(self, "coulomb", tuple(
                 (float(a), float(b)) for a, b in (c if np.ndim(c) == 2 else [c] * nv)))
 
@@ -82,12 +82,21 @@ class Body:
         return self.joint_model.nv
 
 
+def _finite_non_negative(values):
+    """True for numbers all finite and >= 0 (at C speed: the sum equals the sum of absolute
+    values, and is finite)."""
+    total = sum(values)
+    return total == sum(map(abs, values)) and total - total == 0.0
+
+
 def _per_dof(value, nv, joint, name):
     a = np.asarray(value, dtype=float)
     if a.ndim == 0:
-        return (float(a),) * nv
+        a = np.full(nv, float(a))
     if a.shape != (nv,):
         raise ModelError(f"joint {joint!r}: {name} must be one number or {nv}, got {a.tolist()}")
+    if not (np.all(np.isfinite(a)) and np.all(a >= 0)):
+        raise ModelError(f"joint {joint!r}: {name} must be finite and >= 0, got {a.tolist()}")
     return tuple(float(x) for x in a)
 
 
