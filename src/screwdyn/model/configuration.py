@@ -6,12 +6,19 @@ v (..., nv) with leading batch dimensions that broadcast, on numpy or JAX.
                                SE(3) exponential of the body twist for a free flyer, ...
     difference(model, q0, q1)  q1 (-) q0, as ``pinocchio.difference`` (integrate's inverse)
 """
+from typing import TYPE_CHECKING
+
 import numpy as np
 
 from .. import _backend
 
+if TYPE_CHECKING:
+    from numpy.typing import ArrayLike, NDArray as Array
 
-def integrate(model, q, v):
+    from .model import Model
+
+
+def integrate(model: "Model", q: "ArrayLike", v: "ArrayLike") -> "Array":
     """q (+) v (..., nq): the configuration reached from q (..., nq) by the velocity v (..., nv)
     held for one unit of time (``pinocchio.integrate``); quaternions stay unit."""
     xp, q, v = _inputs((q, "q", model.nq, "configuration, nq"),
@@ -19,7 +26,7 @@ def integrate(model, q, v):
     return integrate_arrays(xp, model, q, v)
 
 
-def difference(model, q0, q1):
+def difference(model: "Model", q0: "ArrayLike", q1: "ArrayLike") -> "Array":
     """q1 (-) q0 (..., nv): the velocity that takes q0 to q1 in one unit of time
     (``pinocchio.difference``)."""
     xp, q0, q1 = _inputs((q0, "q0", model.nq, "configuration, nq"),

@@ -44,6 +44,7 @@ import numpy as np
 
 from ..errors import ModelError
 from .builder import ModelBuilder, as_floats
+from .model import Model
 
 CONVENTIONS = ("standard", "modified")
 JOINTS = ("revolute", "prismatic")
@@ -183,8 +184,8 @@ def dh_transform(link, q, convention):
     return rz @ tz @ tx @ rx if convention == "standard" else rx @ tx @ rz @ tz
 
 
-def from_dh(links, convention="standard", name="dh_robot", joint_names=None, strict=False,
-            base=None, tool=None, gravity=(0.0, 0.0, -9.81)):
+def from_dh(links, convention: str = "standard", name: str = "dh_robot", joint_names=None,
+            strict: bool = False, base=None, tool=None, gravity=(0.0, 0.0, -9.81)) -> "Model":
     """A Model of the serial robot described by the DH table ``links`` (a sequence of DHLink).
 
     convention: ``"standard"`` (Corke, RTB's ``DHRobot``) or ``"modified"`` (Craig, RTB's MDH).

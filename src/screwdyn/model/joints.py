@@ -576,11 +576,13 @@ def checked_limits(joint, limits, where):
     if bad:
         k = bad[0]
         raise ModelError(f"{where}: lower limit {out['lower'][k]} > upper limit "
-                         f"{out['upper'][k]}")
+                         f"{out['upper'][k]}{_CROSSED}")
     return Limits(**out)
 
 
 _LIMIT_KEYS = frozenset(("lower", "upper", "velocity", "effort"))
+_CROSSED = (" (Bullet reads crossed limits as 'no limit': for that, give the joint no position "
+            "limits, e.g. a continuous joint)")
 
 
 def _one_dof_limits(given, where):
@@ -598,7 +600,7 @@ def _one_dof_limits(given, where):
         if value < 0:
             raise ModelError(f"{where}: negative {key} limit [{value}]")
     if lower > upper:
-        raise ModelError(f"{where}: lower limit {lower} > upper limit {upper}")
+        raise ModelError(f"{where}: lower limit {lower} > upper limit {upper}{_CROSSED}")
     return Limits((lower,), (upper,), (velocity,), (effort,))
 
 

@@ -33,10 +33,11 @@ import numpy as np
 from ..errors import ModelError
 from . import joints
 from .builder import ModelBuilder
+from .model import Model
 
 
-def load_mjcf(path, armature=True, joint_damping=False, joint_friction=False,
-              unsupported="error"):
+def load_mjcf(path: "str | os.PathLike", armature: bool = True, joint_damping: bool = False,
+              joint_friction: bool = False, unsupported: str = "error") -> Model:
     """Compile the MJCF file ``path`` with MuJoCo and return the screwdyn Model
     (``from_mujoco``). A file MuJoCo rejects is a ``ModelError`` with MuJoCo's message."""
     mujoco = _mujoco()
@@ -51,8 +52,9 @@ def load_mjcf(path, armature=True, joint_damping=False, joint_friction=False,
                        joint_friction=joint_friction, unsupported=unsupported, source=path)
 
 
-def from_mujoco(mj_model, name=None, armature=True, joint_damping=False, joint_friction=False,
-                unsupported="error", source=""):
+def from_mujoco(mj_model: "mujoco.MjModel", name: "str | None" = None, armature: bool = True,
+                joint_damping: bool = False, joint_friction: bool = False,
+                unsupported: str = "error", source: str = "") -> Model:
     """A screwdyn Model of a compiled ``mujoco.MjModel`` (see the module docstring).
 
     armature: keep ``dof_armature`` (MuJoCo's mass matrix includes it; False gives the bare

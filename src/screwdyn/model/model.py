@@ -479,7 +479,8 @@ class Model:
         return out
 
 
-def random_configuration(model, seed=None):
+def random_configuration(model: Model, seed: "int | np.random.Generator | None" = None
+                         ) -> np.ndarray:
     """A random configuration (nq): uniform inside finite position limits, angles uniform in
     [-pi, pi] and positions standard normal where a joint has none, unit quaternions uniform.
     ``seed``: an int, a ``numpy.random.Generator`` or None."""

@@ -19,6 +19,7 @@ import math
 from ..errors import ModelError
 from .builder import ModelBuilder
 from .geometry import rpy_matrix
+from .model import Model
 
 #: URDF joint type -> screwdyn joint type (``model/joints.py``)
 URDF_TYPES = {"revolute": "revolute", "continuous": "continuous", "prismatic": "prismatic",
@@ -26,8 +27,9 @@ URDF_TYPES = {"revolute": "revolute", "continuous": "continuous", "prismatic": "
 _NEEDS_LIMIT = ("revolute", "prismatic")
 
 
-def load_urdf(source, floating_base=False, strict=False, joint_damping=False,
-              joint_friction=False, joint_order="file", mimic="independent"):
+def load_urdf(source: "str | os.PathLike | bytes", floating_base: "bool | str" = False,
+              strict: bool = False, joint_damping: bool = False, joint_friction: bool = False,
+              joint_order: str = "file", mimic: str = "independent") -> "Model":
     """Load a URDF file (a path) or XML text into a Model.
 
     floating_base: add a free joint ``root_joint`` (Pinocchio's convention) above the root link
