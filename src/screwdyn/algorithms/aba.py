@@ -36,7 +36,7 @@ def aba(alg, model, q, qd, tau, a0, f_ext=None):
     return concatenate_dofs(xp, qdd, q)
 
 
-def articulated_bodies(alg, model, X, S_all, c, pA, tau):
+def articulated_bodies(alg, model, X, S_all, c, pA, tau, inverse=None):
     """Leaves to root: U = IA S, D = S^T IA S (+ armature), u = tau - S^T pA, and the articulated
     inertia and bias wrench of each parent (RBDA eqs. 7.36-7.44)."""
     IA = [I for (_, _, I) in body_constants(alg, model)]
@@ -51,12 +51,22 @@ def articulated_bodies(alg, model, X, S_all, c, pA, tau):
         u[i] = [tau[sl][a] - alg.dot(S_a, pA[i]) for a, S_a in enumerate(S)]
         parent = model.parent[i]
         if parent >= 0:
-            Dinv = _inverse(alg.xp, D[i])
+            Dinv = (inverse or _inverse)(alg.xp, D[i])
             Ia = alg.inertia_sub_outer(IA[i], U[i], Dinv)
             pa = pA[i] + alg.inertia_apply(Ia, c[i]) + joint_motion(U[i], _matvec(Dinv, u[i]))
             IA[parent] = IA[parent] + alg.inertia_act(X[i], Ia)
             pA[parent] = pA[parent] + alg.act_wrench(X[i], pa)
     return U, D, u
+
+
+def _pseudo_inverse(xp, D):
+    """``_inverse`` that never raises: a singular D (which ``check_defined`` then reports)
+    gets the pseudo-inverse."""
+    if len(D) == 1:
+        return [[1.0 / D[0][0]]]
+    Dm = xp.moveaxis(xp.stack([xp.stack(row) for row in D]), -1, 0)
+    Dinv = xp.moveaxis(xp.linalg.pinv(Dm), 0, -1)
+    return [[Dinv[a, b] for b in range(len(D))] for a in range(len(D))]
 
 
 def _inverse(xp, D):
@@ -86,7 +96,8 @@ def check_defined(model):
     S = motion_subspaces(alg, model, q)
     wrenches = [np.zeros((6, 3))] * model.nbodies
     with np.errstate(divide="ignore", invalid="ignore"):
-        _, D, _ = articulated_bodies(alg, model, X, S, wrenches, wrenches, zeros)
+        _, D, _ = articulated_bodies(alg, model, X, S, wrenches, wrenches, zeros,
+                                     inverse=_pseudo_inverse)
     scale = 1e-12 * max(model.total_mass, 1e-300)
     for i in reversed(range(model.nbodies)):  # leaves first: a defect spoils its ancestors' D
         D_i = np.moveaxis(np.array([[np.broadcast_to(d, (3,)) for d in row] for row in D[i]]),
