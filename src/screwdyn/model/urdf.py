@@ -87,6 +87,14 @@ def parse_xml(data, origin):
     if data.startswith(b"\xef\xbb\xbf"):
         data = data[3:]
     data = data.lstrip()
+    if b"<!" not in data.replace(b"<!--", b""):  # no DOCTYPE, no entity: ElementTree's C parser
+        try:
+            root = ET.fromstring(data)
+            if not root.tag.startswith("{"):  # no default namespace: names as written
+                return root
+        except ET.ParseError as e:
+            if "unbound prefix" not in str(e):
+                raise ModelError(f"{origin}: not well-formed XML ({e})") from None
     builder = ET.TreeBuilder()
     parser = expat.ParserCreate()
     parser.buffer_text = True
