@@ -16,6 +16,7 @@ from .model.configuration import difference
 from .model.model import random_configuration
 from .simulate import SimulationError, Trajectory, integrate, simulate
 from . import controllers, plot  # noqa: E402  (plot imports matplotlib only when drawing)
+from .viewer import view  # viser and trimesh are imported only when a view opens
 
 __version__ = "0.1.0"
 
@@ -26,4 +27,5 @@ __all__ = [
     "potential_energy", "random_configuration", "robots", "from_dh", "load_dh_table",
     "save_dh_table", "simulate", "Trajectory", "SimulationError", "integrate", "controllers",
     "plot", "compile", "dynamics_derivatives", "load_mjcf", "from_mujoco", "joints", "difference",
+    "view",
 ]

@@ -4,6 +4,7 @@
     screwdyn dynamics MODEL --q 0 0.5 -1 ... [--qd ...] [--qdd ...] [--algebra cga] [--json]
     screwdyn demo
     screwdyn simulate MODEL --duration 5 --dt 1e-3 --controller gravity --out traj.npz
+    screwdyn view MODEL [--trajectory traj.npz]
 
 MODEL is a bundled robot name (``screwdyn info --list``), a URDF file or a DH table (.csv).
 Errors print one line and exit with status 2.
@@ -207,6 +208,9 @@ def build_parser():
         pass
     else:
         cli_simulate.add_parser(sub)
+    from . import cli_view
+
+    cli_view.add_parser(sub)
     return parser
 
 
@@ -225,7 +229,7 @@ def main(argv=None):
     except BrokenPipeError:  # the reader went away (screwdyn info x | head): nothing to say
         sys.stdout = open(os.devnull, "w")
         return 0
-    except (ModelError, ValueError, OSError) as e:
+    except (ModelError, ValueError, OSError, ImportError) as e:  # ImportError: an extra missing
         first = str(e).splitlines()[0] if str(e) else type(e).__name__
         print(f"screwdyn: error: {first}", file=sys.stderr)
         return 2
