@@ -272,6 +272,27 @@ def test_every_bundled_robot_shows_as_a_skeleton(name, port):
                                    atol=1e-12)
 
 
+def test_a_model_remembers_its_urdf_and_an_mjcf_model_shows_as_a_skeleton(port):
+    panda = sd.load_urdf(erd_urdf(PANDA))
+    with sd.view(panda, port=port, verbose=False) as viewer:  # visuals from panda.source
+        assert len(viewer.scene.visual_nodes) == 11 and not viewer.scene.shown("skeleton")
+    mujoco = pytest.importorskip("mujoco")
+    suite = os.path.join(os.path.dirname(pytest.importorskip("dm_control").__file__), "suite")
+    humanoid = sd.load_mjcf(os.path.join(suite, "humanoid.xml"), unsupported="ignore")
+    assert humanoid.source.endswith("humanoid.xml") and mujoco
+    q = sd.random_configuration(humanoid, seed=1)
+    with sd.view(humanoid, q, port=port, verbose=False) as viewer:
+        assert viewer.scene.shown("skeleton") and not viewer.scene.visual_nodes
+        assert len(viewer._sliders) == humanoid.nv
+        viewer._sliders[3].value = 0.4  # the free joint's first angular coordinate
+        v = np.zeros(humanoid.nv)
+        v[3] = 0.4
+        reference = q.copy()
+        reference[7:] = 0.0  # 1-DoF joints: their sliders hold q itself
+        v[6:] = q[7:]
+        np.testing.assert_allclose(viewer.q, sd.integrate(humanoid, reference, v), atol=1e-12)
+
+
 def test_joint_sliders_pose_the_robot(port):
     model = sd.load_urdf(erd_urdf("ur_description/urdf/ur5_robot.urdf"), floating_base=True)
     q = sd.random_configuration(model, seed=5)

@@ -7,7 +7,6 @@ MODEL is a bundled robot name, a URDF file or a DH table (as for every screwdyn 
 visual geometry comes from the URDF (a bundled robot or a DH table is drawn as a skeleton). The
 URL is printed; the server needs no display (open the URL in any browser that reaches the port).
 """
-import os
 
 
 def add_parser(subparsers):
@@ -37,15 +36,10 @@ def add_parser(subparsers):
 
 def run(args):
     from .cli import resolve_model
-    from .model import robots
     from .simulate import Trajectory
     from .viewer import view
 
-    model = resolve_model(args.model, args.floating_base)
-    urdf = args.urdf
-    if urdf is None and args.model not in robots.names() and os.path.exists(args.model) \
-            and not args.model.lower().endswith(".csv"):
-        urdf = args.model
+    model = resolve_model(args.model, args.floating_base)  # a URDF model knows its file
     if args.q is not None and args.trajectory:
         raise ValueError("give --q or --trajectory, not both")
     q = None
@@ -56,7 +50,7 @@ def run(args):
     subject = model
     if args.trajectory:
         subject = Trajectory.load(args.trajectory)
-    viewer = view(subject, q, model=model if args.trajectory else None, urdf=urdf,
+    viewer = view(subject, q, model=model if args.trajectory else None, urdf=args.urdf,
                   rollout=tuple(args.rollout), host=args.host, port=args.port,
                   skeleton=True if args.skeleton else None, frames=args.frames, com=args.com,
                   speed=args.speed, open_browser=args.open)

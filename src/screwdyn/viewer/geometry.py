@@ -175,6 +175,17 @@ def read_visuals(source: Union[str, os.PathLike]) -> tuple[Visual, ...]:
     return tuple(visuals)
 
 
+def is_urdf(path: Union[str, os.PathLike]) -> bool:
+    """Whether the file at ``path`` is a URDF (its root element is ``<robot>``; an MJCF file's
+    is ``<mujoco>``). False for a file that cannot be read or parsed."""
+    try:
+        for _, element in ET.iterparse(path, events=("start",)):
+            return element.tag == "robot"
+    except (OSError, ET.ParseError):
+        return False
+    return False
+
+
 def _shape(geometry, where, folder):
     if geometry is None or len(geometry) == 0:
         return None  # an empty <visual>: nothing to draw (URDF requires one, some files lack it)

@@ -24,7 +24,7 @@ from ..dynamics import center_of_mass, forward_kinematics
 from ..errors import ModelError
 from ..model import Model, load_urdf
 from ..simulate import Trajectory, coordinate_names, integrate
-from .geometry import Visual, read_visuals, visuals_for
+from .geometry import Visual, is_urdf, read_visuals, visuals_for
 from .scene import RobotScene, extent, load_visuals
 
 if TYPE_CHECKING:
@@ -281,7 +281,7 @@ class Viewer:
         lower, upper = _slider_limits(model)
         self._sliders = []
         with gui.add_folder("Joints"):
-            for body, vs in zip(model.bodies, model.v_slices):
+            for body, vs in zip(model.active_bodies, model.v_slices):
                 for k in range(vs.start, vs.stop):
                     lo, hi = (lower[k], upper[k]) if body.nq == body.nv == 1 else (-math.pi,
                                                                                    math.pi)
@@ -299,7 +299,7 @@ class Viewer:
             self._reference = np.array(q, dtype=float)
             self._syncing = True
             try:
-                for body, qs, vs in zip(self.model.bodies, self.model.q_slices,
+                for body, qs, vs in zip(self.model.active_bodies, self.model.q_slices,
                                         self.model.v_slices):
                     scalar = body.nq == body.nv == 1
                     if scalar:
@@ -362,19 +362,24 @@ def view(subject: Union[Model, Assembly, Trajectory, URDF], q: Optional[npt.Arra
         model: the model of a trajectory loaded from a file (``Trajectory.load``); it must be
             the model the trajectory was made with (same name and coordinates), else
             ``ValueError``.
-        urdf: the URDF file to read visual geometry from (``<visual>``: the model keeps only
-            kinematics and inertias); for an assembly, ``{subsystem name: URDF file}``. A
-            string starting with ``<`` is URDF text. Without it, a URDF path ``subject`` gives
-            its own. A model with no visual geometry is drawn as a skeleton: a segment from each
-            link origin to its parent's, a sphere at each link origin.
+        urdf: the URDF file to read the visual geometry from (``<visual>`` elements); default:
+            the file the model was loaded from (``model.source``, when it is a URDF). For an
+            assembly, ``{subsystem name: URDF file}`` (default: each subsystem's own). A string
+            starting with ``<`` is URDF text. A model without visual geometry (a bundled robot,
+            whose URDFs are stripped; a DH table; an MJCF model) is drawn as a skeleton: a
+            segment from each link origin to its parent's, a sphere at each link origin.
         rollout: which rollout of a batched trajectory to play (an index into its batch).
-        skeleton, frames, com: show the skeleton (default: when there is no visual geometry),
-            every link's axes (x, y, z red, green, blue), the centres of mass (each body's, and
-            the robot's, larger); each can be toggled in the browser.
+        host: the address to listen on: ``"127.0.0.1"`` this machine only, ``"0.0.0.0"`` every
+            interface (anyone who reaches the port sees the robot and can move its sliders).
+        port: the port to serve on; the next free one if it is taken (the printed line says).
+        skeleton: show the skeleton (default: when there is no visual geometry).
+        frames: show every link's axes (x, y, z: red, green, blue).
+        com: show the centres of mass: each body's, and the robot's (larger). The browser's
+            checkboxes change these three and the visual geometry's visibility.
         shadows: soft shadows from the lights (a browser without a GPU draws a frame about
             20 times faster without them).
-        speed: playback speed, trajectory seconds per second (1: real time); ``loop``: start
-            again at the end.
+        speed: playback speed, trajectory seconds per second (1: real time).
+        loop: start the trajectory again at its end.
         open_browser: also open the URL with Python's ``webbrowser`` (where there is one).
         verbose: print the URL.
 
@@ -430,10 +435,8 @@ def view(subject: Union[Model, Assembly, Trajectory, URDF], q: Optional[npt.Arra
 
 
 def model_urdf(model: Model) -> Optional[str]:
-    """The URDF file a model was loaded from, where the loader recorded it (``Model.source``,
-    a ``.urdf`` path), else None."""
-    source = getattr(model, "source", None)
-    return str(source) if source and str(source).lower().endswith(".urdf") else None
+    """The URDF file a model was loaded from (``Model.source``, when it is a URDF), else None."""
+    return model.source if model.source and is_urdf(model.source) else None
 
 
 def check_trajectory(trajectory: Trajectory, model: Model) -> Trajectory:
@@ -516,18 +519,15 @@ def _positive(value: float, name: str) -> float:
 
 
 def _slider_limits(model: Model) -> tuple[np.ndarray, np.ndarray]:
-    """Slider ranges per velocity coordinate: the model's finite position limits for 1-DoF
-    joints (``model.lower_position_limit`` / ``upper_position_limit`` where the model has
-    them), else [-pi, pi] (rad, or m for a prismatic joint)."""
+    """Slider ranges per velocity coordinate: a 1-DoF joint's finite position limits, else
+    [-pi, pi] (rad, or m for a prismatic joint)."""
     lower = np.full(model.nv, -math.pi)
     upper = np.full(model.nv, math.pi)
-    lo = getattr(model, "lower_position_limit", None)
-    hi = getattr(model, "upper_position_limit", None)
-    if lo is not None and hi is not None:
-        for body, qs, vs in zip(model.bodies, model.q_slices, model.v_slices):
-            if body.nq == body.nv == 1 and np.isfinite(lo[qs][0]) and np.isfinite(hi[qs][0]) \
-                    and hi[qs][0] > lo[qs][0]:
-                lower[vs], upper[vs] = lo[qs][0], hi[qs][0]
+    lo, hi = model.lower_position_limit, model.upper_position_limit
+    for body, qs, vs in zip(model.active_bodies, model.q_slices, model.v_slices):
+        if body.nq == body.nv == 1 and np.isfinite(lo[qs][0]) and np.isfinite(hi[qs][0]) \
+                and hi[qs][0] > lo[qs][0]:
+            lower[vs], upper[vs] = lo[qs][0], hi[qs][0]
     return lower, upper
 
 
