@@ -7,9 +7,11 @@ MODEL is a bundled robot name, a URDF file or a DH table (as for every screwdyn 
 visual geometry comes from the URDF (a bundled robot or a DH table is drawn as a skeleton). The
 URL is printed; the server needs no display (open the URL in any browser that reaches the port).
 """
+import argparse
+from typing import Any
 
 
-def add_parser(subparsers):
+def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     """Register the ``view`` subcommand on an argparse ``subparsers`` object."""
     p = subparsers.add_parser(
         "view", help="the robot in a browser (meshes, joint sliders, trajectory playback)",
@@ -34,7 +36,7 @@ def add_parser(subparsers):
     return p
 
 
-def run(args):
+def run(args: argparse.Namespace) -> int:
     from .cli import resolve_model
     from .simulate import Trajectory
     from .viewer import view

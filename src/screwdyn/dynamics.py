@@ -12,10 +12,13 @@ External wrenches ``f_ext`` have shape (..., nlinks, 6): for each link, in ``mod
 order, the wrench [force; torque] that the environment applies to the link, expressed in the
 link's frame, the torque taken about the link's origin (Pinocchio's local convention).
 """
+from __future__ import annotations
+
 import contextlib
 import contextvars
 import functools
 import inspect
+from typing import TYPE_CHECKING, Iterator, Optional, Union
 
 import numpy as np
 
@@ -26,6 +29,10 @@ from .algorithms import crba as _crba
 from .algorithms import kinematics as _kin
 from .algorithms import rnea as _rnea
 from .model.model import GRAVITY  # noqa: F401  (the default of Model.gravity)
+from .typing import AlgebraName, Array, ArrayLike
+
+if TYPE_CHECKING:
+    from .model import Model
 
 CHECKPOINT_BODIES = 12  # JAX: trees with more bodies compile in per-body pieces (entries mode)
 
@@ -34,7 +41,7 @@ _CUT_PER_BODY = contextvars.ContextVar("screwdyn_cut_per_body", default=False)
 
 
 @contextlib.contextmanager
-def cut_per_body():
+def cut_per_body() -> Iterator[None]:
     """Programs traced inside are cut at every body (``EntriesMode.checkpoint``) whatever the
     tree's size. For bodies of XLA while loops (simulation rollouts): there, uncut single-state
     programs ran 4 to 45 times slower in some algebras (Puma RK4: spatial 0.65 s per simulated
@@ -170,7 +177,7 @@ _BYTES_PER_BODY = {"inverse_dynamics": 256, "forward_dynamics": 512, "mass_matri
 _ALGEBRA_FACTOR = {"cga": 1.75}
 
 
-def chunk_size(model, function="forward_dynamics", algebra="spatial"):
+def chunk_size(model: Model, function: str = "forward_dynamics", algebra: str = "spatial") -> int:
     """States per chunk when ``function`` (a public function's name) evaluates a numpy batch:
     about 256 MiB of intermediates, at least 2048 and at most 32768 states (``CHUNK_STATES``
     overrides). Larger chunks amortise Python's per-operation overhead (about a microsecond),
@@ -235,9 +242,31 @@ def _chunked(function):
 
 
 @_chunked
-def forward_kinematics(model, q, algebra="spatial"):
-    """World poses of every link, (..., nlinks, 4, 4), in ``model.link_names`` order (composed
-    as the algebra's poses: rotation matrices, motors or unit dual quaternions)."""
+def forward_kinematics(model: Model, q: ArrayLike, algebra: AlgebraName = "spatial") -> Array:
+    """World poses of every link, in ``model.link_names`` order.
+
+    Composed as the algebra's poses (rotation matrices, motors or unit dual quaternions) and
+    returned as homogeneous matrices.
+
+    Args:
+        model: the robot.
+        q: configuration (..., nq): joint angles (rad) and displacements (m); a free joint takes
+            (x, y, z, qx, qy, qz, qw) (Pinocchio's layout).
+        algebra: ``"spatial"`` (default), ``"cga"``, ``"dq"`` (``"vector"``: as ``"spatial"``).
+
+    Returns:
+        (..., nlinks, 4, 4): T such that p_world = T[l] @ p_link for a point given in link l's
+        frame (metres).
+
+    Example:
+        ```python
+        import screwdyn as sd
+
+        panda = sd.robots.load("panda")
+        T = sd.forward_kinematics(panda, panda.neutral)
+        print(T[panda.link_index("panda_hand"), :3, 3])   # the hand's origin in the world, m
+        ```
+    """
     if algebra == "vector":
         algebra = "spatial"  # DH frames are the model's link frames: one composition of poses
     call = _Call(model, algebra, q=q)
@@ -250,10 +279,42 @@ def forward_kinematics(model, q, algebra="spatial"):
 
 
 @_chunked
-def inverse_dynamics(model, q, qd, qdd, f_ext=None, gravity=None, algebra="spatial"):
-    """Joint forces tau (..., nv) that produce accelerations qdd: M(q) qdd + b(q, qd) - J^T f_ext,
-    plus the joints' own forces when the model has them (armature * qdd, damping * qd, Coulomb
-    friction) (RNEA, O(n))."""
+def inverse_dynamics(model: Model, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike,
+                     f_ext: Optional[ArrayLike] = None, gravity: Optional[ArrayLike] = None,
+                     algebra: AlgebraName = "spatial") -> Array:
+    """Joint forces that produce the accelerations ``qdd``: the recursive Newton-Euler
+    algorithm, O(n).
+
+    tau = M(q) qdd + b(q, qd) - J(q)^T f_ext, plus the joints' own forces when the model has
+    them (armature * qdd, damping * qd, Coulomb friction).
+
+    Args:
+        model: the robot.
+        q: configuration (..., nq) (rad, m; a free joint: position and quaternion xyzw).
+        qd: joint velocities (..., nv) (rad/s, m/s; a free joint: linear and angular velocity of
+            the base in the base frame).
+        qdd: joint accelerations (..., nv) (rad/s^2, m/s^2).
+        f_ext: external wrenches (..., nlinks, 6), one per link in ``model.link_names`` order:
+            [force (N); torque (N m) about the link origin], in the link frame. Default none.
+        gravity: gravity (..., 3) in the world frame (m/s^2); default ``model.gravity``.
+        algebra: the algebra the recursion runs in: ``"spatial"`` (default), ``"cga"``,
+            ``"dq"``, or ``"vector"`` (Corke's DH recursion, for models made by ``from_dh``).
+
+    Returns:
+        tau (..., nv): joint torques (N m) and forces (N); the batch dimensions of the inputs,
+        broadcast. numpy in, numpy out; a JAX array in, a JAX array out.
+
+    Example:
+        ```python
+        import numpy as np
+        import screwdyn as sd
+
+        puma = sd.robots.load("puma560")
+        tau = sd.inverse_dynamics(puma, np.zeros(6), np.zeros(6), np.zeros(6))  # = gravity
+        taus = sd.inverse_dynamics(puma, np.random.default_rng(0).normal(size=(100, 6)),
+                                   np.zeros(6), np.zeros(6))                   # (100, 6)
+        ```
+    """
     call = _Call(model, algebra, entries=True, q=q, qd=qd, qdd=qdd, f_ext=f_ext, gravity=gravity)
     return call.vector(call.reduce(_tree_inverse_dynamics(call, call["qd"], call["qdd"])))
 
@@ -269,9 +330,38 @@ def _tree_inverse_dynamics(call, qd, qdd):
 
 
 @_chunked
-def forward_dynamics(model, q, qd, tau, f_ext=None, gravity=None, algebra="spatial"):
-    """Joint accelerations qdd (..., nv) under joint forces tau (articulated-body algorithm,
-    O(n); ``algebra="vector"`` and coupled models solve M qdd = tau - b instead)."""
+def forward_dynamics(model: Model, q: ArrayLike, qd: ArrayLike, tau: ArrayLike,
+                     f_ext: Optional[ArrayLike] = None, gravity: Optional[ArrayLike] = None,
+                     algebra: AlgebraName = "spatial") -> Array:
+    """Joint accelerations under the joint forces ``tau``: the articulated-body algorithm,
+    O(n).
+
+    Solves M(q) qdd = tau - b(q, qd) + J(q)^T f_ext (``algebra="vector"`` and coupled models
+    solve it with the mass matrix instead). ``ModelError`` when a moving subtree has no mass
+    (the mass matrix is singular).
+
+    Args:
+        model: the robot.
+        q: configuration (..., nq) (rad, m; a free joint: position and quaternion xyzw).
+        qd: joint velocities (..., nv) (rad/s, m/s).
+        tau: joint torques (N m) and forces (N) (..., nv).
+        f_ext: external wrenches (..., nlinks, 6), [force; torque about the link origin] in
+            each link's frame. Default none.
+        gravity: gravity (..., 3) in the world frame (m/s^2); default ``model.gravity``.
+        algebra: ``"spatial"`` (default), ``"cga"``, ``"dq"`` or ``"vector"``.
+
+    Returns:
+        qdd (..., nv): joint accelerations (rad/s^2, m/s^2).
+
+    Example:
+        ```python
+        import numpy as np
+        import screwdyn as sd
+
+        panda = sd.robots.load("panda")
+        qdd = sd.forward_dynamics(panda, panda.neutral, np.zeros(9), np.zeros(9))  # it falls
+        ```
+    """
     _aba.check_defined(model.tree)
     call = _Call(model, algebra, entries=True, q=q, qd=qd, tau=tau, f_ext=f_ext, gravity=gravity)
     if call.coupling is not None:  # M qdd = tau - b in the model's (reduced) coordinates
@@ -294,8 +384,18 @@ def _solve(xp, M, rhs):
 
 
 @_chunked
-def mass_matrix(model, q, algebra="spatial"):
-    """Joint-space inertia matrix M(q) (..., nv, nv), symmetric positive definite (CRBA)."""
+def mass_matrix(model: Model, q: ArrayLike, algebra: AlgebraName = "spatial") -> Array:
+    """The joint-space inertia matrix M(q): the composite-rigid-body algorithm.
+
+    Args:
+        model: the robot.
+        q: configuration (..., nq).
+        algebra: ``"spatial"`` (default), ``"cga"``, ``"dq"`` or ``"vector"``.
+
+    Returns:
+        M (..., nv, nv), symmetric positive definite (kg m^2, kg, kg m); armature on the
+        diagonal when the model has it. Kinetic energy is qd^T M qd / 2.
+    """
     call = _Call(model, algebra, entries=True, many_outputs=True, q=q)
     if algebra == "vector":
         from .algorithms.newton_euler_dh import mass_matrix_dh
@@ -304,22 +404,54 @@ def mass_matrix(model, q, algebra="spatial"):
     return call.matrix(call.reduce(_crba.crba(call.alg, call.model, call["q"]), axes=2))
 
 
-def bias_forces(model, q, qd, gravity=None, algebra="spatial"):
-    """b(q, qd) = C(q, qd) qd + g(q) (+ joint friction): inverse dynamics at zero acceleration."""
+def bias_forces(model: Model, q: ArrayLike, qd: ArrayLike, gravity: Optional[ArrayLike] = None,
+                algebra: AlgebraName = "spatial") -> Array:
+    """b(q, qd) = C(q, qd) qd + g(q) (+ joint friction): inverse dynamics at zero acceleration.
+
+    Args:
+        model: the robot.
+        q: configuration (..., nq).
+        qd: joint velocities (..., nv).
+        gravity: gravity (..., 3) in the world frame (m/s^2); default ``model.gravity``.
+        algebra: ``"spatial"`` (default), ``"cga"``, ``"dq"`` or ``"vector"``.
+
+    Returns:
+        b (..., nv): N m and N.
+    """
     qd_arr = _backend.as_float_array(qd, _backend.namespace(q, qd), "qd")
     return inverse_dynamics(model, q, qd, 0 * qd_arr, gravity=gravity, algebra=algebra)
 
 
-def gravity_torques(model, q, gravity=None, algebra="spatial"):
-    """g(q): the joint forces that hold the robot still against gravity."""
+def gravity_torques(model: Model, q: ArrayLike, gravity: Optional[ArrayLike] = None,
+                    algebra: AlgebraName = "spatial") -> Array:
+    """g(q): the joint forces that hold the robot still against gravity.
+
+    Args:
+        model: the robot.
+        q: configuration (..., nq).
+        gravity: gravity (..., 3) in the world frame (m/s^2); default ``model.gravity``.
+        algebra: ``"spatial"`` (default), ``"cga"``, ``"dq"`` or ``"vector"``.
+
+    Returns:
+        g (..., nv): N m and N; for 1-DoF joints, the gradient of ``potential_energy``.
+    """
     xp = _backend.namespace(q)
     zero = xp.zeros(model.nv)
     return inverse_dynamics(model, q, zero, zero, gravity=gravity, algebra=algebra)
 
 
 @_chunked
-def coriolis_matrix(model, q, qd):
-    """C(q, qd) (..., nv, nv) with C qd = b - g and dM/dt - 2C skew-symmetric."""
+def coriolis_matrix(model: Model, q: ArrayLike, qd: ArrayLike) -> Array:
+    """The Coriolis and centrifugal matrix C(q, qd) (the one Pinocchio computes).
+
+    Args:
+        model: the robot.
+        q: configuration (..., nq).
+        qd: joint velocities (..., nv).
+
+    Returns:
+        C (..., nv, nv) with C qd = b - g and dM/dt - 2C skew-symmetric.
+    """
     from .algorithms.coriolis import coriolis
 
     call = _Call(model, q=q, qd=qd)
@@ -328,8 +460,18 @@ def coriolis_matrix(model, q, qd):
 
 
 @_chunked
-def kinetic_energy(model, q, qd):
-    """T = qd^T M(q) qd / 2, summed over bodies as v_i . I_i v_i / 2 (armature included)."""
+def kinetic_energy(model: Model, q: ArrayLike, qd: ArrayLike) -> Array:
+    """Kinetic energy T = qd^T M(q) qd / 2, summed over bodies as v_i . I_i v_i / 2 (armature
+    included).
+
+    Args:
+        model: the robot.
+        q: configuration (..., nq).
+        qd: joint velocities (..., nv).
+
+    Returns:
+        T (...): joules.
+    """
     from .algorithms.energy import kinetic
 
     call = _Call(model, q=q, qd=qd)
@@ -337,8 +479,18 @@ def kinetic_energy(model, q, qd):
 
 
 @_chunked
-def potential_energy(model, q, gravity=None):
-    """V = -sum_i m_i g . c_i, zero when every centre of mass is at the world origin's height."""
+def potential_energy(model: Model, q: ArrayLike, gravity: Optional[ArrayLike] = None) -> Array:
+    """Gravitational potential energy V = -sum_i m_i g . c_i, zero when every centre of mass is
+    at the world origin's height.
+
+    Args:
+        model: the robot.
+        q: configuration (..., nq).
+        gravity: gravity (..., 3) in the world frame (m/s^2); default ``model.gravity``.
+
+    Returns:
+        V (...): joules.
+    """
     from .algorithms.energy import center_of_mass_moment
 
     call = _Call(model, q=q, gravity=gravity)
@@ -348,8 +500,17 @@ def potential_energy(model, q, gravity=None):
 
 
 @_chunked
-def center_of_mass(model, q):
-    """The robot's centre of mass in the world frame (..., 3)."""
+def center_of_mass(model: Model, q: ArrayLike) -> Array:
+    """The robot's centre of mass, in the world frame.
+
+    Args:
+        model: the robot.
+        q: configuration (..., nq).
+
+    Returns:
+        c (..., 3): metres, world frame (the moving bodies' masses; links welded to the world
+        are not included).
+    """
     from .algorithms.energy import center_of_mass_moment
 
     call = _Call(model, q=q)
@@ -357,10 +518,29 @@ def center_of_mass(model, q):
 
 
 @_chunked
-def jacobian(model, q, link, frame="world", algebra="spatial"):
-    """The link's Jacobian (..., 6, nv), rows [linear; angular]: the velocity of the link origin
-    and the link's angular velocity, in world axes (``frame="world"``) or link axes
-    (``"local"``), per unit rate of each velocity coordinate."""
+def jacobian(model: Model, q: ArrayLike, link: Union[str, int], frame: str = "world",
+             algebra: AlgebraName = "spatial") -> Array:
+    """The link's Jacobian: its velocity per unit rate of each velocity coordinate.
+
+    Args:
+        model: the robot.
+        q: configuration (..., nq).
+        link: the link's name or index (``model.link_names``).
+        frame: ``"world"``: the velocity of the link origin and the link's angular velocity in
+            world axes; ``"local"``: the same in the link's axes.
+        algebra: ``"spatial"`` (default), ``"cga"``, ``"dq"`` (``"vector"``: as ``"spatial"``).
+
+    Returns:
+        J (..., 6, nv), rows [linear (m/s); angular (rad/s)]: [v; w] = J @ qd.
+
+    Example:
+        ```python
+        import screwdyn as sd
+
+        panda = sd.robots.load("panda")
+        J = sd.jacobian(panda, panda.neutral, "panda_hand")   # (6, 9)
+        ```
+    """
     from .algorithms.jacobian import link_jacobian
 
     if frame not in ("world", "local"):

@@ -20,6 +20,7 @@ sphere instead.
 from __future__ import annotations
 
 import os
+import pathlib
 import sys
 import warnings
 import xml.etree.ElementTree as ET
@@ -31,6 +32,7 @@ import numpy as np
 
 from ..errors import ModelError
 from ..model.builder import rpy_to_matrix
+from ..model.urdf import parse_xml
 
 if TYPE_CHECKING:
     import trimesh
@@ -145,18 +147,14 @@ def read_visuals(source: Union[str, os.PathLike]) -> tuple[Visual, ...]:
     are resolved here (``Mesh.path``); malformed elements raise ``ModelError`` naming them."""
     text = str(source)
     if text.lstrip().startswith("<"):
-        origin, data, folder = "<string>", text, os.getcwd()
+        origin, folder, data = "<string>", os.getcwd(), text.encode("utf-8")
     else:
+        origin, folder = text, os.path.dirname(os.path.abspath(text))
         try:
-            with open(source, "rb") as f:
-                data = f.read()
+            data = pathlib.Path(text).read_bytes()
         except OSError as e:
             raise ModelError(f"cannot read URDF file {text!r}: {e.strerror}") from None
-        origin, folder = text, os.path.dirname(os.path.abspath(text))
-    try:
-        robot = ET.fromstring(data)
-    except ET.ParseError as e:
-        raise ModelError(f"{origin}: not well-formed XML ({e})") from None
+    robot = parse_xml(data, origin)  # as the loader reads it (urdfdom's rules, no entities)
     if robot.tag != "robot":
         raise ModelError(f"{origin}: the root element is <{robot.tag}>, expected <robot>")
     materials = {m.get("name"): _material_color(m, f'<material name="{m.get("name")}">', {})
@@ -186,13 +184,14 @@ def is_urdf(path: Union[str, os.PathLike]) -> bool:
     return False
 
 
-def _shape(geometry, where, folder):
+def _shape(geometry: Optional[ET.Element], where: str, folder: str) -> Optional[Shape]:
     if geometry is None or len(geometry) == 0:
         return None  # an empty <visual>: nothing to draw (URDF requires one, some files lack it)
     element = geometry[0]
     where = f"{where} <{element.tag}>"
     if element.tag == "box":
-        return Box(_numbers(element, "size", where, 3))
+        x, y, z = _numbers(element, "size", where, 3)
+        return Box((x, y, z))
     if element.tag == "cylinder":
         return Cylinder(_positive(element, "radius", where), _positive(element, "length", where))
     if element.tag == "sphere":
@@ -201,13 +200,14 @@ def _shape(geometry, where, folder):
         filename = element.get("filename")
         if not filename:
             raise ModelError(f"{where}: missing attribute 'filename'")
-        scale = _numbers(element, "scale", where, 3) if element.get("scale") else (1.0, 1.0, 1.0)
+        sx, sy, sz = _numbers(element, "scale", where, 3) if element.get("scale") else (1, 1, 1)
+        scale = (float(sx), float(sy), float(sz))
         path, searched = resolve(filename, folder)
         return Mesh(filename, path, scale, searched)
     raise ModelError(f"{where}: unknown geometry (URDF has box, cylinder, sphere and mesh)")
 
 
-def _origin(element, where):
+def _origin(element: ET.Element, where: str) -> np.ndarray:
     origin = element.find("origin")
     T = np.eye(4)
     if origin is not None:
@@ -219,15 +219,18 @@ def _origin(element, where):
     return T
 
 
-def _material_color(material, where, named):
+def _material_color(material: ET.Element, where: str,
+                    named: dict[Optional[str], Optional[RGBA]]) -> Optional[RGBA]:
     color = material.find("color")
     if color is not None and color.get("rgba"):
-        return tuple(float(np.clip(c, 0.0, 1.0))
-                     for c in _numbers(color, "rgba", f"{where} <material> <color>", 4))
+        r, g, b, a = (float(np.clip(c, 0.0, 1.0))
+                      for c in _numbers(color, "rgba", f"{where} <material> <color>", 4))
+        return r, g, b, a
     return named.get(material.get("name"))  # by name, or a texture only: no colour
 
 
-def _numbers(element, attribute, where, count):
+def _numbers(element: ET.Element, attribute: str, where: str, count: int
+             ) -> tuple[float, ...]:
     text = element.get(attribute)
     if text is None:
         raise ModelError(f"{where}: missing attribute {attribute!r}")
@@ -240,7 +243,7 @@ def _numbers(element, attribute, where, count):
     return values
 
 
-def _positive(element, attribute, where):
+def _positive(element: ET.Element, attribute: str, where: str) -> float:
     (value,) = _numbers(element, attribute, where, 1)
     if value <= 0:
         raise ModelError(f"{where}: {attribute}={value!r} must be positive")
@@ -291,7 +294,7 @@ def package_folders(package: str, folder: str) -> list[str]:
     return list(dict.fromkeys(roots))
 
 
-def _cmeel_shares():
+def _cmeel_shares() -> list[str]:
     """The share folders of pip packages built with cmeel (example-robot-data, Pinocchio...)."""
     return [p for p in (os.path.join(base, "cmeel.prefix", "share") for base in sys.path if base)
             if os.path.isdir(p)]
@@ -306,29 +309,32 @@ def _read_mesh(path: str, mtime: float) -> "trimesh.Scene":
     except ImportError:
         raise ImportError("meshes need trimesh: pip install 'screwdyn[viewer]'") from None
     try:
-        loaded = trimesh.load(path, force="scene")
+        loaded = trimesh.load_scene(path)
     except Exception as e:  # trimesh and its format plugins raise anything on a bad file
         raise ValueError(f"unreadable ({type(e).__name__}: {_first_line(e)})") from None
     return loaded
 
 
-def _has_own_colors(scene):
+def _has_own_colors(scene: "trimesh.Scene") -> bool:
     """Whether any geometry of the scene carries colours or textures of its own."""
     return any(getattr(g.visual, "kind", None) is not None for g in scene.geometry.values())
 
 
-def _paint(mesh, color):
-    mesh.visual.face_colors = np.round(np.array(color) * 255).astype(np.uint8)
+def _paint(mesh: "trimesh.Trimesh", color: RGBA) -> None:
+    import trimesh
+
+    rgba = np.round(np.array(color) * 255).astype(np.uint8)
+    mesh.visual = trimesh.visual.ColorVisuals(mesh, face_colors=np.tile(rgba, (len(mesh.faces), 1)))
 
 
-def _painted(mesh, color):
+def _painted(mesh: "trimesh.Trimesh", color: RGBA) -> "trimesh.Scene":
     import trimesh
 
     _paint(mesh, color)
     return trimesh.Scene(mesh)
 
 
-def _first_line(error):
+def _first_line(error: BaseException) -> str:
     text = str(error).strip()
     return text.splitlines()[0] if text else type(error).__name__
 

@@ -125,8 +125,10 @@ class RobotScene:
         if what not in self._show:
             raise ValueError(f"show: what must be one of {', '.join(self._show)}, got {what!r}")
         self._show[what] = bool(visible)
-        nodes = {"visuals": self.visual_nodes, "skeleton": [self.bones] + self.joints,
-                 "frames": self.axes, "com": self.body_coms + [self.com]}[what]
+        groups: dict[str, list[Any]] = {
+            "visuals": list(self.visual_nodes), "skeleton": [self.bones, *self.joints],
+            "frames": list(self.axes), "com": [*self.body_coms, self.com]}
+        nodes = groups[what]
         with self.server.atomic():
             for node in nodes:
                 node.visible = bool(visible)

@@ -14,7 +14,7 @@ import os
 import threading
 import time
 import warnings
-from typing import TYPE_CHECKING, Any, Mapping, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Mapping, Optional, Sequence, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -66,6 +66,13 @@ class Viewer:
         self._lock = threading.RLock()
         self._closed = threading.Event()
         self._playing, self._syncing = False, False
+        self._time, self._sample = 0.0, 0  # trajectory playback: time shown, sample shown
+        self._sliders: list[Any] = []  # viser GUI handles
+        self._checkboxes: dict[str, Any] = {}
+        self._time_slider: Any = None
+        self._play_button: Any = None
+        self._speed_input: Any = None
+        self._reference = np.zeros(0)
         self._speed, self._loop = _positive(speed, "speed"), bool(loop)
         q0 = model.neutral if q is None else _configuration(model, q, "q")
         if trajectory is not None:
@@ -153,7 +160,7 @@ class Viewer:
     def speed(self, value: float) -> None:
         self._speed = _positive(value, "speed")
         if self.trajectory is not None:
-            self._speed_input.value = self._speed
+            _set_value(self._speed_input, self._speed)
 
     def seek(self, t: float) -> None:
         """Show the trajectory's sample at time t (s): the last sample at or before t."""
@@ -168,7 +175,7 @@ class Viewer:
             if abs(self._time_slider.value - t) > 0.5 * self._time_slider.step:
                 self._syncing = True
                 try:
-                    self._time_slider.value = t
+                    _set_value(self._time_slider, t)
                 finally:
                     self._syncing = False
 
@@ -259,18 +266,23 @@ class Viewer:
         if what not in self._checkboxes:
             raise ValueError(f"show: what must be one of {', '.join(self._checkboxes)}, "
                              f"got {what!r}")
-        self._checkboxes[what].value = bool(visible)  # its callback shows or hides
+        _set_value(self._checkboxes[what], bool(visible))  # its callback shows or hides
 
     def _add_display_controls(self) -> None:
         gui = self.server.gui
-        self._checkboxes = {}
         with gui.add_folder("Show"):
             for what, label in (("visuals", "visual geometry"), ("skeleton", "skeleton"),
                                 ("frames", "link frames"), ("com", "centres of mass")):
                 box = gui.add_checkbox(label, self.scene.shown(what),
                                        disabled=what == "visuals" and not self.visuals)
-                box.on_update(lambda event, what=what: self.scene.show(what, event.target.value))
+                box.on_update(self._toggle(what))
                 self._checkboxes[what] = box
+
+    def _toggle(self, what: str) -> Callable[[Any], None]:
+        """The callback of ``what``'s checkbox: show or hide it as the box says."""
+        def toggled(event: Any) -> None:
+            self.scene.show(what, event.target.value)
+        return toggled
 
     def _add_joint_controls(self, q0: np.ndarray) -> None:
         """One slider per joint coordinate. A 1-DoF joint's slider is its q; the sliders of a
@@ -279,7 +291,6 @@ class Viewer:
         model, gui = self.model, self.server.gui
         _, v_names = coordinate_names(model)
         lower, upper = _slider_limits(model)
-        self._sliders = []
         with gui.add_folder("Joints"):
             for body, vs in zip(model.active_bodies, model.v_slices):
                 for k in range(vs.start, vs.stop):
@@ -306,7 +317,7 @@ class Viewer:
                         self._reference[qs] = 0.0
                     for k in range(vs.start, vs.stop):
                         s = self._sliders[k]
-                        s.value = float(np.clip(q[qs][0] if scalar else 0.0, s.min, s.max))
+                        _set_value(s, float(np.clip(q[qs][0] if scalar else 0.0, s.min, s.max)))
             finally:
                 self._syncing = False
         self._pose(np.asarray(q, dtype=float))
@@ -323,7 +334,7 @@ class Viewer:
         t0, t1 = float(traj.t[0]), float(traj.t[-1])
         step = float(np.min(np.diff(traj.t))) if len(traj.t) > 1 else 1.0
         step = max(step, (t1 - t0) / 100_000, 1e-9)
-        self._time, self._sample = t0, 0
+        self._time = t0
         with gui.add_folder("Playback"):
             self._time_slider = gui.add_slider("t [s]", min=t0, max=max(t1, t0 + step),
                                                step=step, initial_value=t0)
@@ -529,6 +540,12 @@ def _slider_limits(model: Model) -> tuple[np.ndarray, np.ndarray]:
                 and hi[qs][0] > lo[qs][0]:
             lower[vs], upper[vs] = lo[qs][0], hi[qs][0]
     return lower, upper
+
+
+def _set_value(handle: Any, value: Any) -> None:
+    """Assign a viser GUI input's value (its callbacks run, the browsers follow). The handle is
+    typed Any: mypy cannot read viser's property with a wider setter than getter."""
+    handle.value = value
 
 
 def _grid_cell(size: float) -> float:
