@@ -69,9 +69,10 @@ print(json.dumps({{"import": t_import, "view": t_view, "first_frame": first,
 
 def measure(case, screenshot=None):
     code = CHILD.format(tests=os.path.abspath(TESTS), case=case, screenshot=screenshot)
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True).stdout
-    return json.loads(out.strip().splitlines()[-1])
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    if result.returncode:
+        raise RuntimeError(f"the {case} measurement failed:\n{result.stderr[-3000:]}")
+    return json.loads(result.stdout.strip().splitlines()[-1])
 
 
 def main():

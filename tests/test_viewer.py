@@ -188,7 +188,7 @@ def test_every_example_robot_data_robot_shows(port):
     shown = 0
     for path in paths:
         with warnings.catch_warnings():
-            warnings.simplefilter("ignore", sd.InertiaWarning)
+            warnings.simplefilter("ignore")  # the loader's inertia and mimic notes: not the test
             try:
                 model = sd.load_urdf(path)
             except sd.ModelError:  # ur3.urdf: a xacro stub without links
@@ -291,6 +291,21 @@ def test_a_model_remembers_its_urdf_and_an_mjcf_model_shows_as_a_skeleton(port):
         reference[7:] = 0.0  # 1-DoF joints: their sliders hold q itself
         v[6:] = q[7:]
         np.testing.assert_allclose(viewer.q, sd.integrate(humanoid, reference, v), atol=1e-12)
+
+
+def test_sliders_hold_a_configuration_beyond_the_limits(port):
+    """The Panda's neutral configuration has joint 4 at 0, beyond its limits [-3.07, -0.07]:
+    shown as given, its slider widened; moving another slider keeps it."""
+    panda = sd.load_urdf(erd_urdf(PANDA))
+    k = panda.joint_names.index("panda_joint4")
+    assert panda.upper_position_limit[k] < 0
+    with sd.view(panda, port=port, verbose=False) as viewer:
+        slider = viewer._sliders[k]
+        assert slider.value == 0.0 and slider.max == 0.0
+        assert slider.min == pytest.approx(panda.lower_position_limit[k])
+        assert viewer._sliders[0].min == pytest.approx(panda.lower_position_limit[0])
+        viewer._sliders[0].value = 0.5
+        np.testing.assert_allclose(viewer.q, np.r_[0.5, np.zeros(8)])
 
 
 def test_joint_sliders_pose_the_robot(port):

@@ -54,15 +54,24 @@ def load_visuals(placed: Sequence[tuple[int, Visual]], stand_in_radius: float
     return out
 
 
-def extent(T: np.ndarray, meshes: Sequence[tuple[int, Visual, Any, bool]] = ()) -> float:
-    """The largest side (m) of the box around the link origins and the visuals at link poses
-    T (nlinks, 4, 4); 1 m for a robot of no size."""
-    points = [T[:, :3, 3], np.zeros((1, 3))]
+def bounds(T: np.ndarray, meshes: Sequence[tuple[int, Visual, Any, bool]] = ()
+           ) -> tuple[np.ndarray, np.ndarray]:
+    """(lowest, highest) corner (3,) of the box around the link origins and the visuals at link
+    poses T (nlinks, 4, 4), world frame, metres."""
+    points = [T[:, :3, 3]]
     for link, visual, mesh, _ in meshes:
         corners = np.array(np.meshgrid(*mesh.bounds.T)).reshape(3, -1).T
         pose = T[link] @ visual.origin
         points.append(corners @ pose[:3, :3].T + pose[:3, 3])
-    span = float(np.ptp(np.vstack(points), axis=0).max())
+    stacked = np.vstack(points) if len(T) or meshes else np.zeros((1, 3))
+    return stacked.min(axis=0), stacked.max(axis=0)
+
+
+def extent(T: np.ndarray, meshes: Sequence[tuple[int, Visual, Any, bool]] = ()) -> float:
+    """The largest side (m) of ``bounds``' box, with the world origin in it; 1 m for a robot
+    of no size."""
+    lo, hi = bounds(T, meshes)
+    span = float(np.max(np.maximum(hi, 0.0) - np.minimum(lo, 0.0)))
     return span if span > 0 else 1.0
 
 

@@ -25,7 +25,7 @@ from ..errors import ModelError
 from ..model import Model, load_urdf
 from ..simulate import Trajectory, coordinate_names, integrate
 from .geometry import Visual, is_urdf, read_visuals, visuals_for
-from .scene import RobotScene, extent, load_visuals
+from .scene import RobotScene, bounds, extent, load_visuals
 
 if TYPE_CHECKING:
     import viser
@@ -89,10 +89,11 @@ class Viewer:
         self.server.scene.set_up_direction("+z")
         self.server.scene.configure_default_lights(True, cast_shadow=shadows)
         self.server.scene.set_background_image(BACKGROUND, format="png")
-        self.server.scene.add_grid("/ground", width=4 * self.size, height=4 * self.size,
-                                   cell_size=_grid_cell(self.size),
-                                   section_size=10 * _grid_cell(self.size))
-        self._aim_camera(T0)
+        lo, hi = bounds(T0, meshes)
+        self.server.scene.add_grid(  # the world's xy plane, or below the robot if it reaches lower
+            "/ground", width=4 * self.size, height=4 * self.size, cell_size=_grid_cell(self.size),
+            section_size=10 * _grid_cell(self.size), position=(0.0, 0.0, min(0.0, lo[2])))
+        self._aim_camera(lo, hi)
         self.scene = RobotScene(self.server, model, meshes, self.size,
                                 skeleton=not meshes if skeleton is None else bool(skeleton),
                                 frames=frames, com=com)
@@ -250,13 +251,17 @@ class Viewer:
         return f"Viewer({self.model.name!r}{what}, {state})"
 
     # -- controls ---------------------------------------------------------------------------
-    def _aim_camera(self, T: np.ndarray) -> None:
-        points = T[:, :3, 3]
-        centre = 0.5 * (points.min(axis=0) + points.max(axis=0))
-        direction = np.array([1.0, 0.8, 0.55]) / np.linalg.norm([1.0, 0.8, 0.55])
+    def _aim_camera(self, lo: np.ndarray, hi: np.ndarray) -> None:
+        """The initial camera: towards the middle of the robot's box (lo, hi) from the front
+        right and above, 1.4 times the box's largest side away, aimed a little to the right
+        so that the robot stands clear of the control panel."""
+        span = float(np.max(hi - lo)) or self.size
+        back = np.array([1.0, 0.8, 0.55]) / np.linalg.norm([1.0, 0.8, 0.55])
+        right = np.cross(-back, [0.0, 0.0, 1.0])
+        target = 0.5 * (lo + hi) + 0.2 * span * right / np.linalg.norm(right)
         camera = self.server.initial_camera
-        camera.look_at = centre
-        camera.position = centre + 1.3 * self.size * direction
+        camera.look_at = target
+        camera.position = target + 1.4 * span * back
         camera.up = (0.0, 0.0, 1.0)
 
     def show(self, what: str, visible: bool = True) -> None:
@@ -285,9 +290,10 @@ class Viewer:
         return toggled
 
     def _add_joint_controls(self, q0: np.ndarray) -> None:
-        """One slider per joint coordinate. A 1-DoF joint's slider is its q; the sliders of a
-        joint with more (a free joint: vx, vy, vz, wx, wy, wz) move it from the reference
-        configuration by ``integrate``: exponential coordinates, not Euler angles."""
+        """One slider per joint coordinate. A 1-DoF joint's slider is its q, over the joint's
+        position limits (widened to hold a q given beyond them); the sliders of a joint with
+        more (a free joint: vx, vy, vz, wx, wy, wz) move it from the reference configuration by
+        ``integrate``: exponential coordinates, not Euler angles."""
         model, gui = self.model, self.server.gui
         _, v_names = coordinate_names(model)
         lower, upper = _slider_limits(model)
@@ -316,8 +322,9 @@ class Viewer:
                     if scalar:
                         self._reference[qs] = 0.0
                     for k in range(vs.start, vs.stop):
-                        s = self._sliders[k]
-                        _set_value(s, float(np.clip(q[qs][0] if scalar else 0.0, s.min, s.max)))
+                        s, value = self._sliders[k], float(q[qs][0]) if scalar else 0.0
+                        s.min, s.max = min(s.min, value), max(s.max, value)  # q beyond limits
+                        _set_value(s, value)
             finally:
                 self._syncing = False
         self._pose(np.asarray(q, dtype=float))
