@@ -404,6 +404,8 @@ def test_assembly_shows_each_subsystems_visuals(port):
 
 def test_command_serves_and_refuses_another_models_trajectory(tmp_path, port):
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
+    for display in ("DISPLAY", "WAYLAND_DISPLAY"):  # no display: the URL is all it needs
+        env.pop(display, None)
     command = [sys.executable, "-m", "screwdyn", "view", erd_urdf(PANDA), "--port", str(port),
                "--frames"]
     process = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE,

@@ -21,7 +21,6 @@ import numpy.typing as npt
 
 from ..composition import Assembly
 from ..dynamics import center_of_mass, forward_kinematics
-from ..errors import ModelError
 from ..model import Model, load_urdf
 from ..simulate import Trajectory, coordinate_names, integrate
 from .geometry import Visual, is_urdf, read_visuals, visuals_for
