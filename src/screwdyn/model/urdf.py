@@ -46,7 +46,7 @@ def load_urdf(source: "str | os.PathLike | bytes", floating_base: "bool | str" =
     ``upper_position_limit``, ``velocity_limit``, ``effort_limit`` (inf where a joint has none:
     continuous, floating and planar joints have no position limits, as in Pinocchio).
     """
-    robot, origin = _parse(source)
+    robot, origin = read_robot(source)
     name = robot.get("name") or os.path.splitext(os.path.basename(origin))[0] or "robot"
     builder = ModelBuilder(name)
     for element in robot.iterfind("link"):
@@ -58,8 +58,9 @@ def load_urdf(source: "str | os.PathLike | bytes", floating_base: "bool | str" =
 
 
 # -- XML ------------------------------------------------------------------------------------
-def _parse(source):
-    """The <robot> element and the file name (``"<string>"`` for XML text)."""
+def read_robot(source):
+    """The <robot> element of a URDF (a path, XML text or bytes) read as the loader reads it,
+    and its origin: the file name, or ``"<string>"`` for XML text."""
     if isinstance(source, bytes):
         origin, data = "<string>", source
     else:

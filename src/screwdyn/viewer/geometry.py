@@ -20,7 +20,6 @@ sphere instead.
 from __future__ import annotations
 
 import os
-import pathlib
 import sys
 import warnings
 import xml.etree.ElementTree as ET
@@ -32,7 +31,7 @@ import numpy as np
 
 from ..errors import ModelError
 from ..model.builder import rpy_to_matrix
-from ..model.urdf import parse_xml
+from ..model.urdf import read_robot
 
 if TYPE_CHECKING:
     import trimesh
@@ -145,18 +144,8 @@ def read_visuals(source: Union[str, os.PathLike]) -> tuple[Visual, ...]:
     """Every ``<visual>`` of the URDF ``source`` (a file path, or the XML text itself, whose
     relative mesh paths are then relative to the working directory), in file order. Mesh files
     are resolved here (``Mesh.path``); malformed elements raise ``ModelError`` naming them."""
-    text = str(source)
-    if text.lstrip().startswith("<"):
-        origin, folder, data = "<string>", os.getcwd(), text.encode("utf-8")
-    else:
-        origin, folder = text, os.path.dirname(os.path.abspath(text))
-        try:
-            data = pathlib.Path(text).read_bytes()
-        except OSError as e:
-            raise ModelError(f"cannot read URDF file {text!r}: {e.strerror}") from None
-    robot = parse_xml(data, origin)  # as the loader reads it (urdfdom's rules, no entities)
-    if robot.tag != "robot":
-        raise ModelError(f"{origin}: the root element is <{robot.tag}>, expected <robot>")
+    robot, origin = read_robot(source)  # as the loader reads it (urdfdom's rules, no entities)
+    folder = os.getcwd() if origin == "<string>" else os.path.dirname(os.path.abspath(origin))
     materials = {m.get("name"): _material_color(m, f'<material name="{m.get("name")}">', {})
                  for m in robot.findall("material")}
     visuals = []
