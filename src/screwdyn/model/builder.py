@@ -69,13 +69,15 @@ class ModelBuilder:
             raise ModelError(f"{where}: negative mass {mass}")
         com = g.floats(com, 3, where, "centre of mass")
         I = (0.0,) * 9 if inertia is None else g.floats(inertia, 9, where, "inertia")
-        scale = max(abs(x) for x in I)
-        if any(abs(I[3 * i + j] - I[3 * j + i]) > 1e-12 * (1 + scale)
-               for i, j in ((0, 1), (0, 2), (1, 2))):
+        scale = max(map(abs, I))
+        tol = 1e-12 * (1 + scale)
+        if abs(I[1] - I[3]) > tol or abs(I[2] - I[6]) > tol or abs(I[5] - I[7]) > tol:
             raise ModelError(f"{where}: inertia matrix is not symmetric")
         if min(I[0], I[4], I[8]) < -1e-12 * max(1.0, scale):
             raise ModelError(f"{where}: negative moment of inertia {[I[0], I[4], I[8]]}")
-        I = tuple((I[3 * i + j] + I[3 * j + i]) / 2 for i in range(3) for j in range(3))
+        if I[1] != I[3] or I[2] != I[6] or I[5] != I[7]:  # symmetric to rounding: exactly
+            xy, xz, yz = (I[1] + I[3]) / 2, (I[2] + I[6]) / 2, (I[5] + I[7]) / 2
+            I = (I[0], xy, xz, xy, I[4], yz, xz, yz, I[8])
         if inertia_rotation is not None:
             I = g.congruence(_rotation(inertia_rotation, where, "inertia rotation"), I)
         self._links[name] = _LinkSpec(name, mass, com, I, where)
@@ -285,12 +287,11 @@ def _inertia_defect(I):
     or ''."""
     scale = 1e-9 * abs(I[0] + I[4] + I[8]) + 1e-12  # rounding in a file's digits is no defect
     a, b, c = eig = g.symmetric_eigenvalues(I)
-    shown = [round(x, 12) for x in eig]
     if a < -scale:
-        return f"inertia not positive semi-definite (eigenvalues {shown})"
+        return f"inertia not positive semi-definite (eigenvalues {[round(x, 12) for x in eig]})"
     if a + b < c - scale:
-        return (f"principal moments {shown} violate the triangle inequality (no real mass "
-                "distribution has them)")
+        return (f"principal moments {[round(x, 12) for x in eig]} violate the triangle "
+                "inequality (no real mass distribution has them)")
     return ""
 
 

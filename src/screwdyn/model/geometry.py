@@ -130,6 +130,9 @@ def symmetric_eigenvalues(I):
 def merged_inertia(parts):
     """(mass, com, inertia about the com) of rigid parts given as (mass, com, inertia about
     their com) in one frame, 9-tuples: the parallel-axis theorem."""
+    if len(parts) == 1:
+        m, c, I = parts[0]
+        return float(m), (c if m > 0 else ZERO3), I
     mass = sum(m for m, _, _ in parts)
     if mass > 0:
         com = tuple(sum(m * c[k] for m, c, _ in parts) / mass for k in range(3))
@@ -137,9 +140,8 @@ def merged_inertia(parts):
         com = ZERO3
     inertia = [0.0] * 9
     for m, c, I in parts:
-        r = (c[0] - com[0], c[1] - com[1], c[2] - com[2])
-        rr = r[0] * r[0] + r[1] * r[1] + r[2] * r[2]
-        for i in range(3):
-            for j in range(3):
-                inertia[3 * i + j] += I[3 * i + j] + m * ((rr if i == j else 0.0) - r[i] * r[j])
+        x, y, z = c[0] - com[0], c[1] - com[1], c[2] - com[2]
+        shift = (y * y + z * z, -x * y, -x * z, -x * y, x * x + z * z, -y * z, -x * z, -y * z,
+                 x * x + y * y)  # m (|r|^2 1 - r r^T) / m
+        inertia = [a + b + m * s for a, b, s in zip(inertia, I, shift)]
     return float(mass), com, tuple(inertia)

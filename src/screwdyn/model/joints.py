@@ -514,10 +514,10 @@ def make(kind, axis=(1.0, 0.0, 0.0), pitch=0.0, limits=None, where="joint"):
         if issubclass(cls, _Axial) or cls is Planar:
             what = "plane normal" if cls is Planar else "axis"
             try:
-                a = tuple(float(x) for x in (axis.tolist() if hasattr(axis, "tolist") else axis))
+                a = tuple(map(float, axis.tolist() if hasattr(axis, "tolist") else axis))
             except (TypeError, ValueError):
                 a = ()
-            if not (len(a) == 3 and all(math.isfinite(x) for x in a)):
+            if not (len(a) == 3 and all(map(math.isfinite, a))):
                 raise ModelError(f"{where}: joint {what} must be 3 finite numbers, got {axis!r}")
             norm = math.sqrt(a[0] * a[0] + a[1] * a[1] + a[2] * a[2])
             if norm < 1e-12:

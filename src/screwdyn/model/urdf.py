@@ -218,12 +218,13 @@ def _vector(element, attribute, where, default):
     if text is None:
         return default
     try:
-        values = tuple(float(x) for x in text.split())
+        values = tuple(map(float, text.split()))
     except ValueError:
         raise ModelError(f"{where}: {attribute}={text!r} is not three numbers") from None
     if len(values) != 3:
         raise ModelError(f"{where}: {attribute}={text!r} is not three numbers")
-    if not all(math.isfinite(x) for x in values):
+    total = values[0] + values[1] + values[2]
+    if total - total != 0.0 and not all(map(math.isfinite, values)):  # an inf or a nan
         raise ModelError(f"{where}: {attribute}={text!r} is not finite")
     return values
 
