@@ -232,6 +232,11 @@ def inverse_dynamics(model, q, qd, qdd, f_ext=None, gravity=None, algebra="spati
         from .algorithms.newton_euler_dh import newton_euler_dh
 
         return call.vector(newton_euler_dh(call, call["qd"], call["qdd"]))
+    if algebra == "dq":  # the paper's Newton-Euler at the centres of mass
+        from .algorithms.dq_newton_euler import inverse_dynamics as newton_euler_com
+
+        return call.vector(newton_euler_com(call.alg, model, call["q"], call["qd"], call["qdd"],
+                                            call.gravity_twist(), call.body_wrenches()))
     tau = _rnea.rnea(call.alg, model, call["q"], call["qd"], call["qdd"], call.gravity_twist(),
                      call.body_wrenches())
     return call.vector(tau)
