@@ -123,13 +123,13 @@ def _ad_A(alg, c, X_i, c_p, h):
 def backward(alg, model, X, zeta, qd, qdd, f_ext=None, zeta_base=0.0):
     """Leaves to root: the joint forces tau (nv, N), tau_i = D(dot(zeta_i, s_i)), and
     ``zeta_base`` plus the wrenches the root joints pass to the base (base frame). ``f_ext``:
-    None or one wrench per body (body frame) that the environment applies to the body (a child
-    subsystem's load included)."""
+    None, or per body None or the wrench (body frame) that the environment applies to the body
+    (a child subsystem's load included)."""
     xp = alg.xp
     consts = body_constants(alg, model)
     joint = [translated(alg, c.c, z) for c, z in zip(com_constants(alg, model), zeta)]
     if f_ext is not None:
-        joint = [z - e for z, e in zip(joint, f_ext)]
+        joint = [z if e is None else z - e for z, e in zip(joint, f_ext)]
     tau = [None] * model.nbodies
     for i in reversed(range(model.nbodies)):
         tau[i] = xp.stack([alg.dot(s_k, joint[i]) for s_k in consts[i][1]])

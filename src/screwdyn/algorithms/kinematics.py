@@ -40,13 +40,15 @@ def joint_motion(S, rate):
     return out
 
 
-def body_velocities(alg, model, X, qd):
-    """Body twists v_i (body frame) and joint twists vJ_i = S_i qd_i."""
+def body_velocities(alg, model, X, qd, v0=None):
+    """Body twists v_i (body frame) and joint twists vJ_i = S_i qd_i; ``v0``: the base's twist in
+    the base frame (None: at rest)."""
     v, vJ = [], []
     for i, ((_, S, _), parent, sl) in enumerate(zip(body_constants(alg, model), model.parent,
                                                     model.v_slices)):
         vJ.append(joint_motion(S, qd[sl]))
-        v.append(vJ[i] if parent < 0 else alg.inv_act_twist(X[i], v[parent]) + vJ[i])
+        v_parent = v0 if parent < 0 else v[parent]
+        v.append(vJ[i] if v_parent is None else alg.inv_act_twist(X[i], v_parent) + vJ[i])
     return v, vJ
 
 
