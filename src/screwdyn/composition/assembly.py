@@ -91,6 +91,14 @@ class Assembly:
         self.name = name or root.name
         self._commit(*self._plan(root, self.name, None, None, placement))
 
+    @classmethod
+    def split(cls, model, cuts, name=None):
+        """``model`` cut into subsystems at the joints ``cuts`` ({subsystem: joint name}): each
+        cut joint's subtree a subsystem, attached where the joint was (``split.split_model``)."""
+        from .split import split_model
+
+        return split_model(model, cuts, name)
+
     # -- building ------------------------------------------------------------------------------
     def attach(self, subsystem, parent, link, placement=None, name=None):
         """Attach ``subsystem`` (Model, BlackBox or Assembly) to link ``link`` of subsystem

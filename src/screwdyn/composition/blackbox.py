@@ -107,17 +107,25 @@ class WrenchLog:
             np.savez(path, t=self.times, wrench=self.wrenches)
 
     def at(self, t, where=None):
-        """The wrench (..., 6) at times t (...,), linearly interpolated. ValueError naming
-        ``where`` (the black box) when t is outside the log."""
-        t = np.asarray(t, dtype=float)
+        """The wrench (..., 6) at times t (...,), linearly interpolated. Outside the log: a
+        ValueError naming ``where`` (the black box), or NaN where t is traced by JAX (a compiled
+        simulation then stops there with a SimulationError)."""
+        xp = _backend.namespace(t)
         first, last = self.times[0], self.times[-1]
         slack = 1e-9 * max(1.0, abs(last))
-        if t.size and (np.min(t) < first - slack or np.max(t) > last + slack):
-            raise ValueError(f"{where or self.name}: the {self.name} covers t = {first:g} to "
-                             f"{last:g} s, but the trajectory runs from t = {np.min(t):g} to "
-                             f"{np.max(t):g} s (a log shorter than the trajectory)")
-        return np.stack([np.interp(t, self.times, self.wrenches[:, k]) for k in range(6)],
-                        axis=-1)
+        if xp is np:
+            t = np.asarray(t, dtype=float)
+            if t.size and (np.min(t) < first - slack or np.max(t) > last + slack):
+                raise ValueError(f"{where or self.name}: the {self.name} covers t = {first:g} to "
+                                 f"{last:g} s, but the trajectory runs from t = {np.min(t):g} to "
+                                 f"{np.max(t):g} s (a log shorter than the trajectory)")
+        times = xp.asarray(self.times)
+        out = xp.stack([xp.interp(t, times, xp.asarray(self.wrenches[:, k])) for k in range(6)],
+                       axis=-1)
+        if xp is np:
+            return out
+        inside = (t >= first - slack) & (t <= last + slack)
+        return xp.where(inside[..., None], out, xp.nan)
 
     def __len__(self):
         return len(self.times)

@@ -64,12 +64,12 @@ class Call(Batch):
             _backend.check_last_dim(gravity, 3, "gravity", "gravity vector in the world frame")
             cores.append(("gravity", gravity, 1))
         if time is not None:
-            time = np.asarray(time, dtype=float)
+            time = _backend.as_float_array(time, xp, "time")
             cores.append(("time", time, 0))
         super().__init__(xp, _backend.broadcast_batch(cores))
         self.assembly, self.algebra = assembly, algebra
         self.gravity = np.array(GRAVITY) if gravity is None else gravity
-        self.time = None if time is None else np.broadcast_to(time, self.shape)
+        self.time = None if time is None else xp.broadcast_to(time, self.shape)
         self.models = {}
         for s in assembly.models:
             share = {name: xp.broadcast_to(a, self.shape + a.shape[-1:])
