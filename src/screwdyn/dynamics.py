@@ -281,30 +281,36 @@ def gravity_torques(model, q, gravity=None, algebra="spatial"):
     return inverse_dynamics(model, q, zero, zero, gravity=gravity, algebra=algebra)
 
 
+def _kinematic_algebra(algebra):
+    """Kinematic quantities of algebra="vector" (DH frames, which are the model's link frames)
+    are composed in the spatial algebra, as ``forward_kinematics`` does."""
+    return "spatial" if algebra == "vector" else algebra
+
+
 @_chunked
-def coriolis_matrix(model, q, qd):
+def coriolis_matrix(model, q, qd, algebra="spatial"):
     """C(q, qd) (..., nv, nv) with C qd = b - g and dM/dt - 2C skew-symmetric."""
     from .algorithms.coriolis import coriolis
 
-    call = _Call(model, q=q, qd=qd)
+    call = _Call(model, _kinematic_algebra(algebra), q=q, qd=qd)
     return call.matrix(coriolis(call.alg, model, call["q"], call["qd"]))
 
 
 @_chunked
-def kinetic_energy(model, q, qd):
+def kinetic_energy(model, q, qd, algebra="spatial"):
     """T = qd^T M(q) qd / 2, summed over bodies as v_i . I_i v_i / 2 (armature included)."""
     from .algorithms.energy import kinetic
 
-    call = _Call(model, q=q, qd=qd)
+    call = _Call(model, _kinematic_algebra(algebra), q=q, qd=qd)
     return call.vector(kinetic(call.alg, model, call["q"], call["qd"])[None])[..., 0]
 
 
 @_chunked
-def potential_energy(model, q, gravity=None):
+def potential_energy(model, q, gravity=None, algebra="spatial"):
     """V = -sum_i m_i g . c_i, zero when every centre of mass is at the world origin's height."""
     from .algorithms.energy import center_of_mass_moment
 
-    call = _Call(model, q=q, gravity=gravity)
+    call = _Call(model, _kinematic_algebra(algebra), q=q, gravity=gravity)
     g = call.arrays.get("gravity", np.array(GRAVITY)[:, None])
     moment = center_of_mass_moment(call.alg, model, call["q"])  # sum m_i c_i (3, N)
     return call.vector(-(g * moment).sum(axis=0)[None])[..., 0]
