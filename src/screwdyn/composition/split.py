@@ -68,6 +68,8 @@ def _part(model, owner, part, name, base_inertia):
         p = model.parent[i]
         if p >= 0 and owner[p] == part:
             bodies.append(replace(b, parent=index[p]))
+        elif p < 0:  # a root body of the model: on the world, or on the root's base
+            bodies.append(b)
         else:  # the cut joint: its placement becomes the connection point's
             bodies.append(replace(b, parent=-1, rotation=tuple(np.eye(3).ravel()),
                                   translation=(0.0, 0.0, 0.0)))
