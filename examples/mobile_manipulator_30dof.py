@@ -36,6 +36,7 @@ from importlib import metadata
 import numpy as np
 
 import screwdyn as sd
+from pinocchio_reference import PinocchioState
 from screwdyn.composition import Assembly, BlackBox, WrenchLog
 
 DOCS = pathlib.Path(__file__).resolve().parents[1] / "docs"
@@ -94,7 +95,7 @@ def build(urdf=example_robot_data):
 # -- the independent simulator: Pinocchio ------------------------------------------------------------
 class PinocchioRobot:
     """The same robot built by Pinocchio: the base joint by joint, the PR2 parsed from the URDF
-    text and appended on the chassis; ``order`` maps screwdyn's velocity indices to Pinocchio's."""
+    text and appended on the chassis; ``state`` maps screwdyn's q and v to Pinocchio's."""
 
     def __init__(self, robot, urdf=example_robot_data):
         import pinocchio as pin
@@ -114,45 +115,15 @@ class PinocchioRobot:
         self.model = pin.appendModel(base, pr2, base.getFrameId("base/chassis"),
                                      pin.SE3.Identity())
         self.data = self.model.createData()
-        flat = robot.configuration_model
-        self.bodies = list(zip(flat.bodies, flat.q_slices, flat.v_slices))
-        self.nv = flat.nv
-        self.order = np.zeros(flat.nv, dtype=int)
-        for b, _, vs in self.bodies:
-            j = self.model.joints[self.joint_id(b.joint)]
-            self.order[vs] = np.arange(j.idx_v, j.idx_v + j.nv)
+        self.state = PinocchioState(pin, self.model, robot.configuration_model, lambda name:
+                                    name if name.startswith("base/") else name.split("/", 1)[1])
+        self.order = self.state.order
         self.shoulder = self.model.getJointId(SHOULDER)
-
-    def joint_id(self, name):
-        """Pinocchio's joint of a screwdyn joint name ("torso/r_shoulder_pan_joint")."""
-        return self.model.getJointId(name if name.startswith("base/") else name.split("/", 1)[1])
-
-    def q(self, q):
-        """Pinocchio's configuration of a screwdyn one (continuous joints take cos, sin)."""
-        out = self.pin.neutral(self.model)
-        for b, qs, _ in self.bodies:
-            j = self.model.joints[self.joint_id(b.joint)]
-            out[j.idx_q:j.idx_q + j.nq] = [np.cos(q[qs][0]), np.sin(q[qs][0])] \
-                if j.nq == 2 and b.nq == 1 else q[qs]
-        return out
-
-    def q_back(self, qp):
-        """screwdyn's configuration of a Pinocchio one."""
-        out = np.zeros(len(self.bodies))
-        for k, (b, qs, _) in enumerate(self.bodies):
-            j = self.model.joints[self.joint_id(b.joint)]
-            out[qs] = np.arctan2(qp[j.idx_q + 1], qp[j.idx_q]) if j.nq == 2 and b.nq == 1 \
-                else qp[j.idx_q:j.idx_q + j.nq]
-        return out
-
-    def v(self, v):
-        out = np.zeros(self.model.nv)
-        out[self.order] = v
-        return out
 
     def rnea(self, q, qd, qdd):
         """Joint forces in screwdyn's order."""
-        return self.pin.rnea(self.model, self.data, self.q(q), self.v(qd), self.v(qdd))[
+        state = self.state
+        return self.pin.rnea(self.model, self.data, state.q(q), state.v(qd), state.v(qdd))[
             self.order]
 
     def shoulder_wrench(self):
@@ -170,13 +141,14 @@ class PinocchioRobot:
         wrench at every step."""
         pin, model, data = self.pin, self.model, self.data
         steps = int(round(duration / dt))
-        qp, vp = self.q(q0), self.v(qd0)
+        state = self.state
+        qp, vp = state.q(q0), state.v(qd0)
         T, Q, QD, TAU, A, W = [], [], [], [], [], []
         for k in range(steps + 1):
             t = k * dt
-            q, qd = self.q_back(qp), vp[self.order]
+            q, qd = state.q_back(qp), vp[self.order]
             tau = controller(t, q, qd)
-            a = pin.aba(model, data, qp, vp, self.v(tau))
+            a = pin.aba(model, data, qp, vp, state.v(tau))
             T.append(t), Q.append(q), QD.append(qd), TAU.append(tau), A.append(a[self.order])
             if log_shoulder:
                 pin.rnea(model, data, qp, vp, a)

@@ -10,6 +10,7 @@ another process or on another machine, computes bit for bit what it computes in 
 import numpy as np
 
 from .. import _backend
+from ..algebra.entries import Entries, components, cut, is_constant
 
 
 class Batch:
@@ -27,6 +28,8 @@ class Batch:
         if tuple(a.shape[a.ndim - len(core):]) != tuple(core) or a.ndim < len(core):
             raise ValueError(f"{what} must have shape (..., {', '.join(map(str, core))}), "
                              f"got shape {tuple(a.shape)}")
+        if xp is not np and a.ndim == len(core):  # one value for the batch: it broadcasts
+            return a.reshape(tuple(core) + (1,))
         try:
             a = xp.broadcast_to(a, self.shape + tuple(core))
         except ValueError:
@@ -55,6 +58,9 @@ class Batch:
         """V as it comes back from the public layout (see the module); None stays None."""
         if V is None:
             return None
+        if self.xp is not np:  # JAX: computed once, into memory (``entries.cut``)
+            return Entries(self.xp, [e if is_constant(e) else cut(e) for e in components(V)],
+                           (6,)) if isinstance(V, Entries) else cut(V)
         vector = alg.twist_vector(V) if kind == "twist" else alg.wrench_vector(V)
         a = self.xp.broadcast_to(vector, (6, self.N))
         a = np.ascontiguousarray(a) if self.xp is np else a
