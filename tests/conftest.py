@@ -8,6 +8,10 @@ import pytest
 
 import screwdyn as sd
 
+# the examples that reproduce the papers are imported by the tests that check them (and import
+# their Pinocchio twin, examples/pinocchio_reference.py, from there)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "examples"))
+
 
 def erd_robots_dir():
     """The robots/ folder of the example-robot-data package, or None if it is not installed."""

@@ -2,9 +2,6 @@
 Pinocchio's appendModel, W_i per subsystem (in this process, in separate processes, in Ray),
 black boxes (measured, logged, callable, nested, parent), reconfiguration, splitting a model,
 bad input."""
-import importlib.util
-import pathlib
-import sys
 from dataclasses import replace
 
 import numpy as np
@@ -15,23 +12,13 @@ from conftest import erd_urdf, random_state, random_tree
 from screwdyn.algebra import dualquat as dq
 from screwdyn.composition import Assembly, BlackBox, ConnectionState, WrenchLog
 
-EXAMPLES = pathlib.Path(__file__).resolve().parents[1] / "examples"
-sys.path.insert(0, str(EXAMPLES))  # the examples import their Pinocchio twin from there
+import branched_24dof as branched  # noqa: E402  (the examples, see conftest)
+import mobile_manipulator_30dof as mobile  # noqa: E402
+import reconfigurable_modules as modules  # noqa: E402
 from pinocchio_reference import PinocchioState, pinocchio_assembly  # noqa: E402
+
 G = 9.81
 NO_BASE = (0.0, (0.0, 0.0, 0.0), (0.0,) * 9)  # a Model.base_inertia: nothing welded to the base
-
-
-def _example(name):
-    spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-branched = _example("branched_24dof")
-mobile = _example("mobile_manipulator_30dof")
-modules = _example("reconfigurable_modules")
 
 
 def _rel(a, b):

@@ -1,32 +1,16 @@
 """Assemblies are robots: forward dynamics across the connection points (O(n), black boxes as known
 wrenches), the mass matrix, the energies, sd.simulate on an assembly, JAX; against the flat
 model, Pinocchio and closed forms."""
-import importlib.util
-import pathlib
-import sys
-
 import numpy as np
 import pytest
 
 import screwdyn as sd
+import branched_24dof as branched  # the examples, see conftest
 from conftest import erd_urdf, random_state
+from pinocchio_reference import PinocchioState, pinocchio_assembly
 from screwdyn.composition import Assembly, BlackBox, WrenchLog
 
-EXAMPLES = pathlib.Path(__file__).resolve().parents[1] / "examples"
-sys.path.insert(0, str(EXAMPLES))
-from pinocchio_reference import PinocchioState, pinocchio_assembly  # noqa: E402
-
 ALGEBRAS = ["dq", "spatial", "cga"]
-
-
-def _example(name):
-    spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-branched = _example("branched_24dof")
 
 
 def _rel(a, b):

@@ -2,31 +2,16 @@
 robot of 8 subsystems against Pinocchio's RNEA, the 30-DoF mobile manipulator of 3 subsystems
 against Pinocchio's ABA integrated step by step (and with a black box fed from its F/T log), and
 the wrench-driven pose controller. The numbers the README's tables report are asserted here."""
-import importlib.util
-import pathlib
-import sys
-
 import numpy as np
 import pytest
 
 import screwdyn as sd
 from conftest import erd_urdf
 
-EXAMPLES = pathlib.Path(__file__).resolve().parents[1] / "examples"
-sys.path.insert(0, str(EXAMPLES))
-
-
-def _example(name):
-    spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 pytest.importorskip("pinocchio")
-branched = _example("branched_24dof")
-mobile = _example("mobile_manipulator_30dof")
-controller = _example("wrench_pose_controller")
+import branched_24dof as branched  # noqa: E402  (the examples, see conftest)
+import mobile_manipulator_30dof as mobile  # noqa: E402
+import wrench_pose_controller as controller  # noqa: E402
 
 
 def test_24dof_robot_of_8_subsystems_is_as_accurate_as_pinocchios_rnea():

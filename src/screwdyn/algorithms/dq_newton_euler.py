@@ -39,7 +39,8 @@ import numpy as np
 
 from ..algebra import body_constants
 from ..algebra.entries import Entries, EntriesMode, components
-from .kinematics import concatenate_dofs, joint_motion, joint_poses
+from .kinematics import joint_motion, joint_poses
+from .rnea import newton_euler_backward
 
 
 class CentreOfMass(NamedTuple):
@@ -124,22 +125,14 @@ def backward(alg, model, X, zeta, qd, qdd, f_ext=None, zeta_base=0.0):
     """Leaves to root: the joint forces tau (nv, N), tau_i = D(dot(zeta_i, s_i)), and
     ``zeta_base`` plus the wrenches the root joints pass to the base (base frame). ``f_ext``:
     None, or per body None or the wrench (body frame) that the environment applies to the body
-    (a child subsystem's load included)."""
-    xp = alg.xp
-    consts = body_constants(alg, model)
+    (a child subsystem's load included). The wrench through joint i starts as Ad(B_i*) zeta_ci
+    (its body's Newton-Euler wrench moved from the centre of mass to the joint), less f_ext;
+    the sweep that sums Ad(x_i* x_j) zeta_j over the children and projects on s_i is the one
+    every recursion shares (``rnea.newton_euler_backward``: its ``dot`` is D(dot(., .)) here)."""
     joint = [translated(alg, c.c, z) for c, z in zip(com_constants(alg, model), zeta)]
     if f_ext is not None:
         joint = [z if e is None else z - e for z, e in zip(joint, f_ext)]
-    tau = [None] * model.nbodies
-    for i in reversed(range(model.nbodies)):
-        tau[i] = xp.stack([alg.dot(s_k, joint[i]) for s_k in consts[i][1]])
-        moved = alg.act_wrench(X[i], joint[i])
-        if model.parent[i] >= 0:
-            joint[model.parent[i]] = joint[model.parent[i]] + moved
-        else:
-            zeta_base = zeta_base + moved
-    tau = concatenate_dofs(xp, tau, qd)
-    return tau + model.armature[:, None] * qdd + model.damping[:, None] * qd, zeta_base
+    return newton_euler_backward(alg, model, X, joint, qd, qdd, zeta_base)
 
 
 def inverse_dynamics(alg, model, q, qd, qdd, xidot0, f_ext=None):
