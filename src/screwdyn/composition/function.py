@@ -46,12 +46,16 @@ class SubsystemFunction:
     be pickled and sent to another process."""
 
     def __init__(self, assembly, name, algebra="dq"):
+        if algebra == "vector":
+            raise ValueError("a subsystem runs in an algebra with a moving base: 'dq', 'spatial' "
+                             "or 'cga' (the DH recursion of algebra='vector' has a fixed base)")
         s = assembly[name]
         if s.model is None:
             raise ModelError(f"subsystem {name!r} is a black box: it has no W_i, only the wrench "
                              "it exerts at its connection point")
         self.name, self.model, self.algebra, self.where = name, s.model, algebra, s.where
-        self.successors = tuple((c.name, c.body, c.mount) for c in assembly.children()[name])
+        self.successors = tuple((c.name, c.body, c.mount) for c in (
+            assembly[child] for child in assembly._children[name]))
 
     def __repr__(self):
         return (f"SubsystemFunction({self.name!r}, nv={self.model.nv}, successors="
