@@ -625,6 +625,8 @@ def test_attach_touches_no_other_subsystem():
     assert all(robot[name] is record for name, record in before.items())
     assert (new.q_slice, new.v_slice) == (slice(100, 102), slice(100, 102))
     assert modules.agreement(robot) < 1e-12
+    calls = modules.attach_calls((10, 200))  # Python calls made by one attach: no loop over
+    assert calls[10] == calls[200] < 100  # the robot's modules
 
 
 def test_detach_reattach_and_replace_on_a_built_robot():
