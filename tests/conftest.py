@@ -8,6 +8,10 @@ import pytest
 
 import screwdyn as sd
 
+# the examples that reproduce the papers are imported by the tests that check them (and import
+# their Pinocchio twin, examples/pinocchio_reference.py, from there)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "examples"))
+
 
 def erd_robots_dir():
     """The robots/ folder of the example-robot-data package, or None if it is not installed."""
@@ -104,49 +108,12 @@ def joint_tree(seed, kinds, floating_base=False):
 
 
 def pinocchio_model(model):
-    """The same tree as a Pinocchio model, joint by joint (revolute, continuous, prismatic,
-    helical, planar, spherical, free flyer), with a frame per link: an independent reference.
-    A planar joint of normal n is Pinocchio's xy-plane joint behind the rotation A that takes z
-    to n; its child frame is Pinocchio's joint frame turned by A^T."""
+    """The same tree as a Pinocchio model, joint by joint (``examples/pinocchio_reference.py``):
+    an independent reference for every joint type Pinocchio has."""
     import pinocchio as pin
-    from screwdyn.model import joints as J
+    from pinocchio_reference import pinocchio_model as convert
 
-    out, ids, turn = pin.Model(), [], []
-    out.gravity = pin.Motion(np.concatenate([model.gravity, np.zeros(3)]))
-    mass, com, inertia = model.base_inertia
-    out.inertias[0] = pin.Inertia(mass, np.array(com), np.reshape(inertia, (3, 3)))
-
-    def in_body(i, placement):  # a placement given in body i's frame, in Pinocchio's frame
-        return placement if i < 0 else turn[i] * placement
-
-    for i, b in enumerate(model.tree.bodies):
-        jm = b.joint_model
-        X = in_body(b.parent, pin.SE3(np.reshape(b.rotation, (3, 3)), np.array(b.translation)))
-        A = pin.SE3.Identity()
-        if isinstance(jm, J.Planar):
-            A = pin.SE3(jm.frame, np.zeros(3))
-            pj = pin.JointModelPlanar()
-        elif isinstance(jm, J.Helical):
-            pj = pin.JointModelHelicalUnaligned(np.array(jm.axis), jm.pitch)
-        elif isinstance(jm, J.Revolute):
-            pj = pin.JointModelRevoluteUnaligned(np.array(jm.axis))
-        elif isinstance(jm, J.Prismatic):
-            pj = pin.JointModelPrismaticUnaligned(np.array(jm.axis))
-        elif isinstance(jm, J.Spherical):
-            pj = pin.JointModelSpherical()
-        elif isinstance(jm, J.FreeFlyer):
-            pj = pin.JointModelFreeFlyer()
-        else:
-            raise NotImplementedError(type(jm).__name__)
-        turn.append(pin.SE3(A.rotation.T, np.zeros(3)))
-        ids.append(out.addJoint(0 if b.parent < 0 else ids[b.parent], pj, X * A, b.joint))
-        body_inertia = pin.Inertia(b.mass, np.array(b.com), np.reshape(b.inertia, (3, 3)))
-        out.appendBodyToJoint(ids[-1], turn[i].act(body_inertia), pin.SE3.Identity())
-    for link in model.links:
-        placement = pin.SE3(np.reshape(link.rotation, (3, 3)), np.array(link.translation))
-        out.addFrame(pin.Frame(link.name, 0 if link.body < 0 else ids[link.body],
-                               in_body(link.body, placement), pin.FrameType.OP_FRAME))
-    return out
+    return convert(pin, model)
 
 
 def pinocchio_q(model, q):

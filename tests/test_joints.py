@@ -455,7 +455,9 @@ def test_a_coupled_model_simulates_and_compiles():
     traj = sd.simulate(model, np.array([0.3, -0.4]), np.array([0.5, 1.0]), None, t_final=0.5,
                        dt=1e-3)
     assert traj.q.shape[-1] == 2 and traj.energy_drift() < 1e-6
-    with jax.experimental.enable_x64():
+    from screwdyn._backend import jax_float64
+
+    with jax_float64():
         import jax.numpy as jnp
 
         q = jnp.array([0.3, -0.4])

@@ -3,7 +3,7 @@ dual quaternions, batched over states, on numpy or JAX."""
 from ._backend import Float32Warning
 from .algebra import cga_types as cga
 from .algebra import dualquat as dq
-from .composition import Assembly, BlackBox, ConnectionState
+from .composition import Assembly, BlackBox, ConnectionState, WrenchLog
 from .compiled import compile  # noqa: A004  (sd.compile: a jitted function bound to a model)
 from .derivatives import dynamics_derivatives
 from .dynamics import (bias_forces, center_of_mass, coriolis_matrix, forward_dynamics,
@@ -27,5 +27,5 @@ __all__ = [
     "potential_energy", "random_configuration", "robots", "from_dh", "load_dh_table",
     "save_dh_table", "simulate", "Trajectory", "SimulationError", "integrate", "controllers",
     "plot", "compile", "dynamics_derivatives", "load_mjcf", "from_mujoco", "joints", "difference",
-    "view",
+    "view", "WrenchLog",
 ]

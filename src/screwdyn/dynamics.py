@@ -325,6 +325,11 @@ def _tree_inverse_dynamics(call, qd, qdd):
         from .algorithms.newton_euler_dh import newton_euler_dh
 
         return newton_euler_dh(call, qd, qdd)
+    if call.algebra_name == "dq":  # the paper's Newton-Euler at the centres of mass
+        from .algorithms.dq_newton_euler import inverse_dynamics as newton_euler_com
+
+        return newton_euler_com(call.alg, call.model, call["q"], qd, qdd, call.gravity_twist(),
+                                call.body_wrenches())
     return _rnea.rnea(call.alg, call.model, call["q"], qd, qdd, call.gravity_twist(),
                       call.body_wrenches())
 
@@ -440,27 +445,36 @@ def gravity_torques(model: Model, q: ArrayLike, gravity: Optional[ArrayLike] = N
     return inverse_dynamics(model, q, zero, zero, gravity=gravity, algebra=algebra)
 
 
+def _kinematic_algebra(algebra):
+    """Kinematic quantities of algebra="vector" (DH frames, which are the model's link frames)
+    are composed in the spatial algebra, as ``forward_kinematics`` does."""
+    return "spatial" if algebra == "vector" else algebra
+
+
 @_chunked
-def coriolis_matrix(model: Model, q: ArrayLike, qd: ArrayLike) -> Array:
+def coriolis_matrix(model: Model, q: ArrayLike, qd: ArrayLike,
+                    algebra: AlgebraName = "spatial") -> Array:
     """The Coriolis and centrifugal matrix C(q, qd) (the one Pinocchio computes).
 
     Args:
         model: the robot.
         q: configuration (..., nq).
         qd: joint velocities (..., nv).
+        algebra: the algebra the recursion runs in (``"vector"``: spatial).
 
     Returns:
         C (..., nv, nv) with C qd = b - g and dM/dt - 2C skew-symmetric.
     """
     from .algorithms.coriolis import coriolis
 
-    call = _Call(model, q=q, qd=qd)
+    call = _Call(model, _kinematic_algebra(algebra), q=q, qd=qd)
     return call.matrix(call.reduce(coriolis(call.alg, call.model, call["q"], call["qd"]),
                                    axes=2))
 
 
 @_chunked
-def kinetic_energy(model: Model, q: ArrayLike, qd: ArrayLike) -> Array:
+def kinetic_energy(model: Model, q: ArrayLike, qd: ArrayLike,
+                   algebra: AlgebraName = "spatial") -> Array:
     """Kinetic energy T = qd^T M(q) qd / 2, summed over bodies as v_i . I_i v_i / 2 (armature
     included).
 
@@ -468,18 +482,20 @@ def kinetic_energy(model: Model, q: ArrayLike, qd: ArrayLike) -> Array:
         model: the robot.
         q: configuration (..., nq).
         qd: joint velocities (..., nv).
+        algebra: the algebra the recursion runs in (``"vector"``: spatial).
 
     Returns:
         T (...): joules.
     """
     from .algorithms.energy import kinetic
 
-    call = _Call(model, q=q, qd=qd)
+    call = _Call(model, _kinematic_algebra(algebra), q=q, qd=qd)
     return call.vector(kinetic(call.alg, call.model, call["q"], call["qd"])[None])[..., 0]
 
 
 @_chunked
-def potential_energy(model: Model, q: ArrayLike, gravity: Optional[ArrayLike] = None) -> Array:
+def potential_energy(model: Model, q: ArrayLike, gravity: Optional[ArrayLike] = None,
+                     algebra: AlgebraName = "spatial") -> Array:
     """Gravitational potential energy V = -sum_i m_i g . c_i, zero when every centre of mass is
     at the world origin's height.
 
@@ -487,13 +503,14 @@ def potential_energy(model: Model, q: ArrayLike, gravity: Optional[ArrayLike] = 
         model: the robot.
         q: configuration (..., nq).
         gravity: gravity (..., 3) in the world frame (m/s^2); default ``model.gravity``.
+        algebra: the algebra the recursion runs in (``"vector"``: spatial).
 
     Returns:
         V (...): joules.
     """
     from .algorithms.energy import center_of_mass_moment
 
-    call = _Call(model, q=q, gravity=gravity)
+    call = _Call(model, _kinematic_algebra(algebra), q=q, gravity=gravity)
     g = call.arrays.get("gravity", np.array(model.gravity)[:, None])
     moment = center_of_mass_moment(call.alg, call.model, call["q"])  # sum m_i c_i (3, N)
     return call.vector(-(g * moment).sum(axis=0)[None])[..., 0]

@@ -89,12 +89,17 @@ from .model.configuration import integrate_arrays as _integrate  # noqa: E402
 # Integrators: one step of (q, qd) under the held joint forces tau; written once for numpy and JAX
 # ============================================================================================
 class _Dynamics:
-    """What an integrator needs: the array namespace, the model's accelerations and manifold."""
+    """What an integrator needs: the array namespace, the model's accelerations and manifold.
+    ``system``: None, or what simulates in the model's stead (``_system``)."""
 
-    def __init__(self, xp, model, dt, algebra, gravity):
+    def __init__(self, xp, model, dt, algebra, gravity, system=None):
         self.xp, self.model, self.dt, self.algebra, self.gravity = xp, model, dt, algebra, gravity
+        self.system = system
 
-    def accel(self, q, qd, tau):
+    def accel(self, q, qd, tau, t):
+        if self.system is not None:
+            return self.system.forward_dynamics(q, qd, tau, gravity=self.gravity,
+                                                algebra=self.algebra, time=t)
         return forward_dynamics(self.model, q, qd, tau, gravity=self.gravity, algebra=self.algebra)
 
     def integrate(self, q, v):
@@ -127,7 +132,7 @@ def rk4(dyn, t, q, qd, force):
         xi = (a * dt) * K_prev
         q_i, qd_i = dyn.integrate(q, xi), qd + (a * dt) * A_prev
         tau_i = force(t + a * dt, q_i, qd_i)
-        A_i = dyn.accel(q_i, qd_i, tau_i)
+        A_i = dyn.accel(q_i, qd_i, tau_i, t + a * dt)
         K_i = dyn.dexpinv(xi, qd_i)
         finite = finite & xp.all(xp.isfinite(tau_i), axis=-1)
         return (K_i, A_i, K_sum + b * K_i, A_sum + b * A_i, xp.where(first > 0, A_i, A_first),
@@ -142,7 +147,7 @@ def rk4(dyn, t, q, qd, force):
 def semi_implicit_euler(dyn, t, q, qd, force):
     """qd1 = qd + dt qdd(q, qd); q1 = q exp(dt qd1)."""
     tau = force(t, q, qd)
-    qdd = dyn.accel(q, qd, tau)
+    qdd = dyn.accel(q, qd, tau, t)
     qd1 = qd + dyn.dt * qdd
     return dyn.integrate(q, dyn.dt * qd1), qd1, qdd, tau, _finite(dyn.xp, tau)
 
@@ -150,7 +155,7 @@ def semi_implicit_euler(dyn, t, q, qd, force):
 def euler(dyn, t, q, qd, force):
     """q1 = q exp(dt qd); qd1 = qd + dt qdd(q, qd)."""
     tau = force(t, q, qd)
-    qdd = dyn.accel(q, qd, tau)
+    qdd = dyn.accel(q, qd, tau, t)
     return dyn.integrate(q, dyn.dt * qd), qd + dyn.dt * qdd, qdd, tau, _finite(dyn.xp, tau)
 
 
@@ -261,6 +266,7 @@ def simulate(model, q0, qd0=None, controller=None, t_final=1.0, dt=1e-3, *, inte
     whole recorded intervals). Returns a ``Trajectory``; raises ``SimulationError`` (carrying
     the trajectory so far) if the controller or the dynamics fail on the way.
     """
+    system, model = _system(model)
     integrator = str(integrator).replace("-", "_").lower()
     if integrator not in INTEGRATORS:
         raise ValueError(f"unknown integrator {integrator!r}; valid: {', '.join(INTEGRATORS)}")
@@ -292,12 +298,23 @@ def simulate(model, q0, qd0=None, controller=None, t_final=1.0, dt=1e-3, *, inte
                record_every=record_every, limit=divergence_limit, progress=progress,
                control=control)
     chosen = _choose_backend(backend, policy, model, q0, qd0, batch)
-    samples, failure, timing = (_run_jax if chosen == "jax" else _run_numpy)(**run)
+    samples, failure, timing = (_run_jax if chosen == "jax" else _run_numpy)(**run, system=system)
+    run["system"] = system
     traj = _make_trajectory(run, samples, chosen, timing)
     if failure is not None:
         reason, step, rollout, *cause = failure
         raise SimulationError(reason, step, step * dt, rollout, traj) from (cause or [None])[0]
     return traj
+
+
+def _system(model):
+    """(system, model): a Model simulates itself (system None). An object with its own
+    ``forward_dynamics(q, qd, tau, gravity=, algebra=, time=)``, ``kinetic_energy``,
+    ``potential_energy``, a ``version`` (changed when it changes) and a ``configuration_model``
+    (a Model of its q and v layout), as a ``screwdyn.composition.Assembly`` has, is simulated
+    through them."""
+    layout = getattr(model, "configuration_model", None)
+    return (None, model) if layout is None else (model, layout)
 
 
 def _positive(x, name):
@@ -411,8 +428,8 @@ def _bad_flags(xp, tau_ok, qdd, q1, qd1, limit):
 
 # -- the numpy backend: a Python loop, every step checked as it happens ----------------------
 def _run_numpy(model, q0, qd0, batch, policy, dt, integrator, algebra, gravity, n_records,
-               record_every, limit, progress, control):
-    dyn = _Dynamics(np, model, dt, algebra, gravity)
+               record_every, limit, progress, control, system=None):
+    dyn = _Dynamics(np, model, dt, algebra, gravity, system)
     stepper = _STEPPERS[integrator]
     n_steps = n_records * record_every
     q, qd = q0, qd0
@@ -502,7 +519,7 @@ def _chunk_length(N, width):
 
 
 def _run_jax(model, q0, qd0, batch, policy, dt, integrator, algebra, gravity, n_records,
-             record_every, limit, progress, control):
+             record_every, limit, progress, control, system=None):
     import jax
     import jax.numpy as jnp
 
@@ -513,7 +530,8 @@ def _run_jax(model, q0, qd0, batch, policy, dt, integrator, algebra, gravity, n_
     with _x64():
         params = {k: jnp.asarray(v) for k, v in policy.params.items()}
         key = (model, integrator, algebra, gravity, policy.key, record_every, chunk, limit,
-               batch, control, tuple((k, v.shape) for k, v in sorted(params.items())))
+               batch, control, tuple((k, v.shape) for k, v in sorted(params.items())),
+               system, getattr(system, "version", None))
         carry = (jnp.asarray(q0), jnp.asarray(qd0), jnp.zeros((), jnp.int64),
                  jnp.full((N,), -1, jnp.int64), jnp.zeros((N,), jnp.int64))
         dt_arg, count = jnp.asarray(dt), jnp.asarray(min(chunk, total), jnp.int64)
@@ -522,7 +540,7 @@ def _run_jax(model, q0, qd0, batch, policy, dt, integrator, algebra, gravity, n_
         if compiled is None:
             t0 = _time.perf_counter()
             fn = _chunk_function(model, policy, integrator, algebra, gravity, chunk,
-                                 record_every, limit, batch, control)
+                                 record_every, limit, batch, control, system)
             try:
                 with cut_per_body():  # steady step times in every algebra (see cut_per_body)
                     compiled = jax.jit(fn).lower(carry, params, dt_arg, count).compile()
@@ -557,7 +575,7 @@ def _run_jax(model, q0, qd0, batch, policy, dt, integrator, algebra, gravity, n_
 
 
 def _chunk_function(model, policy, integrator, algebra, gravity, chunk, record_every, limit,
-                    batch, control):
+                    batch, control, system=None):
     """chunk_fn(carry, params, dt, count): ``count`` (<= chunk) samples, each followed by
     ``record_every`` steps; dt and count are arguments, so one compilation serves them all."""
     import jax
@@ -566,7 +584,7 @@ def _chunk_function(model, policy, integrator, algebra, gravity, chunk, record_e
     stepper = _STEPPERS[integrator]
 
     def chunk_fn(carry, params, dt, count):
-        dyn = _Dynamics(jnp, model, dt, algebra, gravity)
+        dyn = _Dynamics(jnp, model, dt, algebra, gravity, system)
 
         def step(q, qd, k, bad_step, bad_code):
             t = k * dt
@@ -652,7 +670,7 @@ def _make_trajectory(run, samples, backend, timing):
 
     q, qd = public(Q), public(QD)
     T_len = Q.shape[0]
-    kinetic, potential = _energies(model, q, qd, run["gravity"], backend)
+    kinetic, potential = _energies(model, q, qd, run["gravity"], backend, system=run["system"])
     return Trajectory(
         t=np.arange(T_len) * run["dt"] * run["record_every"], q=q, qd=qd, qdd=public(QDD),
         tau=public(TAU), kinetic=kinetic, potential=potential, model=model,
@@ -676,9 +694,12 @@ def _energy_floor(model, q, gravity):
     return 1e-3 * g * model.total_mass * float(extent)
 
 
-def _energies(model, q, qd, gravity, backend, block=8192):
+def _energies(model, q, qd, gravity, backend, block=8192, system=None):
     """Kinetic and potential energy of every sample, in numpy blocks (fast: 8192 Puma states take
-    about 15 ms; bounded memory for long batches)."""
+    about 15 ms; bounded memory for long batches); a ``system``'s own (``_system``)."""
+    if system is not None:
+        return (system.kinetic_energy(q, qd, algebra="spatial"),
+                system.potential_energy(q, gravity=gravity, algebra="spatial"))
     shape = q.shape[:-1]
     qf, qdf = q.reshape(-1, model.nq), qd.reshape(-1, model.nv)
     T, V = np.empty(len(qf)), np.empty(len(qf))

@@ -15,31 +15,48 @@ from .kinematics import (body_velocities, concatenate_dofs, joint_motion, joint_
 
 def aba(alg, model, q, qd, tau, a0, f_ext=None):
     """Joint accelerations qdd (nv, N). a0 = -gravity as a twist; f_ext as in ``rnea``."""
-    xp = alg.xp
     X = joint_poses(alg, model, q)
     S = motion_subspaces(alg, model, q)
-    v, vJ = body_velocities(alg, model, X, S, qd)
-    c = velocity_product(alg, model, q, qd, v, vJ)  # velocity-product accelerations
+    _, c, pA = velocity_terms(alg, model, X, S, q, qd, f_ext=f_ext)
+    U, D, u = articulated_bodies(alg, model, X, S, c, pA, tau - friction(alg.xp, model, qd))
+    return concatenate_dofs(alg.xp, accelerations(alg, model, X, S, U, D, u, c, a0)[1], q)
+
+
+def velocity_terms(alg, model, X, S, q, qd, v0=None, f_ext=None):
+    """Root to leaves: the body twists v, the velocity-product accelerations c = v x vJ (+ dS/dt
+    qd of configuration-dependent joints) and the bias wrenches pA = v x* I v - f_ext (RBDA
+    eqs. 7.35-7.36); ``v0``: the base's twist in the base frame (None: at rest)."""
+    v, vJ = body_velocities(alg, model, X, S, qd, v0)
+    c = velocity_product(alg, model, q, qd, v, vJ)
     pA = [alg.cross_force(v_i, alg.inertia_apply(I, v_i))
           for v_i, (_, _, I) in zip(v, body_constants(alg, model))]
     if f_ext is not None:
         pA = [p - f for p, f in zip(pA, f_ext)]
-    U, D, u = articulated_bodies(alg, model, X, S, c, pA, tau - friction(xp, model, qd))
-    Dinv = [_inverse(xp, D_i) for D_i in D]
+    return v, c, pA
+
+
+def accelerations(alg, model, X, S, U, D, u, c, a0):
+    """Root to leaves: the body accelerations a and each body's joint accelerations qdd_i (k, N),
+    from the base's acceleration a0 (base frame; -gravity for a fixed base) (RBDA 7.45-7.47)."""
+    xp = alg.xp
     a, qdd = [None] * model.nbodies, [None] * model.nbodies
     for i, S_i in enumerate(S):  # root to leaves
         parent = model.parent[i]
         a_prime = alg.inv_act_twist(X[i], a0 if parent < 0 else a[parent]) + c[i]
-        qdd[i] = xp.stack(_matvec(Dinv[i], [u_a - alg.dot(a_prime, U_a)
-                                            for u_a, U_a in zip(u[i], U[i])]))
+        qdd[i] = xp.stack(_matvec(_inverse(xp, D[i]), [u_a - alg.dot(a_prime, U_a)
+                                                       for u_a, U_a in zip(u[i], U[i])]))
         a[i] = a_prime + joint_motion(S_i, qdd[i])
-    return concatenate_dofs(xp, qdd, q)
+    return a, qdd
 
 
-def articulated_bodies(alg, model, X, S_all, c, pA, tau, inverse=None):
+def articulated_bodies(alg, model, X, S_all, c, pA, tau, IA=None, base=None, inverse=None):
     """Leaves to root: U = IA S, D = S^T IA S (+ armature), u = tau - S^T pA, and the articulated
-    inertia and bias wrench of each parent (RBDA eqs. 7.36-7.44)."""
-    IA = [I for (_, _, I) in body_constants(alg, model)]
+    inertia and bias wrench of each parent (RBDA eqs. 7.36-7.44). ``IA``: the bodies' inertias
+    to start from (default their own; a subsystem adds what its children mount on them).
+    ``base``: None for a fixed base, or [IA_base, pA_base] of a moving base, to which the root
+    bodies' articulated inertias and bias wrenches are added (base frame). ``inverse``: of the
+    small D (default ``_inverse``)."""
+    IA = [I for (_, _, I) in body_constants(alg, model)] if IA is None else list(IA)
     pA = list(pA)
     n = model.nbodies
     U, D, u = [None] * n, [None] * n, [None] * n
@@ -50,12 +67,16 @@ def articulated_bodies(alg, model, X, S_all, c, pA, tau, inverse=None):
                  for b, U_b in enumerate(U[i])] for a, S_a in enumerate(S)]
         u[i] = [tau[sl][a] - alg.dot(S_a, pA[i]) for a, S_a in enumerate(S)]
         parent = model.parent[i]
-        if parent >= 0:
+        if parent >= 0 or base is not None:
             Dinv = (inverse or _inverse)(alg.xp, D[i])
             Ia = alg.inertia_sub_outer(IA[i], U[i], Dinv)
             pa = pA[i] + alg.inertia_apply(Ia, c[i]) + joint_motion(U[i], _matvec(Dinv, u[i]))
-            IA[parent] = IA[parent] + alg.inertia_act(X[i], Ia)
-            pA[parent] = pA[parent] + alg.act_wrench(X[i], pa)
+            if parent >= 0:
+                IA[parent] = IA[parent] + alg.inertia_act(X[i], Ia)
+                pA[parent] = pA[parent] + alg.act_wrench(X[i], pa)
+            else:
+                base[0] = base[0] + alg.inertia_act(X[i], Ia)
+                base[1] = base[1] + alg.act_wrench(X[i], pa)
     return U, D, u
 
 

@@ -54,12 +54,14 @@ def joint_motion(S, rate):
     return out
 
 
-def body_velocities(alg, model, X, S, qd):
-    """Body twists v_i (body frame) and joint twists vJ_i = S_i qd_i."""
+def body_velocities(alg, model, X, S, qd, v0=None):
+    """Body twists v_i (body frame) and joint twists vJ_i = S_i qd_i; ``v0``: the base's twist in
+    the base frame (None: at rest)."""
     v, vJ = [], []
     for i, (S_i, parent, sl) in enumerate(zip(S, model.parent, model.v_slices)):
         vJ.append(joint_motion(S_i, qd[sl]))
-        v.append(vJ[i] if parent < 0 else alg.inv_act_twist(X[i], v[parent]) + vJ[i])
+        v_parent = v0 if parent < 0 else v[parent]
+        v.append(vJ[i] if v_parent is None else alg.inv_act_twist(X[i], v_parent) + vJ[i])
     return v, vJ
 
 
