@@ -143,7 +143,7 @@ def accuracy(robot, states=1000, urdf=example_robot_data):
     reference, state = pinocchio_twin(robot, urdf)
     data = reference.createData()
     q, qd, qdd = random_states(robot, states)
-    tau = robot.inverse_dynamics(q, qd, qdd)
+    tau = robot.inverse_dynamics(q, qd, qdd, algebra="dq")
     expected = np.array([pin.rnea(reference, data, state.q(a), state.v(b), state.v(c))[
         state.order] for a, b, c in zip(q, qd, qdd)])
     return float(np.abs(tau - expected).max()), float(np.abs(expected).max())
@@ -171,8 +171,10 @@ def time_per_call(robot, states=10_000, repeat=5, urdf=example_robot_data):
     pin_one = (state.q(one[0]), state.v(one[1]), state.v(one[2]))
     runs = {
         "Pinocchio rnea, one state (C++)": (lambda: pin.rnea(reference, data, *pin_one), 1, 2000),
-        "assembly, numpy, one state": (lambda: robot.inverse_dynamics(*one), 1, 20),
-        f"assembly, numpy, {states} states": (lambda: robot.inverse_dynamics(q, qd, qdd),
+        "assembly, numpy, one state": (lambda: robot.inverse_dynamics(*one, algebra="dq"), 1,
+                                       20),
+        f"assembly, numpy, {states} states": (lambda: robot.inverse_dynamics(q, qd, qdd,
+                                                                             algebra="dq"),
                                               states, 1),
         f"flat model (spatial), numpy, {states} states": (
             lambda: sd.inverse_dynamics(flat, q, qd, qdd), states, 1),
@@ -211,7 +213,7 @@ def distributed(robot, engines=("processes", "ray"), states=100):
     from screwdyn.composition.distributed import DistributedAssembly
 
     q, qd, qdd = random_states(robot, states, seed=1)
-    tau = robot.inverse_dynamics(q, qd, qdd)
+    tau = robot.inverse_dynamics(q, qd, qdd, algebra="dq")
     out = {}
     for engine in engines:
         if engine == "ray":
@@ -219,7 +221,7 @@ def distributed(robot, engines=("processes", "ray"), states=100):
                 import ray  # noqa: F401
             except ImportError:
                 continue
-        with DistributedAssembly(robot, engine) as workers:
+        with DistributedAssembly(robot, engine, algebra="dq") as workers:
             out[engine] = bool(np.array_equal(workers.inverse_dynamics(q, qd, qdd), tau))
     return out
 

@@ -22,7 +22,8 @@ needs before it changes anything: on a bad input it raises ``ModelError`` naming
 and the assembly is left as it was.
 
 The dynamics follow the paper's scheme (``scheme.py``: each subsystem's W_i, composed) in any
-algebra, dual quaternions by default; forward dynamics, the mass matrix and the energies run the
+algebra (the spatial algebra by default, as everywhere; ``algebra="dq"`` runs the paper's own
+dual-quaternion Newton-Euler at the centres of mass); forward dynamics, the mass matrix and the energies run the
 articulated-body and composite-body recursions across the connection points (``articulated``).
 ``to_model`` gives the equivalent flat model. Links that a subsystem's model welds to its own
 base (a UR5's 4 kg base_link; their inertia is ``Model.base_inertia``) move with its connection
@@ -409,7 +410,7 @@ class Assembly:
                 f"nv={self.nv})")
 
     # -- dynamics ------------------------------------------------------------------------------
-    def inverse_dynamics(self, q, qd, qdd, f_ext=None, gravity=None, algebra="dq", time=None):
+    def inverse_dynamics(self, q, qd, qdd, f_ext=None, gravity=None, algebra="spatial", time=None):
         """Joint forces tau (..., nv) by the paper's scheme: the subsystems' W_i composed at their
         connection points. ``f_ext``: {subsystem: (..., nlinks_i, 6)} wrenches on its links, as
         in ``screwdyn.inverse_dynamics``; ``time`` (...): the times at which black boxes driven
@@ -418,7 +419,7 @@ class Assembly:
 
         return scheme.inverse_dynamics(self, algebra, q, qd, qdd, f_ext, gravity, time)
 
-    def connection_points(self, q, qd, qdd, f_ext=None, gravity=None, algebra="dq", time=None):
+    def connection_points(self, q, qd, qdd, f_ext=None, gravity=None, algebra="spatial", time=None):
         """{subsystem: ConnectionState at its connection point} (pose, twist, twist derivative
         and the wrench it exerts on its parent, the links its model welds to its base included;
         the root's is on the world), conventions as in ``screwdyn.composition.blackbox``."""
@@ -426,7 +427,7 @@ class Assembly:
 
         return scheme.connection_points(self, algebra, q, qd, qdd, f_ext, gravity, time)
 
-    def function(self, name, algebra="dq"):
+    def function(self, name, algebra="spatial"):
         """W_i of subsystem ``name`` (``SubsystemFunction``): its joint forces and the wrench it
         passes up from its joint state, the motion at its connection point and the wrenches at
         its successors' connection points, evaluated on its own."""
@@ -434,27 +435,27 @@ class Assembly:
 
         return SubsystemFunction(self, name, algebra)
 
-    def forward_dynamics(self, q, qd, tau, f_ext=None, gravity=None, algebra="dq", time=None):
+    def forward_dynamics(self, q, qd, tau, f_ext=None, gravity=None, algebra="spatial", time=None):
         """qdd (..., nv): the articulated-body algorithm across the connection points, O(n);
         black boxes act as the known wrenches they exert (measured or logged)."""
         from . import articulated
 
         return articulated.forward_dynamics(self, algebra, q, qd, tau, f_ext, gravity, time)
 
-    def mass_matrix(self, q, algebra="dq"):
+    def mass_matrix(self, q, algebra="spatial"):
         """M(q) (..., nv, nv): composite rigid bodies across the connection points. A black box
         is a known wrench, so it adds no inertia: M is that of the subsystems with models."""
         from . import articulated
 
         return articulated.mass_matrix(self, algebra, q)
 
-    def kinetic_energy(self, q, qd, algebra="dq"):
+    def kinetic_energy(self, q, qd, algebra="spatial"):
         """(...,): the subsystems' kinetic energy (black boxes have none known)."""
         from . import articulated
 
         return articulated.kinetic_energy(self, algebra, q, qd)
 
-    def potential_energy(self, q, gravity=None, algebra="dq"):
+    def potential_energy(self, q, gravity=None, algebra="spatial"):
         """(...,): -sum m g . c over the subsystems' bodies and base links (world frame)."""
         from . import articulated
 

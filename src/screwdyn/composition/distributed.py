@@ -153,7 +153,7 @@ class DistributedAssembly:
     manager: the workers live until ``close``. The assembly's structure is copied to the workers
     when they start (a later change to the assembly needs a new DistributedAssembly)."""
 
-    def __init__(self, assembly, engine="processes", algebra="dq"):
+    def __init__(self, assembly, engine="processes", algebra="spatial"):
         self.assembly, self.algebra = assembly, algebra
         self.engine = ENGINES[engine]() if isinstance(engine, str) else engine
         self.handles = {s.name: self.engine.start(s.name, pickle.dumps(

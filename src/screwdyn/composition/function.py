@@ -45,7 +45,7 @@ class SubsystemFunction:
     of its successors (name, the body each is fixed to and its pose there), nothing else. It can
     be pickled and sent to another process."""
 
-    def __init__(self, assembly, name, algebra="dq"):
+    def __init__(self, assembly, name, algebra="spatial"):
         if algebra == "vector":
             raise ValueError("a subsystem runs in an algebra with a moving base: 'dq', 'spatial' "
                              "or 'cga' (the DH recursion of algebra='vector' has a fixed base)")
