@@ -69,6 +69,9 @@ def load(cls, path, model=None):
     if path.lower().endswith(".csv"):
         traj = _load_csv(cls, path, model)
     else:
+        with open(path, "rb") as f:
+            if f.read(4) != b"PK\x03\x04":
+                raise ValueError(f"{path}: not a screwdyn trajectory file (not an .npz archive)")
         try:
             with np.load(path, allow_pickle=False) as data:
                 missing = [n for n in cls.ARRAYS[:7] + ("meta",) if n not in data.files]
@@ -78,7 +81,7 @@ def load(cls, path, model=None):
                 arrays = {n: data[n] for n in cls.ARRAYS if n in data.files}
                 forces = data["contact_force"] if "contact_force" in data.files else None
                 meta = json.loads(str(data["meta"]))
-        except (zipfile.BadZipFile, OSError, EOFError, json.JSONDecodeError) as e:
+        except (zipfile.BadZipFile, OSError, EOFError, json.JSONDecodeError, KeyError) as e:
             raise ValueError(f"{path}: not a screwdyn trajectory file ({type(e).__name__}: "
                              f"{e})") from None
         traj = cls(**arrays, model=model, meta=meta, contact_force=forces)

@@ -31,6 +31,8 @@ REASONS = {1: "the controller returned a non-finite joint force",
 
 #: a rollout with more steps than this (steps x rollouts) warns with its size before it runs
 LONG_ROLLOUT_STEPS = 10 ** 8
+#: seconds between two calls of the progress callback on the numpy backend (JAX: every chunk)
+PROGRESS_PERIOD = 0.1
 #: the smallest extent (m) of a robot in the energy floor (see ``_energy_floor``)
 MIN_EXTENT = 0.1
 #: the recorded samples may take at most this fraction of the machine's memory
@@ -80,8 +82,8 @@ def simulate(model, q0, qd0=None, controller=None, t_final=1.0, dt=1e-3, *, sett
     N = q0.shape[0]
     _check_size(model, system, settings, N, n_records, n_steps)
     run = _Run(model, system, settings, policy, q0, qd0, batch, dt, n_records)
-    if N == 0:
-        return _make_trajectory(run, _empty_samples(run), "numpy",
+    if N == 0:  # an empty batch: the sample times, and no rollout
+        return _make_trajectory(run, _empty_samples(run, n_records + 1), "numpy",
                                 {"wall_time": 0.0, "compile_time": 0.0})
     _warn_if_unstable(run)
     chosen = _choose_backend(settings.backend, policy, model, q0, qd0, batch, system)
@@ -170,7 +172,7 @@ def _check_size(model, system, settings, N, n_records, n_steps):
     need = 8 * width * N * (n_records + 1)
     available = _memory_bytes()
     if available and need > MEMORY_FRACTION * available:
-        raise ValueError(f"the recorded samples would take {need / 2 ** 30:.3g} GiB "
+        raise ValueError(f"the recorded samples would take {need / 2 ** 30:,.1f} GiB "
                          f"({n_records + 1} samples x {N} rollouts x {width} numbers), more than "
                          f"{MEMORY_FRACTION:.0%} of this machine's {available / 2 ** 30:.3g} GiB: "
                          "shorten the run, record fewer samples (record_every) or split the batch")
@@ -388,8 +390,7 @@ def _run_numpy(run, progress):
     energy = np.zeros((len(q), 2))
     samples = []
     failure = None
-    t_start = _time.perf_counter()
-    report_every = max(1, n_steps // 100)
+    t_start = last_report = _time.perf_counter()
     k = 0
     try:
         for k in range(n_steps + 1):
@@ -422,8 +423,9 @@ def _run_numpy(run, progress):
             if k % record_every == 0:
                 samples.append(sample)
             q, qd, hybrid, energy = q1, qd1, hybrid1, energy1
-            if progress is not None and k % report_every == 0:
+            if progress is not None and _time.perf_counter() - last_report > PROGRESS_PERIOD:
                 progress(k, n_steps)
+                last_report = _time.perf_counter()
     except KeyboardInterrupt:
         failure = _Interrupted(k)
     if progress is not None and failure is None:
@@ -433,12 +435,13 @@ def _run_numpy(run, progress):
     return stacked, failure, {"wall_time": wall, "compile_time": 0.0}
 
 
-def _empty_samples(run):
+def _empty_samples(run, T=0):
+    """Samples (T, N, ...) of zeros: none at all (T = 0), or T of an empty batch (N = 0)."""
     N, model = len(run.q0), run.model
-    out = (np.zeros((0, N, model.nq)),) + tuple(np.zeros((0, N, model.nv)) for _ in range(3)) \
-        + (np.zeros((0, N, 3)),)
+    out = (np.zeros((T, N, model.nq)),) + tuple(np.zeros((T, N, model.nv)) for _ in range(3)) \
+        + (np.zeros((T, N, 3)),)
     if run.settings.record_contact_forces and run.points:
-        out = out + (np.zeros((0, N, run.points, 3)),)
+        out = out + (np.zeros((T, N, run.points, 3)),)
     return out
 
 
