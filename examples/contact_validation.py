@@ -34,21 +34,15 @@ G = 9.81
 MU = 0.5
 SLIDE_SPEED = 2.0
 
-BOX = """<mujoco model="box"><option timestep="0.001"/>
+SCENE = """<mujoco model="{name}"><option timestep="0.001"/>
   <worldbody>
     <geom name="floor" type="plane" size="5 5 0.1" friction="{mu} 0.005 0.0001"/>
-    <body name="box" pos="0 0 0.05"><freejoint name="free"/>
-      <geom type="box" size="0.1 0.1 0.05" mass="1" friction="{mu} 0.005 0.0001"/>
+    <body name="{name}" pos="{pos}"><freejoint name="free"/>
+      <geom type="{shape}" size="{size}" mass="1" friction="{mu} 0.005 0.0001"/>
     </body>
   </worldbody></mujoco>"""
-
-SPHERE = """<mujoco model="sphere"><option timestep="0.001"/>
-  <worldbody>
-    <geom name="floor" type="plane" size="5 5 0.1" friction="{mu} 0.005 0.0001"/>
-    <body name="ball" pos="0 0 1"><freejoint name="free"/>
-      <geom type="sphere" size="0.1" mass="1" friction="{mu} 0.005 0.0001"/>
-    </body>
-  </worldbody></mujoco>"""
+BOX = dict(name="box", pos="0 0 0.05", shape="box", size="0.1 0.1 0.05")  # 0.2 x 0.2 x 0.1 m
+SPHERE = dict(name="ball", pos="0 0 1", shape="sphere", size="0.1")  # radius 0.1 m
 
 ANYMAL = "anymal_b_simple_description/robots/anymal.urdf"
 ANYMAL_STANDING = {"LF_HAA": -0.1, "LF_HFE": 0.7, "LF_KFE": -1.0, "RF_HAA": 0.1, "RF_HFE": 0.7,
@@ -56,29 +50,33 @@ ANYMAL_STANDING = {"LF_HAA": -0.1, "LF_HFE": 0.7, "LF_KFE": -1.0, "RF_HAA": 0.1,
                    "RH_HAA": 0.1, "RH_HFE": -0.7, "RH_KFE": 1.0}  # the SRDF's "standing"
 
 
-def scene_file(template, name):
-    """The MJCF scene written to a temporary folder (load_mjcf and MuJoCo read files)."""
+def scene_file(body):
+    """The MJCF scene of one free body (``BOX`` or ``SPHERE``) on the floor, written to a
+    temporary folder (load_mjcf and MuJoCo read files)."""
     folder = os.path.join(tempfile.gettempdir(), "screwdyn_contact_validation")
     os.makedirs(folder, exist_ok=True)
-    path = os.path.join(folder, f"{name}.xml")
+    path = os.path.join(folder, f"{body['name']}.xml")
     with open(path, "w") as f:
-        f.write(template.format(mu=MU))
+        f.write(SCENE.format(mu=MU, **body))
     return path
 
 
 def box():
-    return sd.load_mjcf(scene_file(BOX, "box"))
+    return sd.load_mjcf(scene_file(BOX))
 
 
 def sphere():
-    return sd.load_mjcf(scene_file(SPHERE, "sphere"))
+    return sd.load_mjcf(scene_file(SPHERE))
 
 
 def on_plane(angle, half_height=0.05):
     """q of the box resting on a plane through the origin tilted by ``angle`` about y, bottom
-    face flat on it (MuJoCo's free joint: position, quaternion w x y z)."""
+    face flat on it, pressed in as far as its weight presses it (each of the four corners
+    carries m g cos(angle) / 4 on the default stiffness m g / sink) (MuJoCo's free joint:
+    position, quaternion w x y z)."""
     n = np.array([-np.sin(angle), 0.0, np.cos(angle)])
-    return np.r_[n * half_height, np.cos(angle / 2), 0.0, -np.sin(angle / 2), 0.0]
+    sink = sd.GroundContact().sink * np.cos(angle) / 4
+    return np.r_[n * (half_height - sink), np.cos(angle / 2), 0.0, -np.sin(angle / 2), 0.0]
 
 
 def slope_contact(angle):
@@ -214,8 +212,8 @@ def main(figures=None):
     drop, apex = sphere_drop()
     rows += [("sphere drop: resting height [m]", drop.q[-1, 2], 0.1),
              ("sphere drop: energy balance error / exchanged", drop.energy_drift(), 0.0)]
-    drop_mj = mujoco_rollout(scene_file(SPHERE, "sphere"), np.zeros(6), 3.0)
-    slide_mj = mujoco_rollout(scene_file(BOX, "box"), [SLIDE_SPEED, 0, 0, 0, 0, 0], 1.0)
+    drop_mj = mujoco_rollout(scene_file(SPHERE), np.zeros(6), 3.0)
+    slide_mj = mujoco_rollout(scene_file(BOX), [SLIDE_SPEED, 0, 0, 0, 0, 0], 1.0)
     rows += [("MuJoCo drop: resting height [m]", drop.q[-1, 2], drop_mj[-1, 2]),
              ("MuJoCo slide: stopping distance [m]", distance, slide_mj[-1, 0] - slide_mj[0, 0])]
     stand, fall = anymal_stand_and_fall()
@@ -223,11 +221,11 @@ def main(figures=None):
     rows += [("ANYmal standing: base height change over 5 s [mm]",
               1e3 * np.abs(z - z[0]).max(), 0.0),
              ("ANYmal off: final base height [m]", fall.q[-1, 2], float("nan"))]
-    print(f"{'validation':<52}{'screwdyn':>14}{'reference':>14}{'error':>10}")
+    print(f"{'validation':<52}{'screwdyn':>14}{'reference':>14}{'relative error':>16}")
     for name, value, reference in rows:
         error = (value / reference - 1) if reference not in (0.0,) and np.isfinite(reference) \
             else float("nan")
-        print(f"{name:<52}{value:>14.6g}{reference:>14.6g}{error:>10.2%}")
+        print(f"{name:<52}{value:>14.6g}{reference:>14.6g}{error:>16.2e}")
     print(f"sphere bounce apexes [m]: {np.round(apex[:6], 4).tolist()}")
     print(f"ANYmal off: max |qd| {np.abs(fall.qd).max():.3g}, final max |qd| "
           f"{np.abs(fall.qd[-1]).max():.2g}, dissipated {fall.dissipated()[-1]:.4g} J")
@@ -255,8 +253,12 @@ def _figures(folder, slide, stick, stick_along, slip, slip_along, drop, drop_mj,
     ax[1].set(xlabel="t [s]", ylabel="downhill [mm]", title="box on a slope below atan μ")
     ax[1].legend()
     a = G * (np.sin(np.radians(30)) - MU * np.cos(np.radians(30)))
+    k = slip.t.searchsorted(1.0)  # from the state at 1 s: past the stick springs' loading
+    v1 = np.gradient(slip_along, slip.t)[k]
+    late = slip.t[k:] - slip.t[k]
     ax[2].plot(slip.t, slip_along, label="30°: slides")
-    ax[2].plot(slip.t, 0.5 * a * slip.t ** 2, "k:", label="½ g (sin a − μ cos a) t²")
+    ax[2].plot(slip.t[k:], slip_along[k] + v1 * late + 0.5 * a * late ** 2, "k:",
+               label="g (sin a − μ cos a) from t = 1 s")
     ax[2].set(xlabel="t [s]", ylabel="downhill [m]", title="box on a slope above atan μ")
     ax[2].legend()
     fig.savefig(os.path.join(folder, "contact_box.png"), dpi=110)

@@ -61,9 +61,9 @@ def test_dropped_sphere_bounces_lower_each_time_and_rests_at_its_radius(drop):
 
 
 def test_drop_and_slide_agree_with_mujoco(slide, drop):
-    height = scenes.mujoco_rollout(scenes.scene_file(scenes.SPHERE, "sphere"), np.zeros(6), 3.0)
+    height = scenes.mujoco_rollout(scenes.scene_file(scenes.SPHERE), np.zeros(6), 3.0)
     assert drop[0].q[-1, 2] == pytest.approx(height[-1, 2], rel=0.02)
-    qpos = scenes.mujoco_rollout(scenes.scene_file(scenes.BOX, "box"),
+    qpos = scenes.mujoco_rollout(scenes.scene_file(scenes.BOX),
                                  [scenes.SLIDE_SPEED, 0, 0, 0, 0, 0], 1.0)
     assert slide[1] == pytest.approx(qpos[-1, 0] - qpos[0, 0], rel=0.02)
 

@@ -12,15 +12,9 @@ import numpy as np
 import pytest
 
 import screwdyn as sd
+from conftest import PENDULUM_URDF
 from screwdyn.sim import SimulationError, SimulationInterrupted, Trajectory, simulate
 
-PENDULUM_URDF = """<robot name="urdf_pendulum">
-  <link name="base"/>
-  <link name="bob"><inertial><origin xyz="0 0 -0.5"/><mass value="1"/>
-    <inertia ixx="1e-3" iyy="1e-3" izz="1e-3" ixy="0" ixz="0" iyz="0"/></inertial></link>
-  <joint name="hinge" type="continuous"><parent link="base"/><child link="bob"/>
-    <axis xyz="0 1 0"/></joint>
-</robot>"""
 
 
 def pendulum(name="hinge"):

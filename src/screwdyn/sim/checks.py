@@ -1,12 +1,16 @@
 """Checks of user numbers shared by the simulation's settings objects (one message style)."""
 import math
 
+import numpy as np
+
 
 def positive(x, name, allow_zero=False):
     """``x`` as a float; ``ValueError`` naming ``name`` unless finite and > 0 (>= 0 when
     ``allow_zero``). A JAX tracer (a value being differentiated) passes unchecked."""
     if is_traced(x):
         return x
+    if isinstance(x, (complex, np.complexfloating)):
+        raise ValueError(f"{name} must be a positive number, got {x!r}")
     try:
         value = float(x)
     except (TypeError, ValueError):

@@ -18,6 +18,7 @@ import numpy as np
 
 from .. import _backend
 from ..dynamics import cut_per_body, forward_kinematics, kinetic_energy, potential_energy
+from .checks import positive
 from .errors import SimulationError, SimulationInterrupted
 from .integrators import STEPPERS, Manifold, largest_stable_step
 from .policy import BadOutput, ControllerFailed, Policy
@@ -63,7 +64,7 @@ def simulate(model, q0, qd0=None, controller=None, t_final=1.0, dt=1e-3, *, sett
     settings = Settings.make(settings, **options)
     if model.nv == 0:
         raise ValueError(f"model {model.name!r} has no degrees of freedom: nothing to simulate")
-    dt, t_final = _positive(dt, "dt"), _positive(t_final, "t_final")
+    dt, t_final = positive(dt, "dt"), positive(t_final, "t_final")
     if dt > t_final:
         raise ValueError(f"dt = {dt:g} s is longer than t_final = {t_final:g} s: nothing would "
                          "be simulated between the first and the last sample; use dt <= t_final")
@@ -115,18 +116,6 @@ class _Run:
         self.n_steps = n_records * settings.record_every
         self.params = system.params(q0) if len(q0) else {}
         self.points = 0 if system.contact is None else len(system.contact.points)
-
-
-def _positive(x, name):
-    if x is None or isinstance(x, (complex, np.complexfloating)):
-        raise ValueError(f"{name} must be a positive number, got {x!r}")
-    try:
-        x = float(x)
-    except (TypeError, ValueError):
-        raise ValueError(f"{name} must be a positive number, got {x!r}") from None
-    if not (math.isfinite(x) and x > 0):
-        raise ValueError(f"{name} must be positive and finite, got {x!r}")
-    return x
 
 
 def _initial_state(model, q0, qd0):
