@@ -193,10 +193,13 @@ def test_contact_wrenches_act_as_jacobian_transpose_forces():
     contact = ground.resolve(model)
     p = contact.params()
     V = sd.link_velocities(model, q, qd)
-    point, depth, _, _ = contact.positions(np, p, T[None])
+    point, depth = contact.positions(np, p, T[None])[:2]
     assert 0 < np.sum(depth > 0) < len(points)  # some points touch, others do not
-    anchor = point + rng.normal(size=point.shape) * 1e-4  # springs loaded in every direction
-    f_ext, force = contact.forces(np, p, T[None], V[None], anchor)
+    springs = contact.initial_state(np, p, T[None])
+    n = p["normal"]
+    loaded = rng.normal(size=point.shape) * 1e-4  # springs loaded in every tangent direction
+    springs["delta"] = loaded - (loaded @ n)[..., None] * n
+    f_ext, force = contact.forces(np, p, T[None], V[None], springs)
     assert np.all(force[0][depth[0] <= 0] == 0)
     generalized = np.zeros(model.nv)
     for i, (l, pt) in enumerate(zip(links, points)):
@@ -210,7 +213,7 @@ def test_contact_wrenches_act_as_jacobian_transpose_forces():
         - sd.forward_dynamics(model, q, qd, tau)
     np.testing.assert_allclose(M @ change, generalized, atol=1e-9)
     # power: F . v of the material points equals the wrenches on the link twists
-    v = contact.velocities(np, V[None], *contact.positions(np, p, T[None])[2:])
+    v = contact.velocities(np, V[None], *contact.positions(np, p, T[None])[2:4])
     np.testing.assert_allclose(np.sum(force * v), np.sum(f_ext[0] * V), rtol=1e-12)
 
 
@@ -226,8 +229,9 @@ def test_hunt_crossley_normal_force_and_the_friction_cone():
         q = np.array([[0, 0, z, 0, 0, 0, 1.0]])
         qd = np.array([[vx, 0, vz, 0, 0, 0]])
         T = sd.forward_kinematics(model, q)
-        anchor = contact.positions(np, p, T)[0] - [slip, 0, 0]
-        _, force = contact.forces(np, p, T, sd.link_velocities(model, q, qd), anchor)
+        springs = contact.initial_state(np, p, T)
+        springs["delta"] = np.array([[[slip, 0.0, 0.0]]])  # the point slipped by this
+        _, force = contact.forces(np, p, T, sd.link_velocities(model, q, qd), springs)
         d = max(0.1 - z, 0.0)
         normal = 1e4 * d * max(0.0, 1 + 2.0 * (-vz))  # F_n = k d (1 + c d')
         assert force[0, 0, 2] == pytest.approx(normal, abs=1e-12)
@@ -301,6 +305,36 @@ def resting_box(angle, half_height=0.05, sink=0.75e-3 / 4):
     n = np.array([-np.sin(angle), 0, np.cos(angle)])
     quat = [0, -np.sin(angle / 2), 0, np.cos(angle / 2)]  # rotation -angle about y: z -> n
     return np.r_[n * (half_height - sink * np.cos(angle)), quat]
+
+
+def test_a_pushed_ball_rolls_without_loading_its_stick_spring():
+    """A horizontal push on a resting ball's centre: it rolls without slipping (its contact point
+    at rest), accelerating at 5/7 F/m, and the stick spring under it holds only the rolling
+    friction 2/7 F: the push's work goes into kinetic energy, none is dissipated."""
+    model = ball()
+    force = 3.0
+
+    def push(t, q, qd):
+        xp = sd._backend.namespace(q)
+        R = sd.forward_kinematics(model, q)[..., 0, :3, :3]
+        local = xp.einsum("...ji,j->...i", R, xp.asarray([force, 0.0, 0.0]))  # R^T F
+        return xp.concatenate([local, 0 * local], axis=-1)[..., None, :]
+
+    rest = 0.1 - 0.75e-3  # the default sink of a 1 kg ball
+    traj = simulate(model, [0, 0, rest, 0, 0, 0, 1], None, None, 0.3, 1e-3, external=push,
+                    contact=GroundContact(points=BALL), backend="numpy")
+    late = traj.t > 0.1  # past the stick spring's first ringing (17 Hz, damping ratio 0.16)
+    accel = np.polyfit(traj.t[late], traj.q[late, 0], 2)[0] * 2
+    assert accel == pytest.approx(5 / 7 * force, rel=2e-3)
+    # no slip: the distance rolled is the angle turned times the radius (to the stick spring's
+    # elastic ringing, tens of micrometres)
+    rolled = traj.q[-1, 0] - traj.q[late, 0][0]
+    turned = np.trapezoid(traj.qd[late, 4], traj.t[late])  # w_y: body and world y agree
+    assert turned * 0.1 == pytest.approx(rolled, abs=1e-4) and rolled > 0.05
+    assert abs(traj.dissipated()[-1]) < 1e-3 * traj.work()[-1]
+    k_t = 0.25 * G / 0.75e-3
+    assert traj.elastic[-1] - traj.elastic[0] == pytest.approx((2 / 7 * force) ** 2 / (2 * k_t),
+                                                               rel=0.05)
 
 
 def test_contact_in_every_algebra_and_in_batches():

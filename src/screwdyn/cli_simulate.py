@@ -209,7 +209,7 @@ def run(args):
             traj.plot(args.plot)
             written.append(args.plot)
         if args.animate:
-            written.append(traj.animate(args.animate, model=model))
+            written.append(traj.animate(args.animate, model=model, progress=not args.quiet))
     total = time.perf_counter() - t0
     print(f"screwdyn simulate: {model!r}")
     for line in summary_lines(traj):

@@ -21,8 +21,10 @@ rings at sqrt(9.81 / sink) = 140 rad/s (22 Hz), lightly damped.
 discrete-element codes). A point that touches the ground sticks to an anchor on the plane; the
 tangential force is the spring-damper
 
-    F_t = -(k_t delta + b_t v_t),   delta = tangential offset of p from its anchor,
-                                    b_t = c_d k d  (the normal spring force times c_d)
+    F_t = -(k_t delta + b_t v_t),   delta = tangential offset from the anchor of the material
+                                            point under the contact (accumulated step by step:
+                                            a sphere rolling without slip does not load it),
+                                    b_t = c_t k d  (the normal spring force times c_t)
 
 clipped to the friction cone |F_t| <= mu F_n. After each step the anchor follows the point so that
 k_t |delta| <= mu k d (the spring cannot hold more than the cone): a point pushed beyond the cone
@@ -152,9 +154,10 @@ class Contact:
 
     # -- kinematics ------------------------------------------------------------------------
     def positions(self, xp, p, T):
-        """From link poses T (N, nlinks, 4, 4): contact points (N, P, 3) world, penetration
-        d (N, P) (positive in the ground), and the points relative to their link origins in
-        link axes (N, P, 3)."""
+        """From link poses T (N, nlinks, 4, 4): the contact points (N, P, 3) in the world (the
+        lowest point of each sphere), the penetration d (N, P) (positive in the ground), the
+        points relative to their link origins in link axes (N, P, 3), and the links' rotations
+        (N, P, 3, 3) and origins (N, P, 3)."""
         Tp = T[..., self.link, :, :]  # (N, P, 4, 4): the pose of each point's link
         R, origin = Tp[..., :3, :3], Tp[..., :3, 3]
         n = p["normal"]
@@ -163,7 +166,7 @@ class Contact:
         depth = p["radius"] - (xp.einsum("...i,i->...", center, n) - p["height"] * n[2])
         point = center - p["radius"][:, None] * n
         arm = xp.einsum("...ji,...j->...i", R, point - origin)  # R^T (point - origin)
-        return point, depth, arm, R
+        return point, depth, arm, R, origin
 
     def velocities(self, xp, V, arm, R):
         """World velocity (N, P, 3) of the links' material points at the contact points, from
@@ -171,19 +174,26 @@ class Contact:
         v, w = V[..., self.link, :3], V[..., self.link, 3:]
         return xp.einsum("...ij,...j->...i", R, v + xp.cross(w, arm))
 
+    def _deflection(self, xp, p, R, origin, state):
+        """The stick springs' deflection now: the deflection at the step's start plus the
+        tangential displacement since then of the material point that was under the contact
+        (for a rolling sphere, the point it rolls on: no slip, no deflection)."""
+        moved = xp.einsum("...ij,...j->...i", R, state["material"]) + origin - state["start"]
+        return state["delta"] + _tangential(xp, moved, p["normal"])
+
     # -- forces ----------------------------------------------------------------------------
-    def forces(self, xp, p, T, V, anchor):
-        """The contact forces at the configuration with link poses T and twists V, anchors
-        (N, P, 3): (f_ext (N, nlinks, 6) link-frame wrenches, forces (N, P, 3) on the contact
+    def forces(self, xp, p, T, V, state):
+        """The contact forces at the configuration with link poses T and twists V, the springs
+        in ``state``: (f_ext (N, nlinks, 6) link-frame wrenches, forces (N, P, 3) on the contact
         points in the world frame)."""
-        point, depth, arm, R = self.positions(xp, p, T)
+        point, depth, arm, R, origin = self.positions(xp, p, T)
         vel = self.velocities(xp, V, arm, R)
         n = p["normal"]
         inside = xp.maximum(depth, 0.0)
         spring = p["k"] * inside
         rate = -xp.einsum("...i,i->...", vel, n)
         normal = spring * xp.maximum(1.0 + p["c"] * rate, 0.0)
-        delta = _tangential(xp, point - anchor, n)
+        delta = self._deflection(xp, p, R, origin, state)
         v_t = _tangential(xp, vel, n)
         trial = -(p["kt"] * delta + (p["ct"] * spring)[..., None] * v_t)
         friction = cone(xp, trial, p["mu"] * normal)
@@ -193,21 +203,21 @@ class Contact:
         f_ext = xp.einsum("lp,...pk->...lk", self.incidence, wrench)
         return f_ext, force
 
-    def project(self, xp, p, T, anchor):
-        """Anchors after a step (N, P, 3): each point's anchor moved so that its spring holds no
-        more than the cone allows, k_t |delta| <= mu k d (none at all off the ground); and the
-        elastic energy (N,) the springs then store."""
-        point, depth, _, _ = self.positions(xp, p, T)
-        n = p["normal"]
+    def project(self, xp, p, T, state):
+        """The springs at the start of a step: each deflection brought inside what the spring
+        may hold, k_t |delta| <= mu k d (none at all off the ground: the anchor follows), the
+        material point under each contact noted; and the elastic energy (N,) they store."""
+        point, depth, arm, R, origin = self.positions(xp, p, T)
         inside = xp.maximum(depth, 0.0)
-        delta = _tangential(xp, point - anchor, n)
-        delta = cone(xp, delta, p["mu"] * p["k"] * inside / p["kt"])
+        delta = cone(xp, self._deflection(xp, p, R, origin, state),
+                     p["mu"] * p["k"] * inside / p["kt"])
         elastic = 0.5 * p["k"] * inside ** 2 + 0.5 * p["kt"] * xp.sum(delta * delta, axis=-1)
-        return point - delta, xp.sum(elastic, axis=-1)
+        return {"delta": delta, "material": arm, "start": point}, xp.sum(elastic, axis=-1)
 
-    def initial_anchors(self, xp, p, T):
-        """Anchors at the initial state: under every point (no tangential spring force)."""
-        return self.positions(xp, p, T)[0]
+    def initial_state(self, xp, p, T):
+        """The springs at the initial state: unloaded (no tangential force)."""
+        point, _, arm, _, _ = self.positions(xp, p, T)
+        return {"delta": 0 * point, "material": arm, "start": point}
 
 
 def _tangential(xp, x, n):

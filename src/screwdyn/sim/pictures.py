@@ -65,11 +65,12 @@ def plot_trajectory(traj, path=None, max_rollouts=8, title=None):
 
 
 def animate(traj, path, model=None, fps=25, max_frames=250, rollout=None, frames=False,
-            dpi=80):
+            dpi=80, progress=False):
     """Save the robot moving along ``traj`` as ``.gif`` (Pillow writer, ships with matplotlib) or
     ``.mp4`` (needs ffmpeg). Plays in real time at ``fps`` frames per second unless that takes
     more than ``max_frames`` frames, then faster. ``rollout`` picks one rollout of a batch
-    (default the first). A ground contact's plane is drawn as a grid. Returns the path."""
+    (default the first). A ground contact's plane is drawn as a grid. ``progress``: a progress
+    bar (tqdm) on stderr, frame by frame. Returns the path."""
     from ..plot import RobotArtist, require_matplotlib, robot_scale, set_limits
 
     require_matplotlib()
@@ -119,7 +120,17 @@ def animate(traj, path, model=None, fps=25, max_frames=250, rollout=None, frames
         return artist.update(T[i]) + [label]
 
     anim = animation.FuncAnimation(fig, frame, frames=len(index), blit=False)
-    anim.save(path, writer=writer, dpi=dpi)
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=len(index), unit="frame", desc="animating", delay=1.0)
+    try:
+        anim.save(path, writer=writer, dpi=dpi,
+                  progress_callback=None if bar is None else lambda i, n: bar.update(1))
+    finally:
+        if bar is not None:
+            bar.close()
     return path
 
 

@@ -216,7 +216,7 @@ def _stiffest_springs(run):
         Minv = np.linalg.inv(M)
         T = np.asarray(forward_kinematics(model, q))
         n = np.asarray(p["normal"])
-        point, _, _, _ = contact.positions(np, p, T[None])
+        point = contact.positions(np, p, T[None])[0]
         weight = model.total_mass * 9.81
         k, kt, c = (float(p[name]) for name in ("k", "kt", "c"))
         seen = {}
@@ -670,30 +670,43 @@ def _energies(model, q, qd, gravity, block=8192):
 
 
 def _energy_failure(run, traj):
-    """The energy check: (failure, trajectory cut before it) when the energy balance error
-    exceeds ``energy_limit`` of the energy exchanged so far, else (None, traj)."""
+    """The energy check: (failure, trajectory cut before it) when, beyond ``energy_limit`` of
+    the energy exchanged so far, the energy balance breaks (energy no force accounts for) or the
+    passive forces produce energy (negative dissipation: springs too stiff for the step give
+    out more than they took in); else (None, traj)."""
     limit = run.settings.energy_limit
     if limit is None or traj.n_samples < 2:
         return None, traj
-    error = np.abs(traj.energy_error())
     scale = np.maximum.accumulate(np.maximum(traj.kinetic, np.abs(traj.work_in)), axis=-1)
     spread = np.maximum.accumulate(traj.potential, axis=-1) \
         - np.minimum.accumulate(traj.potential, axis=-1)
     scale = np.maximum(np.maximum(scale, spread), traj.meta.get("energy_floor", 0.0))
-    bad = error > limit * np.maximum(scale, np.finfo(float).tiny)
-    if not np.any(bad):
+    scale = np.maximum(scale, np.finfo(float).tiny)
+    unaccounted = np.abs(traj.energy_error())
+    produced = -traj.dissipated()
+    found = None
+    for amount, what in ((unaccounted, "the energy balance broke: {err:.3g} J that no force "
+                                       "accounts for"),
+                         (produced, "the contact, limit or friction springs gave out {err:.3g} J "
+                                    "more than they took in (the step is too long for their "
+                                    "stiffness)")):
+        bad = (amount > limit * scale).reshape(-1, traj.n_samples)
+        if not bad.any():
+            continue
+        first = np.where(bad.any(axis=1), bad.argmax(axis=1), traj.n_samples)
+        rollout = int(np.argmin(first))
+        sample = int(first[rollout])
+        if found is None or sample < found[0]:
+            err = float(amount.reshape(-1, traj.n_samples)[rollout, sample])
+            ref = float(scale.reshape(-1, traj.n_samples)[rollout, sample])
+            found = (sample, rollout, what.format(err=err), err / ref, ref)
+    if found is None:
         return None, traj
-    flat = bad.reshape(-1, traj.n_samples)
-    first_sample = np.where(flat.any(axis=1), flat.argmax(axis=1), traj.n_samples)
-    rollout = int(np.argmin(first_sample))
-    sample = int(first_sample[rollout])
+    sample, rollout, what, ratio, ref = found
     where = tuple(int(i) for i in np.unravel_index(rollout, run.batch)) if run.batch else ()
-    err = float(error.reshape(-1, traj.n_samples)[rollout, sample])
-    ref = float(scale.reshape(-1, traj.n_samples)[rollout, sample])
-    reason = (f"the energy balance broke: {err:.3g} J that no force accounts for, "
-              f"{err / ref:.3g} of the {ref:.3g} J the motion exchanges (the simulation diverged;"
-              f" a smaller dt or a stabler integrator helps; energy_limit={limit:g})")
-    keep = sample  # samples before the one that broke the balance
+    reason = (f"{what}, {ratio:.3g} of the {ref:.3g} J the motion exchanges (the simulation "
+              f"diverged; a smaller dt or a stabler integrator helps; energy_limit={limit:g})")
+    keep = sample  # the samples before the one where it broke
     cut = Trajectory(traj.t[:keep], *(getattr(traj, n)[..., :keep, :] for n in
                                       ("q", "qd", "qdd", "tau")),
                      *(getattr(traj, n)[..., :keep] for n in ("kinetic", "potential", "elastic",

@@ -93,11 +93,13 @@ class Settings:
     record_every: keep every k-th sample (the steps in between run but are not stored).
     divergence_limit: the largest |qd| entry (rad/s or m/s) before the run counts as diverged
         (None: no limit).
-    energy_limit: the largest energy-balance error |T + V - E0 - W_in - W_passive| (the energy
-        that no force accounts for) as a fraction of the energy the motion exchanges, before
-        the run counts as diverged (None: no check). A sound run stays orders of magnitude
-        below the default 0.5 (RK4: 1e-12 to 1e-6; semi-implicit Euler: about 1e-3); an
-        unstable step size passes it within a few steps of blowing up.
+    energy_limit: the run counts as diverged when, as a fraction of the energy the motion has
+        exchanged so far, the energy balance |T + V - E0 - W_in - W_passive| (the energy no
+        force accounts for) or the energy the passive forces produce (negative dissipation:
+        springs too stiff for the step giving out more than they took in) exceeds it (None: no
+        check). A sound run stays orders of magnitude below the default 0.5 (RK4: 1e-12 to
+        1e-4; semi-implicit Euler: about 1e-3); an unstable step passes it within a few steps
+        of blowing up.
     contact: a ``GroundContact`` (a ground plane with compliant contact and friction), or None.
     joint_limits: enforce the model's position limits: True (``JointLimits()``), a
         ``JointLimits`` with other parameters, or False.

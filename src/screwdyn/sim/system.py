@@ -79,7 +79,7 @@ class System:
         hybrid = {}
         if self.contact is not None:
             T = self._poses(q0)
-            hybrid["anchor"] = self.contact.initial_anchors(xp, params["contact"], T)
+            hybrid["contact"] = self.contact.initial_state(xp, params["contact"], T)
         if self.friction is not None:
             hybrid["delta"] = xp.zeros(q0.shape[:-1] + (len(self.friction.index),))
         return hybrid
@@ -95,8 +95,8 @@ class System:
         elastic = xp.zeros(q.shape[:-1], dtype=q.dtype)
         hybrid = dict(hybrid)
         if self.contact is not None:
-            hybrid["anchor"], e = self.contact.project(xp, params["contact"], self._poses(q),
-                                                       hybrid["anchor"])
+            hybrid["contact"], e = self.contact.project(xp, params["contact"], self._poses(q),
+                                                        hybrid["contact"])
             elastic = elastic + e
         if self.friction is not None:
             hybrid["delta"], e = self.friction.project(xp, params["friction"], hybrid["delta"])
@@ -133,7 +133,7 @@ class System:
             V = link_velocities(self.model, q, qd, frame="local", algebra=self.kinematics_algebra)
             if self.contact is not None:
                 wrench_passive, forces = self.contact.forces(xp, params["contact"], T, V,
-                                                            hybrid["anchor"])
+                                                            hybrid["contact"])
                 f_ext = wrench_passive
             if self.external is not None:
                 wrench_in = self._external(xp, t, q, qd)
