@@ -473,3 +473,19 @@ def test_gradients_through_a_contact_rollout_are_finite():
         assert float(g_mu) == pytest.approx(float(fd), rel=1e-4)
         fd_vz = (f(state.at[3].add(h), 0.3) - f(state.at[3].add(-h), 0.3)) / (2 * h)
         assert float(g_state[3]) == pytest.approx(float(fd_vz), rel=1e-4, abs=1e-8)
+
+
+def test_command_simulates_contact_and_joint_limits(tmp_path, capsys):
+    from screwdyn.cli import main
+
+    urdf = tmp_path / "box.urdf"
+    box_model(tmp_path)  # writes box.urdf: a 1 kg box with a collision box
+    out = tmp_path / "t.npz"
+    assert main(["simulate", str(urdf), "--floating-base", "--contact", "--mu", "0.4",
+                 "--joint-limits", "--duration", "0.05", "--backend", "numpy", "--quiet",
+                 "--no-compile-cache", "--q0", "0", "0", "0.0498", "0", "0", "0", "1",
+                 "--qd0", "1", "0", "0", "0", "0", "0", "--out", str(out)]) == 0
+    text = capsys.readouterr().out
+    assert "contact      ground plane, 8 contact points, mu = 0.4" in text
+    traj = sd.Trajectory.load(out)
+    assert traj.meta["contact"]["mu"] == 0.4 and traj.qd[-1, 0] < 1.0  # friction slowed it

@@ -12,10 +12,10 @@ contact point is p = c - r n, moving at v (the velocity of the link's material p
 k (N/m) is ``stiffness``, c_d (s/m) is ``dissipation``. The force grows from zero at first touch
 (no jump, no pull when the bodies separate), and its damping grows with the penetration, so that
 a loaded contact is damped and a grazing one is not. Defaults: k is chosen from the model, so
-that its whole weight resting on one contact point sinks ``sink`` = 0.5 mm (k = total mass x
-9.81 / sink: 6e5 N/m for a 30 kg quadruped, 2e4 N/m for a 1 kg ball); four feet sink a quarter of
-it. c_d = 1 s/m: a 1 m drop rebounds a little and settles within a second; a resting contact
-rings at sqrt(9.81 / sink) = 140 rad/s (22 Hz), lightly damped.
+that its whole weight resting on one contact point sinks ``sink`` = 0.75 mm (k = total mass x
+9.81 / sink: 4e5 N/m for a 30 kg quadruped, 1.3e4 N/m for a 1 kg ball); four feet sink a quarter
+of it. c_d = 1 s/m: a 1 m drop rebounds a little (restitution 0.2) and settles within a second; a
+resting contact rings at sqrt(9.81 / sink) = 114 rad/s (18 Hz), lightly damped.
 
 **Friction** (stick-slip: an elasto-plastic spring per contact point, the Cundall-Strack model of
 discrete-element codes). A point that touches the ground sticks to an anchor on the plane; the
@@ -29,10 +29,12 @@ tangential force is the spring-damper
 clipped to the friction cone |F_t| <= mu F_n. After each step the anchor follows the point so that
 k_t |delta| <= mu k d (the spring cannot hold more than the cone): a point pushed beyond the cone
 slides with |F_t| = mu F_n against its sliding direction; below it, it stays put at a deflection
-of at most mu F_n / k_t (a tenth of a millimetre with the defaults): a robot on a slope below its
-friction angle stands still, without creep (a regularised Coulomb law would creep at a rate set by
-its regularisation, and stiffen the equations by mu F_n / v_s). ``tangential_stiffness`` k_t
-defaults to k. The anchors are state that the rollout carries from step to step; a point off the
+of at most mu F_n / k_t (a few tenths of a millimetre with the defaults): a robot on a slope below
+its friction angle stands still, without creep (a regularised Coulomb law would creep at a rate
+set by its regularisation, and stiffen the equations by mu F_n / v_s). ``tangential_stiffness``
+k_t defaults to k / 4 (it only sets that deflection; the lightest direction of a robot's foot is
+often sideways, where a softer spring lets longer steps stay stable), ``tangential_dissipation``
+c_t to c_d. The springs are state that the rollout carries from step to step; a point off the
 ground has none (its anchor follows it).
 
 **Energy**: the springs store k d^2 / 2 + k_t |delta|^2 / 2 (``traj.elastic``); what the dampers,
