@@ -15,7 +15,7 @@ import numpy as np
 
 import screwdyn as sd
 from screwdyn import controllers
-from screwdyn.simulate import simulate
+from screwdyn import simulate
 
 model = sd.robots.load("dual_arm")
 arm_pose = [0.0, -0.4, 0.0, -2.0, 0.0, 1.6, 0.8]

@@ -12,7 +12,7 @@ Run: python examples/free_swing_cga.py      (needs matplotlib for the plot)
 import numpy as np
 
 import screwdyn as sd
-from screwdyn.simulate import simulate
+from screwdyn import simulate
 
 model = sd.robots.load("ur5")
 q0 = np.array([0.0, -0.3, 0.4, -0.2, 1.2, 0.3])

@@ -14,7 +14,7 @@ import numpy as np
 
 import screwdyn as sd
 from screwdyn import controllers
-from screwdyn.simulate import simulate
+from screwdyn import simulate
 
 model = sd.robots.load("puma560")
 qz = np.zeros(6)

@@ -13,6 +13,15 @@ import screwdyn as sd
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "examples"))
 
 
+PENDULUM_URDF = """<robot name="urdf_pendulum">
+  <link name="base"/>
+  <link name="bob"><inertial><origin xyz="0 0 -0.5"/><mass value="1"/>
+    <inertia ixx="1e-3" iyy="1e-3" izz="1e-3" ixy="0" ixz="0" iyz="0"/></inertial></link>
+  <joint name="hinge" type="continuous"><parent link="base"/><child link="bob"/>
+    <axis xyz="0 1 0"/></joint>
+</robot>"""  # a 1 kg point pendulum of 0.5 m, for the simulate command's tests
+
+
 def erd_robots_dir():
     """The robots/ folder of the example-robot-data package, or None if it is not installed."""
     for base in sys.path:

@@ -9,7 +9,8 @@ import pytest
 import screwdyn as sd
 from screwdyn import controllers
 from screwdyn._backend import namespace
-from screwdyn.simulate import SimulationError, Trajectory, integrate, simulate
+from conftest import PENDULUM_URDF
+from screwdyn.sim import SimulationError, Trajectory, integrate, simulate
 
 G = 9.81
 
@@ -150,12 +151,20 @@ def test_power_balance_with_damping_and_torques():
 
     traj = simulate(model, [0.1, 0.5, -0.4], [0.5, -0.2, 0.1], torque_profile, 2.0, 1e-3)
     change = traj.energy[-1] - traj.energy[0]
-    work = traj.work()[-1]
-    dissipated = np.sum(model.damping * traj.qd ** 2, axis=-1)
-    dissipated = np.sum(0.5 * (dissipated[1:] + dissipated[:-1]) * np.diff(traj.t))
+    work, dissipated = traj.work()[-1], traj.dissipated()[-1]
+    # the integrator's own bookkeeping against the trapezoidal rule on the samples
+    power = np.sum(traj.qd * traj.tau, axis=-1)
+    np.testing.assert_allclose(work, np.trapezoid(power, traj.t), rtol=1e-5)
+    loss = np.sum(model.damping * traj.qd ** 2, axis=-1)
+    np.testing.assert_allclose(dissipated, np.trapezoid(loss, traj.t), rtol=1e-5)
     assert dissipated > 0.05 * traj.energy_scale()  # damping matters here
-    assert abs(change - work) < 1e-5 * traj.energy_scale()
-    assert traj.energy_drift() < 1e-5
+    assert abs(change - (work - dissipated)) < 1e-8 * traj.energy_scale()
+    assert traj.energy_drift() < 1e-8
+    # the same with a sample every 10 steps: the balance does not depend on what is recorded
+    sparse = simulate(model, [0.1, 0.5, -0.4], [0.5, -0.2, 0.1], torque_profile, 2.0, 1e-3,
+                      record_every=10)
+    np.testing.assert_allclose(sparse.work()[-1], work, rtol=1e-12)
+    assert sparse.energy_drift() < 1e-8
 
 
 # -- backends and batches -------------------------------------------------------------------
@@ -436,7 +445,7 @@ def test_plots_write_files(tmp_path, agg):
     traj = simulate(model, [[0.3, 0.8, -0.5], [0.0, 0.5, 0.5]], None, None, 0.2, 1e-3)
     traj.plot(tmp_path / "traj.png")
     plot.draw_robot(model, [0.3, 0.8, -0.5], path=tmp_path / "robot.png")
-    plot.animate(traj[0], tmp_path / "robot.gif", fps=10)
+    traj[0].animate(tmp_path / "robot.gif", fps=10)
     for name in ("traj.png", "robot.png", "robot.gif"):
         assert (tmp_path / name).stat().st_size > 1000
     from PIL import Image
@@ -466,13 +475,6 @@ def test_missing_matplotlib_gives_a_clear_error(monkeypatch):
 
 
 # -- the command ----------------------------------------------------------------------------
-PENDULUM_URDF = """<robot name="urdf_pendulum">
-  <link name="base"/>
-  <link name="bob"><inertial><origin xyz="0 0 -0.5"/><mass value="1"/>
-    <inertia ixx="1e-3" iyy="1e-3" izz="1e-3" ixy="0" ixz="0" iyz="0"/></inertial></link>
-  <joint name="hinge" type="continuous"><parent link="base"/><child link="bob"/>
-    <axis xyz="0 1 0"/></joint>
-</robot>"""
 
 
 def parse(argv):
@@ -516,19 +518,19 @@ def test_cli_simulate_failure_keeps_the_samples(tmp_path, capsys):
     assert 0 < partial.n_samples < 40 and np.all(np.isfinite(partial.q))
 
 
-def test_progress_bar_reports_plain_text():
+def test_progress_bar_reports_through_tqdm():
     import io
 
-    from screwdyn.cli_simulate import ProgressBar
+    from screwdyn.sim.progress import ProgressBar
 
     stream = io.StringIO()
-    bar = ProgressBar(1e-3, stream=stream, delay=0.0)
+    bar = ProgressBar(500, 1e-3, stream=stream, delay=0.0)
     traj = simulate(pendulum(), [0.1], None, None, 0.5, 1e-3, progress=bar, backend="numpy")
     bar.close()
-    lines = stream.getvalue().splitlines()
     assert traj.n_samples == 501
-    assert lines[-1].startswith("simulating [") and "100.0%" in lines[-1]
-    assert len(lines) == 11  # non-terminal: one line per tenth
+    assert bar.bar.n == 500  # every step counted
+    text = stream.getvalue()
+    assert "simulating: 100%" in text and "t = 0.5 s" in text
 
 
 def test_screwdyn_command_has_the_simulate_subcommand(tmp_path, capsys):

@@ -12,11 +12,17 @@ from .dynamics import (bias_forces, center_of_mass, coriolis_matrix, forward_dyn
 from .errors import InertiaWarning, ModelError
 from .model import (DHLink, Model, ModelBuilder, from_dh, from_mujoco, joints, load_dh_table,
                     load_mjcf, load_urdf, robots, save_dh_table)
-from .model.configuration import difference
+from .dynamics import link_velocities
+from .model.configuration import difference, integrate
 from .model.model import random_configuration
-from .simulate import SimulationError, Trajectory, integrate, simulate
+from . import sim  # noqa: E402  (the simulation package)
+from .sim import (ContactPoint, GroundContact, JointFriction, JointLimits, SimulationError,
+                  SimulationInterrupted, Trajectory, simulate)
 from . import controllers, plot  # noqa: E402  (plot imports matplotlib only when drawing)
 from .viewer import view  # viser and trimesh are imported only when a view opens
+from ._compat import install_simulate_alias
+
+install_simulate_alias()  # ``from screwdyn.simulate import X`` (the old module) still works
 
 __version__ = "0.1.0"
 
@@ -28,4 +34,6 @@ __all__ = [
     "save_dh_table", "simulate", "Trajectory", "SimulationError", "integrate", "controllers",
     "plot", "compile", "dynamics_derivatives", "load_mjcf", "from_mujoco", "joints", "difference",
     "view", "WrenchLog",
+    "sim", "GroundContact", "ContactPoint", "JointLimits", "JointFriction",
+    "SimulationInterrupted", "link_velocities",
 ]

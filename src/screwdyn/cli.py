@@ -130,7 +130,7 @@ def cmd_dynamics(args):
 
 
 def _dof_names(model):
-    from .simulate import coordinate_names
+    from .sim import coordinate_names
 
     return coordinate_names(model)[1]
 

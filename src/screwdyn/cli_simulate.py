@@ -1,15 +1,17 @@
 """``screwdyn simulate``: run a simulation from the command line, save it, plot it, summarise it.
 
     screwdyn simulate MODEL --duration 5 --dt 1e-3 --controller gravity --out traj.npz \\
-        --plot traj.png [--animate traj.gif]
+        --plot traj.png [--animate traj.gif] [--contact --mu 0.8] [--joint-limits]
 
-MODEL is a bundled robot name, a URDF file or a DH table (as for every screwdyn command). A
-progress bar goes to stderr on runs longer than a second; a summary (energy drift, peak joint
-force, wall time, real-time factor) ends the run. Exit status 0, or 1 when the simulation failed
-(the samples before the failure are still saved with --out).
+MODEL is a bundled robot name, a URDF file, an MJCF file or a DH table (as for every screwdyn
+command). Every output is checked before the run (known format, writable folder; an existing
+file only with --force). A progress bar (tqdm) goes to stderr on runs longer than a second; a
+summary ends the run. Ctrl-C or SIGTERM stops the run and writes the samples computed so far to
+--out. Exit status 0; 1 when the simulation failed (the samples before the failure are still
+saved with --out); 2 for bad arguments; 130 when interrupted.
 """
-import math
 import os
+import signal
 import sys
 import time
 
@@ -21,13 +23,13 @@ CONTROLLERS = ("zero", "gravity", "pd", "pd-gravity")
 def add_parser(subparsers):
     """Register the ``simulate`` subcommand on an argparse ``subparsers`` object."""
     from .algebra import ALGEBRAS
-    from .simulate import BACKENDS, INTEGRATORS
+    from .sim import BACKENDS, INTEGRATORS
 
     p = subparsers.add_parser(
         "simulate", help="simulate a robot, save, plot and animate the trajectory",
         description="Simulate MODEL from q0 (default: the neutral configuration) under a "
                     "built-in controller and print a summary.")
-    p.add_argument("model", help="bundled robot name, URDF file or DH table (.csv)")
+    p.add_argument("model", help="bundled robot name, URDF or MJCF file, or DH table (.csv)")
     p.add_argument("--duration", type=float, default=5.0, help="simulated time [s] (default 5)")
     p.add_argument("--dt", type=float, default=1e-3, help="time step [s] (default 1e-3)")
     p.add_argument("--controller", choices=CONTROLLERS, default="zero",
@@ -44,12 +46,19 @@ def add_parser(subparsers):
     p.add_argument("--algebra", default="spatial", choices=list(ALGEBRAS))
     p.add_argument("--backend", default="auto", choices=list(BACKENDS))
     p.add_argument("--gravity", type=float, nargs=3, metavar=("GX", "GY", "GZ"),
-                   help="gravity in the world frame (default 0 0 -9.81)")
+                   help="gravity in the world frame (default: the model's, 0 0 -9.81)")
     p.add_argument("--floating-base", action="store_true", help="add a free root joint (URDF)")
+    p.add_argument("--contact", action="store_true",
+                   help="a ground plane at z = 0 touching the model's collision geometry")
+    p.add_argument("--mu", type=float, default=0.8, help="ground friction coefficient (0.8)")
+    p.add_argument("--contact-links", nargs="+", metavar="LINK",
+                   help="only the collision geometry of these links touches the ground")
+    p.add_argument("--joint-limits", action="store_true", help="enforce the joint limits")
     p.add_argument("--record-every", type=int, default=1, help="keep every k-th sample")
     p.add_argument("--out", help="save the trajectory (.npz or .csv)")
     p.add_argument("--plot", help="save the time plots (.png, .pdf, .svg)")
     p.add_argument("--animate", help="save an animation (.gif, or .mp4 with ffmpeg)")
+    p.add_argument("--force", action="store_true", help="overwrite existing output files")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--no-compile-cache", action="store_true",
                    help="do not keep JAX's compiled rollouts in ~/.cache/screwdyn/jax (the cache "
@@ -82,15 +91,13 @@ def enable_compile_cache():
 
 
 def _resolve_model(spec, floating_base):
-    try:
-        from .cli import resolve_model
-    except ImportError:
-        resolve_model = None
-    if resolve_model is not None:
-        return resolve_model(spec, floating_base)
-    from .model import load_urdf
+    from .cli import resolve_model
 
-    return load_urdf(spec, floating_base=floating_base)
+    if spec.lower().endswith(".xml") and os.path.exists(spec):
+        from .model import load_mjcf
+
+        return load_mjcf(spec)
+    return resolve_model(spec, floating_base)
 
 
 def _vector(values, size, name, default):
@@ -115,137 +122,116 @@ def make_controller(args, model):
                                gravity=gravity, algebra=args.algebra)
 
 
-class ProgressBar:
-    """A plain-text progress bar on a stream (stderr), drawn only once a run has lasted ``delay``
-    seconds; on a terminal it redraws one line, elsewhere it prints a line every 10 %."""
+def check_outputs(args):
+    """Every output file checked before the run: a known format, a writable folder, and no
+    existing file unless --force. ``ValueError`` naming the file otherwise."""
+    from .sim.files import check_writable
 
-    def __init__(self, dt, stream=None, delay=1.0, width=30):
-        self.dt, self.stream, self.delay, self.width = dt, stream or sys.stderr, delay, width
-        self.start = time.perf_counter()
-        self.tty = hasattr(self.stream, "isatty") and self.stream.isatty()
-        self.shown, self.last_decile = False, -1
+    outputs = []
+    if args.out:
+        outputs.append(check_writable(args.out))
+    for path, kinds in ((args.plot, (".png", ".pdf", ".svg", ".jpg", ".jpeg")),
+                        (args.animate, (".gif", ".mp4"))):
+        if path:
+            if not path.lower().endswith(kinds):
+                raise ValueError(f"{path!r}: expected a file ending in {', '.join(kinds)}")
+            folder = os.path.dirname(os.path.abspath(path))
+            if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+                raise ValueError(f"cannot write {path!r}: the folder {folder!r} does not exist "
+                                 "or is not writable")
+            outputs.append(path)
+    if not getattr(args, "force", False):
+        existing = [p for p in outputs if os.path.exists(p)]
+        if existing:
+            raise ValueError(f"{existing[0]!r} exists: pass --force to overwrite it")
+    if args.animate and args.animate.lower().endswith(".mp4"):
+        from matplotlib import animation
 
-    def __call__(self, done, total):
-        elapsed = time.perf_counter() - self.start
-        if elapsed < self.delay and not self.shown:
-            return
-        fraction = done / total if total else 1.0
-        filled = int(round(self.width * fraction))
-        line = (f"simulating [{'#' * filled}{'.' * (self.width - filled)}] {100 * fraction:5.1f}%"
-                f"  t = {done * self.dt:.4g} / {total * self.dt:.4g} s  ({elapsed:.1f} s)")
-        if self.tty:
-            self.stream.write("\r" + line)
-            self.stream.flush()
-        elif int(10 * fraction) > self.last_decile:
-            self.last_decile = int(10 * fraction)
-            self.stream.write(line + "\n")
-        self.shown = True
-
-    def close(self):
-        if self.shown and self.tty:
-            self.stream.write("\n")
-            self.stream.flush()
+        if not animation.writers.is_available("ffmpeg"):
+            raise ValueError(f"{args.animate!r}: an .mp4 animation needs ffmpeg on the PATH; "
+                             "save a .gif instead")
 
 
-def summary_lines(traj):
-    """The one-screen summary of a trajectory (used by the CLI and ``Trajectory.summary``)."""
-    from .simulate import coordinate_names
-
-    meta = traj.meta
-    lines = []
-    batch = f", {int(np.prod(traj.batch_shape))} rollouts" if traj.batch_shape else ""
-    end = traj.t[-1] if len(traj.t) else 0.0
-    lines.append(f"model        {meta.get('model', '?')}: nq = {traj.q.shape[-1]}, "
-                 f"nv = {traj.qd.shape[-1]}{batch}")
-    lines.append(f"run          {end:.6g} s, {traj.n_samples} samples, dt = {meta.get('dt')} s, "
-                 f"{meta.get('integrator')}, {meta.get('algebra')} algebra, "
-                 f"{meta.get('backend')} backend")
-    lines.append(f"controller   {meta.get('controller')}")
-    wall, comp = meta.get("wall_time", 0.0), meta.get("compile_time", 0.0)
-    rtf = traj.real_time_factor
-    rtf_text = f"{rtf:.3g}" if math.isfinite(rtf) else "n/a"
-    compile_text = f" (+ {comp:.2f} s compilation, once per model and settings)" if comp else ""
-    lines.append(f"wall time    {wall:.3g} s{compile_text}; real-time factor {rtf_text}")
-    if traj.n_samples == 0:
-        return lines
-    drift = np.max(traj.energy_drift())
-    scale = np.max(traj.energy_scale())
-    forced = np.any(traj.tau != 0)
-    what = "|E - E0 - W| (W: work of tau and damping)" if forced or np.any(
-        np.asarray(meta.get("damping", 0.0))) else "|E - E0|"
-    lines.append(f"energy       E(0) = {np.ravel(traj.energy[..., 0])[0]:.6g} J; drift max "
-                 f"{what} = {drift:.2e} of the {scale:.4g} J the motion exchanges")
-    if traj.model is not None:
-        _, names = coordinate_names(traj.model)
-    else:
-        names = meta.get("v_names") or [f"v{i}" for i in range(traj.qd.shape[-1])]
-    for label, data, unit in (("max |tau|", traj.tau, "N m or N"),
-                              ("max |qd|", traj.qd, "rad/s or m/s")):
-        flat = np.abs(data).reshape(-1, data.shape[-2], data.shape[-1])
-        r, k, j = np.unravel_index(int(np.argmax(flat)), flat.shape)
-        lines.append(f"{label:<12} {flat[r, k, j]:.4g} {unit} ({names[j]} at t = "
-                     f"{traj.t[k]:.4g} s)")
-    final = traj.q.reshape(-1, traj.n_samples, traj.q.shape[-1])[0, -1]
-    with np.printoptions(precision=4, suppress=True, linewidth=100):
-        lines.append(f"final q      {final}")
-    return lines
+def _raise_interrupt(signum, frame):
+    raise KeyboardInterrupt
 
 
 def run(args):
     """Run ``screwdyn simulate`` with parsed arguments; returns the exit status."""
-    from .simulate import SimulationError, simulate
+    from .sim import GroundContact, SimulationError, SimulationInterrupted, simulate
+    from .sim.progress import ProgressBar
+    from .sim.summary import summary_lines
 
+    check_outputs(args)
+    if args.plot or args.animate:
+        from .plot import require_matplotlib
+
+        try:
+            require_matplotlib()  # before the run, not after it
+        except ImportError as e:
+            print(f"screwdyn: error: {e}", file=sys.stderr)
+            return 2
     model = _resolve_model(args.model, getattr(args, "floating_base", False))
     if args.damping is not None:
         model = model.with_joint_parameters(damping=args.damping)
     q0 = _vector(args.q0, model.nq, "q0", np.array(model.neutral))
     qd0 = _vector(args.qd0, model.nv, "qd0", np.zeros(model.nv))
     controller = make_controller(args, model)
-    for path, kinds in ((args.out, (".npz", ".csv")), (args.animate, (".gif", ".mp4"))):
-        if path and not path.lower().endswith(kinds):
-            raise ValueError(f"{path!r}: expected a file ending in {' or '.join(kinds)}")
-    if args.plot or args.animate:
-        from .plot import _matplotlib
-
-        try:
-            _matplotlib()  # before the run, not after it
-        except ImportError as e:
-            print(f"screwdyn: error: {e}", file=sys.stderr)
-            return 2
+    contact = None
+    if getattr(args, "contact", False):
+        contact = GroundContact(mu=args.mu, links=args.contact_links)
     cache = None if getattr(args, "no_compile_cache", False) else enable_compile_cache()
-    bar = None if args.quiet else ProgressBar(args.dt)
-    failed = None
     t0 = time.perf_counter()
+    bar = None if args.quiet else ProgressBar(
+        int(np.ceil(args.duration / args.dt - 1e-9)) if args.dt > 0 else 0, args.dt)
+    failed, interrupted, traj = None, None, None
+    previous = signal.signal(signal.SIGTERM, _raise_interrupt) \
+        if _in_main_thread() else None
     try:
         traj = simulate(model, q0, qd0, controller, args.duration, args.dt,
                         integrator=args.integrator, algebra=args.algebra, backend=args.backend,
-                        gravity=args.gravity, record_every=args.record_every, progress=bar)
+                        gravity=args.gravity, record_every=args.record_every, progress=bar,
+                        contact=contact, joint_limits=getattr(args, "joint_limits", False))
     except SimulationError as e:
         failed, traj = e, e.trajectory
+    except SimulationInterrupted as e:
+        interrupted, traj = e, e.trajectory
     finally:
         if bar is not None:
             bar.close()
-    total = time.perf_counter() - t0
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
     written = []
     if args.out and traj is not None:
         written.append(traj.save(args.out))
-    if failed is None:
+    if failed is None and interrupted is None:
         if args.plot:
             traj.plot(args.plot)
             written.append(args.plot)
         if args.animate:
-            written.append(traj.animate(args.animate, model=model))
+            written.append(traj.animate(args.animate, model=model, progress=not args.quiet))
+    total = time.perf_counter() - t0
     print(f"screwdyn simulate: {model!r}")
     for line in summary_lines(traj):
         print("  " + line)
-    print(f"  {'in all':<12} {total:.3g} s (compilation, run, energies)")
+    print(f"  {'in all':<12} {total:.3g} s (compilation, run, energies, files, pictures)")
     if cache and traj.meta.get("backend") == "jax":
         print(f"  {'cache':<12} compiled rollouts kept in {cache} (--no-compile-cache: off)")
     if written:
         print(f"  {'wrote':<12} {', '.join(os.fspath(w) for w in written)}")
+    if interrupted is not None:
+        print(f"screwdyn: {interrupted}" + (f"; written to {args.out}" if args.out else
+                                            " (save them with --out)"), file=sys.stderr)
+        return 130
     if failed is not None:
         print(f"screwdyn: error: {failed}", file=sys.stderr)
         print(f"screwdyn: the {traj.n_samples} samples before the failure are kept"
               + (f" in {args.out}" if args.out else " (save them with --out)"), file=sys.stderr)
         return 1
     return 0
+
+
+def _in_main_thread():
+    import threading
+
+    return threading.current_thread() is threading.main_thread()

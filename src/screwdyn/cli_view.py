@@ -38,7 +38,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     from .cli import resolve_model
-    from .simulate import Trajectory
+    from .sim import Trajectory
     from .viewer import view
 
     model = resolve_model(args.model, args.floating_base)  # a URDF model knows its file

@@ -25,7 +25,14 @@ from . import _backend
 from .dynamics import gravity_torques, inverse_dynamics
 
 __all__ = ["Controller", "ZeroTorque", "GravityCompensation", "JointPD", "ComputedTorque",
-           "sinusoid", "quintic", "actuated"]
+           "sinusoid", "quintic", "actuated", "array_namespace"]
+
+
+def array_namespace(*arrays):
+    """The array module of the arguments: ``jax.numpy`` if any is a JAX array or tracer, else
+    ``numpy``. A controller written with it (``xp = array_namespace(q)``, then ``xp.clip``,
+    ``xp.where``, ...) is traced into the compiled rollout and also runs on numpy."""
+    return _backend.namespace(*arrays)
 
 
 class Controller:

@@ -568,3 +568,41 @@ def jacobian(model: Model, q: ArrayLike, link: Union[str, int], frame: str = "wo
         J = call.xp.moveaxis(call.xp.tensordot(call.coupling[3].T, call.xp.moveaxis(J, 1, 0),
                                                axes=1), 0, 1)
     return call.matrix(J)
+
+
+@_chunked
+def link_velocities(model: Model, q: ArrayLike, qd: ArrayLike, frame: str = "local",
+                    algebra: AlgebraName = "spatial") -> Array:
+    """The twist of every link (..., nlinks, 6), in ``model.link_names`` order, rows [linear;
+    angular]: the velocity of the link's origin and the link's angular velocity (m/s, rad/s), in
+    link axes (``frame="local"``) or world axes (``"world"``); zero for links welded to the
+    world. Equals ``jacobian(model, q, link, frame) @ qd`` for every link at once (one O(n)
+    velocity recursion)."""
+    from .algorithms.kinematics import body_velocities, joint_poses, motion_subspaces
+
+    if frame not in ("world", "local"):
+        raise ValueError(f"frame must be 'world' or 'local', got {frame!r}")
+    if algebra == "vector":
+        algebra = "spatial"  # DH frames are the model's link frames
+    call = _Call(model, algebra, q=q, qd=qd)
+    alg, tree, xp = call.alg, call.model, call.xp
+    qd_tree = call["qd"]
+    X = joint_poses(alg, tree, call["q"])
+    v, _ = body_velocities(alg, tree, X, motion_subspaces(alg, tree, call["q"]), qd_tree)
+    zero = xp.zeros((6, call.N), dtype=qd_tree.dtype)
+    if frame == "world":
+        T = _kin.link_poses(alg, tree, _kin.world_poses(alg, tree, X))
+    out = []
+    for l, (link, placement) in enumerate(zip(tree.links, link_placements(alg, tree))):
+        if link.body < 0:
+            out.append(zero)
+            continue
+        twist = alg.twist_vector(alg.inv_act_twist(placement, v[link.body])) + zero
+        if frame == "world":
+            R = alg.to_matrix(T[l])[:3, :3]
+            twist = xp.concatenate([xp.einsum("ij...,j...->i...", R, twist[:3]),
+                                    xp.einsum("ij...,j...->i...", R, twist[3:])])
+        out.append(twist)
+    if not out:
+        return xp.zeros(call.batch + (0, 6))
+    return call.matrix(xp.stack(out))

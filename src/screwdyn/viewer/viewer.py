@@ -22,7 +22,7 @@ import numpy.typing as npt
 from ..composition import Assembly
 from ..dynamics import center_of_mass, forward_kinematics
 from ..model import Model, load_urdf
-from ..simulate import Trajectory, coordinate_names, integrate
+from ..sim import Trajectory, coordinate_names, integrate
 from .geometry import Visual, is_urdf, read_visuals, visuals_for
 from .scene import RobotScene, bounds, extent, load_visuals
 

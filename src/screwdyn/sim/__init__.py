@@ -1,0 +1,40 @@
+"""Simulation: fixed-step integration of a robot's dynamics with a controller in the loop, ground
+contact with friction, joint limits and friction, external wrenches; one rollout or a batch, on
+numpy or compiled with JAX; the Trajectory it returns, its energy balance, files and pictures.
+
+    traj = screwdyn.simulate(model, q0, qd0, controllers.GravityCompensation(model), 5.0, 1e-3,
+                             contact=screwdyn.GroundContact(mu=0.8), joint_limits=True)
+    traj.energy_drift(), traj.save("run.npz"), traj.plot("run.png")
+
+Modules, each with one job (dependencies point down the list):
+
+    settings      Settings, JointLimits, JointFriction: what a run does, checked up front
+    geometry      contact points from collision geometry (URDF, MJCF) or declared by the user
+    contact       GroundContact: the contact force law (Hunt-Crossley, stick-slip friction)
+    joint_springs joint limits and Coulomb joint friction as springs
+    system        the ODE's right-hand side: forces, powers, the forward-dynamics call
+    integrators   RK4, semi-implicit and explicit Euler on the manifold; stability limits
+    policy        controllers, torque profiles and tables as one policy
+    rollout       simulate (numpy loop or compiled JAX loop, failures) and rollout (for jax.grad)
+    trajectory    Trajectory: samples, energy accounting
+    files         .npz and .csv trajectory files (atomic writes)
+    summary, pictures, progress   what the command line and users look at
+
+``screwdyn.simulate`` is the function ``simulate``; this package is ``screwdyn.sim``.
+"""
+from ..model.configuration import integrate
+from .contact import GroundContact
+from .errors import SimulationError, SimulationInterrupted
+from .geometry import ContactPoint, ContactPoints, contact_points
+from .integrators import largest_stable_step
+from .pictures import animate, plot_trajectory
+from .rollout import rollout, simulate
+from .settings import BACKENDS, CONTROL, INTEGRATORS, JointFriction, JointLimits, Settings
+from .system import accelerations
+from .trajectory import Trajectory, coordinate_names
+
+__all__ = ["simulate", "rollout", "Settings", "JointLimits", "JointFriction", "GroundContact",
+           "ContactPoint", "ContactPoints", "contact_points", "Trajectory", "SimulationError",
+           "SimulationInterrupted", "coordinate_names", "integrate", "accelerations",
+           "largest_stable_step", "plot_trajectory", "animate", "INTEGRATORS", "BACKENDS",
+           "CONTROL"]

@@ -1,0 +1,29 @@
+"""Checks of user numbers shared by the simulation's settings objects (one message style)."""
+import math
+
+import numpy as np
+
+
+def positive(x, name, allow_zero=False):
+    """``x`` as a float; ``ValueError`` naming ``name`` unless finite and > 0 (>= 0 when
+    ``allow_zero``). A JAX tracer (a value being differentiated) passes unchecked."""
+    if is_traced(x):
+        return x
+    if isinstance(x, (complex, np.complexfloating)):
+        raise ValueError(f"{name} must be a positive number, got {x!r}")
+    try:
+        value = float(x)
+    except (TypeError, ValueError):
+        raise ValueError(f"{name} must be a positive number, got {x!r}") from None
+    if not math.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
+        raise ValueError(f"{name} must be {'>= 0' if allow_zero else 'positive'} and finite, "
+                         f"got {x!r}")
+    return value
+
+
+def is_traced(x):
+    """Whether ``x`` is a JAX tracer (abstract: no value to check)."""
+    import sys
+
+    jax = sys.modules.get("jax")
+    return jax is not None and isinstance(x, jax.core.Tracer)

@@ -1,0 +1,262 @@
+"""Contact points of a robot: from its collision geometry, or declared by the user.
+
+A contact point is a sphere of radius r (r = 0: a point) fixed in a link's frame. The collision
+geometry of the file the model was loaded from (``model.source``) gives them:
+
+    geometry                      contact points
+    sphere (radius r)             its centre, radius r (exact against a plane)
+    capsule (radius r, length L)  the centres of its two end caps, radius r (exact)
+    box (size a, b, c)            its 8 corners
+    cylinder (radius r, length L) ``rim_points`` points on the rim of each end face
+
+URDF ``<collision>`` elements are read from the file (``<origin>`` and ``<geometry>``; a
+``<capsule>`` as some URDFs write it is read too); MJCF geoms come from MuJoCo's compiled model
+(``geom_pos``, ``geom_quat``, ``geom_size``; geoms with ``contype`` and ``conaffinity`` both 0
+collide with nothing and are skipped, as MuJoCo does, and so are planes and geoms of the world
+body). Meshes (and MJCF ellipsoids and height fields) have no points here: they are skipped with
+a ``UserWarning`` naming their links; declare points on those links instead.
+"""
+import os
+import warnings
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..errors import ModelError
+
+
+@dataclass(frozen=True)
+class ContactPoint:
+    """A contact sphere declared by the user: centred at ``position`` (m) in the frame of link
+    ``link`` (a name of ``model.link_names``), of radius ``radius`` (m; 0 for a point)."""
+
+    link: str
+    position: tuple = (0.0, 0.0, 0.0)
+    radius: float = 0.0
+
+
+@dataclass(frozen=True, eq=False)
+class ContactPoints:
+    """The resolved contact spheres of a model: ``link`` (P,) link indices, ``center`` (P, 3)
+    centres in the link frames (m), ``radius`` (P,) radii (m), ``labels`` (P,) what each one is
+    (``'LF_FOOT sphere'``, ``'base box corner 3'``)."""
+
+    link: np.ndarray
+    center: np.ndarray
+    radius: np.ndarray
+    labels: tuple
+
+    def __len__(self):
+        return len(self.labels)
+
+    @property
+    def key(self):
+        """What identifies the points' structure (for compiled-code caches)."""
+        return tuple(int(i) for i in self.link)
+
+
+NO_GEOMETRY_HINT = ("declare contact points on the links that touch the ground: "
+                    "GroundContact(points={'foot': [(0, 0, 0)]}) (positions in the link frame, "
+                    "m) or points=[ContactPoint('foot', (0, 0, 0), radius=0.02)]")
+
+
+def contact_points(model, points=None, links=None, rim_points=8):
+    """The contact points of ``model``: ``points`` as declared (a dict {link: [(x, y, z), ...]}
+    of points, or a sequence of ``ContactPoint``), else the collision geometry of the model's
+    file (``model.source``: URDF or MJCF), restricted to the links named in ``links`` when
+    given. Returns ``ContactPoints``; ``ModelError`` when there are none, naming the way to
+    declare them. Links welded to the world carry no contact points (they cannot move)."""
+    rim_points = int(rim_points)
+    if rim_points < 3:
+        raise ValueError(f"rim_points must be at least 3, got {rim_points}")
+    if points is not None:
+        found = _declared(model, points)
+    else:
+        found = _from_source(model, rim_points)
+    if links is not None:
+        wanted = {model.link_index(link) for link in links}
+        found = [p for p in found if p[0] in wanted]
+    moving = [p for p in found if model.links[p[0]].body >= 0]
+    if not moving:
+        what = "the declared points" if points is not None else "its collision geometry"
+        raise ModelError(f"model {model.name!r}: {what} gives no contact point on a moving "
+                         f"link{'' if links is None else ' among ' + repr(list(links))}; "
+                         + NO_GEOMETRY_HINT)
+    link, center, radius, labels = zip(*moving)
+    return ContactPoints(np.array(link, dtype=int), np.array(center, dtype=float).reshape(-1, 3),
+                         np.array(radius, dtype=float), tuple(labels))
+
+
+# -- declared points ----------------------------------------------------------------------------
+def _declared(model, points):
+    out = []
+    if isinstance(points, dict):
+        items = [ContactPoint(link, p) for link, ps in points.items()
+                 for p in (np.atleast_2d(np.asarray(ps, dtype=float)) if len(ps) else [])]
+    else:
+        items = list(points)
+    for k, p in enumerate(items):
+        if not isinstance(p, ContactPoint):
+            raise ValueError(f"points[{k}]: expected a ContactPoint(link, position, radius), got "
+                             f"{type(p).__name__}")
+        position = np.asarray(p.position, dtype=float)
+        if position.shape != (3,) or not np.all(np.isfinite(position)):
+            raise ValueError(f"contact point on {p.link!r}: position must be 3 finite numbers "
+                             f"(m, link frame), got {p.position!r}")
+        radius = float(p.radius)
+        if not (np.isfinite(radius) and radius >= 0):
+            raise ValueError(f"contact point on {p.link!r}: radius must be >= 0, got {p.radius!r}")
+        out.append((model.link_index(p.link), position, radius,
+                    f"{p.link} point {tuple(np.round(position, 6).tolist())}"))
+    return out
+
+
+# -- collision geometry of the model's file ------------------------------------------------------
+def _from_source(model, rim_points):
+    source = model.source
+    if not source:
+        raise ModelError(f"model {model.name!r} has no file to read collision geometry from (it "
+                         "was built in code or loaded from an XML string); " + NO_GEOMETRY_HINT)
+    if not os.path.exists(source):
+        raise ModelError(f"model {model.name!r}: its file {source!r} (model.source) is gone; "
+                         + NO_GEOMETRY_HINT)
+    from ..model.urdf import parse_xml
+
+    with open(source, "rb") as f:
+        root = parse_xml(f.read(), source)
+    if root.tag == "robot":
+        shapes, skipped = _urdf_shapes(root, source)
+    elif root.tag == "mujoco":
+        shapes, skipped = _mjcf_shapes(source)
+    else:
+        raise ModelError(f"{source}: cannot read collision geometry from a <{root.tag}> file; "
+                         + NO_GEOMETRY_HINT)
+    out = []
+    for link_name, kind, size, R, p in shapes:
+        try:
+            link = model.link_index(link_name)
+        except ModelError:
+            continue  # a link the model does not keep (never happens for files it loaded)
+        for k, (center, radius) in enumerate(_shape_points(kind, size, rim_points)):
+            label = f"{link_name} {kind}" + ("" if kind == "sphere" else f" point {k}")
+            out.append((link, R @ center + p, radius, label))
+    if skipped:
+        links = sorted({name for name, _ in skipped})
+        kinds = sorted({kind for _, kind in skipped})
+        warnings.warn(f"{source}: collision {' and '.join(kinds)} geometry on {len(links)} "
+                      f"link(s) ({', '.join(links[:6])}{', ...' if len(links) > 6 else ''}) has "
+                      "no contact points and is ignored (declare points on those links if they "
+                      "touch the ground: GroundContact(points=...))", stacklevel=4)
+    return out
+
+
+def _shape_points(kind, size, rim_points):
+    """(centre in the shape's frame, radius) of each contact sphere of a primitive shape."""
+    if kind == "sphere":
+        return [(np.zeros(3), size[0])]
+    if kind == "capsule":  # size: radius, half-length along z
+        return [(np.array([0.0, 0.0, s * size[1]]), size[0]) for s in (-1.0, 1.0)]
+    if kind == "box":  # size: half-extents
+        return [(np.array([sx, sy, sz]) * size, 0.0)
+                for sx in (-1, 1) for sy in (-1, 1) for sz in (-1, 1)]
+    if kind == "cylinder":  # size: radius, half-length along z
+        angles = 2 * np.pi * np.arange(rim_points) / rim_points
+        return [(np.array([size[0] * np.cos(a), size[0] * np.sin(a), s * size[1]]), 0.0)
+                for s in (-1.0, 1.0) for a in angles]
+    raise AssertionError(kind)
+
+
+def _urdf_shapes(robot, source):
+    """(link, kind, size, R, p) of every primitive ``<collision>``; (link, kind) skipped."""
+    from ..model.builder import rpy_to_matrix
+
+    shapes, skipped = [], []
+    for link in robot.iterfind("link"):
+        name = link.get("name")
+        for c, collision in enumerate(link.iterfind("collision")):
+            where = f'{source}: <link name="{name}"> <collision> {c + 1}'
+            origin = collision.find("origin")
+            xyz = _floats(origin, "xyz", 3, where, "0 0 0")
+            rpy = _floats(origin, "rpy", 3, where, "0 0 0")
+            geometry = collision.find("geometry")
+            shape = None if geometry is None or len(geometry) == 0 else geometry[0]
+            if shape is None:
+                raise ModelError(f"{where}: no <geometry> shape")
+            R = rpy_to_matrix(rpy)
+            if shape.tag == "sphere":
+                size = [_positive(shape, "radius", where)]
+            elif shape.tag == "box":
+                size = 0.5 * _floats(shape, "size", 3, where, None)
+                if np.any(size < 0):
+                    raise ModelError(f"{where} <box>: negative size")
+            elif shape.tag in ("cylinder", "capsule"):
+                size = [_positive(shape, "radius", where),
+                        0.5 * _positive(shape, "length", where, allow_zero=True)]
+            else:
+                skipped.append((name, shape.tag))
+                continue
+            shapes.append((name, shape.tag, np.asarray(size, dtype=float), R, xyz))
+    return shapes, skipped
+
+
+def _floats(element, attribute, n, where, default):
+    text = default if element is None else element.get(attribute, default)
+    if text is None:
+        raise ModelError(f"{where}: <{element.tag}> has no {attribute!r}")
+    try:
+        values = np.array([float(x) for x in text.split()])
+    except ValueError:
+        values = np.zeros(0)
+    if values.shape != (n,) or not np.all(np.isfinite(values)):
+        raise ModelError(f"{where}: {attribute}={text!r} must be {n} finite numbers")
+    return values
+
+
+def _positive(element, attribute, where, allow_zero=False):
+    text = element.get(attribute)
+    try:
+        value = float(text)
+    except (TypeError, ValueError):
+        raise ModelError(f"{where} <{element.tag}>: {attribute}={text!r} is not a number") from None
+    if not np.isfinite(value) or value < 0 or (value == 0 and not allow_zero):
+        raise ModelError(f"{where} <{element.tag}>: {attribute} must be positive, got {text!r}")
+    return value
+
+
+def _mjcf_shapes(source):
+    """The geoms of MuJoCo's compiled model, as (body link, kind, size, R, p)."""
+    try:
+        import mujoco
+    except ImportError:
+        raise ImportError("collision geometry of an MJCF model needs MuJoCo: pip install "
+                          "mujoco") from None
+    m = mujoco.MjModel.from_xml_path(source)
+    obj, geom = mujoco.mjtObj, mujoco.mjtGeom
+    kinds = {int(geom.mjGEOM_SPHERE): "sphere", int(geom.mjGEOM_CAPSULE): "capsule",
+             int(geom.mjGEOM_BOX): "box", int(geom.mjGEOM_CYLINDER): "cylinder"}
+    ignored = {int(geom.mjGEOM_MESH): "mesh", int(geom.mjGEOM_ELLIPSOID): "ellipsoid",
+               int(geom.mjGEOM_HFIELD): "height field", int(geom.mjGEOM_SDF): "sdf"}
+    shapes, skipped = [], []
+    for g in range(m.ngeom):
+        body = int(m.geom_bodyid[g])
+        kind = int(m.geom_type[g])
+        if body == 0 or kind == int(geom.mjGEOM_PLANE):
+            continue
+        if m.geom_contype[g] == 0 and m.geom_conaffinity[g] == 0:
+            continue
+        name = mujoco.mj_id2name(m, obj.mjOBJ_BODY, body) or f"body{body}"
+        if kind not in kinds:
+            skipped.append((name, ignored.get(kind, f"type {kind}")))
+            continue
+        size = np.array(m.geom_size[g], dtype=float)
+        shapes.append((name, kinds[kind], size, _quat_matrix(m.geom_quat[g]),
+                       np.array(m.geom_pos[g], dtype=float)))
+    return shapes, skipped
+
+
+def _quat_matrix(wxyz):
+    """The rotation matrix of MuJoCo's quaternion (w, x, y, z)."""
+    from ..model.joints import rotation_entries
+
+    w, x, y, z = (float(c) for c in wxyz)
+    return np.array(rotation_entries(np, (x, y, z, w)), dtype=float).reshape(3, 3)

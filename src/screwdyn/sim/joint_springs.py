@@ -1,0 +1,88 @@
+"""Joint limits and Coulomb joint friction as the simulation applies them: one-sided
+spring-dampers at the limits (``settings.JointLimits``) and elasto-plastic stick-slip springs for
+Coulomb friction (``settings.JointFriction``). Both are tuned per joint from its inertia at the
+initial state; written once for numpy and JAX, batch first: q (N, nq), qd (N, nv)."""
+import numpy as np
+
+from ..dynamics import mass_matrix
+
+
+def _spring_constants(model, q0, dofs, frequency, damping_ratio):
+    """(k, b) (N, len(dofs)): stiffness and damping that make each joint alone, with its inertia
+    I = M_jj(q0), ring at ``frequency`` Hz with ``damping_ratio``."""
+    inertia = np.diagonal(np.asarray(mass_matrix(model, q0)), axis1=-2, axis2=-1)[..., dofs]
+    omega = 2 * np.pi * frequency
+    return inertia * omega ** 2, 2 * damping_ratio * inertia * omega
+
+
+class Limits:
+    """Position limits of 1-DoF joints: tau = -(k x + b x') beyond a limit by x, never pulling."""
+
+    def __init__(self, model, settings):
+        lower, upper = model.lower_position_limit, model.upper_position_limit
+        q_index, v_index = [], []
+        for b, qs, vs in zip(model.active_bodies, model.q_slices, model.v_slices):
+            if b.nq == 1 and b.nv == 1 and (np.isfinite(lower[qs.start])
+                                            or np.isfinite(upper[qs.start])):
+                q_index.append(qs.start)
+                v_index.append(vs.start)
+        self.q_index, self.v_index = np.array(q_index, dtype=int), np.array(v_index, dtype=int)
+        self.lower, self.upper = lower[self.q_index], upper[self.q_index]
+        self.settings = settings
+
+    def __bool__(self):
+        return len(self.q_index) > 0
+
+    @property
+    def key(self):
+        return ("limits", tuple(self.q_index.tolist()))
+
+    def params(self, model, q0):
+        k, b = _spring_constants(model, q0, self.v_index, self.settings.frequency,
+                                 self.settings.damping_ratio)
+        return {"k": k, "b": b, "lower": self.lower, "upper": self.upper}
+
+    def torques(self, xp, p, q, qd):
+        """(tau (N, limited), elastic energy (N,)) at q, qd."""
+        x, rate = q[..., self.q_index], qd[..., self.v_index]
+        low = xp.maximum(p["lower"] - x, 0.0)  # depth beyond the lower limit (inf-safe)
+        high = xp.maximum(x - p["upper"], 0.0)
+        push_up = xp.where(low > 0, xp.maximum(p["k"] * low - p["b"] * rate, 0.0), 0.0)
+        push_down = xp.where(high > 0, xp.maximum(p["k"] * high + p["b"] * rate, 0.0), 0.0)
+        elastic = 0.5 * p["k"] * (low * low + high * high)
+        return push_up - push_down, xp.sum(elastic, axis=-1)
+
+
+class StickSlip:
+    """Coulomb friction of the joints that have it, as elasto-plastic springs: a joint deflected
+    by delta from its anchor feels clip(-(k delta + b qd), -c+, -c-), and its anchor follows so
+    that the spring alone stays inside [-c+, -c-] (c+ and c- the model's friction forces at
+    positive and negative velocity)."""
+
+    def __init__(self, model, settings):
+        coulomb = model.coulomb
+        self.index = np.flatnonzero(np.any(coulomb != 0, axis=1))
+        self.positive, self.negative = coulomb[self.index, 0], coulomb[self.index, 1]
+        self.settings = settings
+
+    def __bool__(self):
+        return len(self.index) > 0
+
+    @property
+    def key(self):
+        return ("stick_slip", tuple(self.index.tolist()))
+
+    def params(self, model, q0):
+        k, b = _spring_constants(model, q0, self.index, self.settings.frequency,
+                                 self.settings.damping_ratio)
+        return {"k": k, "b": b, "low": -self.positive, "high": -self.negative}
+
+    def torques(self, xp, p, delta, qd):
+        """tau (N, joints with friction) at deflection delta and velocity qd."""
+        trial = -(p["k"] * delta + p["b"] * qd[..., self.index])
+        return xp.clip(trial, p["low"], p["high"])
+
+    def project(self, xp, p, delta):
+        """(deflections the springs can hold, elastic energy (N,))."""
+        delta = xp.clip(delta, -p["high"] / p["k"], -p["low"] / p["k"])
+        return delta, xp.sum(0.5 * p["k"] * delta * delta, axis=-1)

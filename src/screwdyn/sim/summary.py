@@ -1,0 +1,55 @@
+"""The one-screen summary of a trajectory (``traj.summary()``, and the ``screwdyn simulate``
+command's report)."""
+import math
+
+import numpy as np
+
+from .trajectory import coordinate_names
+
+
+def summary_lines(traj):
+    """Lines: model, run, controller, contact, wall time and real-time factor, the energy
+    balance, the peak joint force and velocity, the final configuration."""
+    meta = traj.meta
+    lines = []
+    batch = f", {int(np.prod(traj.batch_shape))} rollouts" if traj.batch_shape else ""
+    end = traj.t[-1] if len(traj.t) else 0.0
+    lines.append(f"model        {meta.get('model', '?')}: nq = {traj.q.shape[-1]}, "
+                 f"nv = {traj.qd.shape[-1]}{batch}")
+    lines.append(f"run          {end:.6g} s, {traj.n_samples} samples, dt = {meta.get('dt')} s, "
+                 f"{meta.get('integrator')}, {meta.get('algebra')} algebra, "
+                 f"{meta.get('backend')} backend")
+    lines.append(f"controller   {meta.get('controller')}")
+    contact = meta.get("contact")
+    if contact:
+        lines.append(f"contact      ground plane, {contact['points']} contact points, mu = "
+                     f"{contact['mu']:g}, k = {contact['stiffness']:.3g} N/m, dissipation "
+                     f"{contact['dissipation']:g} s/m")
+    wall, comp = meta.get("wall_time", 0.0), meta.get("compile_time", 0.0)
+    rtf = traj.real_time_factor
+    rtf_text = f"{rtf:.3g}" if math.isfinite(rtf) else "n/a"
+    compile_text = f" (+ {comp:.2f} s compilation, once per model and settings)" if comp else ""
+    lines.append(f"wall time    {wall:.3g} s{compile_text}; real-time factor {rtf_text}")
+    if traj.n_samples == 0:
+        return lines
+    drift = np.max(traj.energy_drift())
+    scale = np.max(traj.energy_scale())
+    first = (0,) * len(traj.batch_shape)
+    work, lost = traj.work()[first][-1], traj.dissipated()[first][-1]
+    lines.append(f"energy       E(0) = {traj.energy[first][0]:.6g} J; work in {work:.4g} J, "
+                 f"dissipated {lost:.4g} J; unaccounted (drift) max {drift:.2e} of the "
+                 f"{scale:.4g} J the motion exchanges")
+    if traj.model is not None:
+        _, names = coordinate_names(traj.model)
+    else:
+        names = meta.get("v_names") or [f"v{i}" for i in range(traj.qd.shape[-1])]
+    for label, data, unit in (("max |tau|", traj.tau, "N m or N"),
+                              ("max |qd|", traj.qd, "rad/s or m/s")):
+        flat = np.abs(data).reshape(-1, data.shape[-2], data.shape[-1])
+        r, k, j = np.unravel_index(int(np.argmax(flat)), flat.shape)
+        lines.append(f"{label:<12} {flat[r, k, j]:.4g} {unit} ({names[j]} at t = "
+                     f"{traj.t[k]:.4g} s)")
+    final = traj.q.reshape(-1, traj.n_samples, traj.q.shape[-1])[0, -1]
+    with np.printoptions(precision=4, suppress=True, linewidth=100):
+        lines.append(f"final q      {final}")
+    return lines

@@ -1,0 +1,192 @@
+"""The simulated system: the model's forward dynamics under every force the settings add.
+
+    qdd = FD(q, qd, tau_controller + tau_limits + tau_friction, f_ext = contact + external)
+
+``System.rates`` is the right-hand side an integrator evaluates at each stage, with the power of
+the forces for the energy balance in two channels: *input* (the controller's joint forces and the
+external wrenches) and *passive* (contact, joint limits, joint friction and damping: springs and
+dissipation). ``accelerations`` is the one place a step evaluates forward dynamics (where a
+compiled single-state recursion can be hooked in).
+
+Some forces carry state from step to step (the anchors of the stick-slip contact and joint
+friction springs): the *hybrid state*, a dict of arrays, fixed during a step and updated between
+steps (``advance`` with the step's displacement, ``project`` onto what the springs can hold).
+"""
+import numpy as np
+
+from ..algorithms.joint_forces import friction as joint_friction_forces
+from ..controllers import Identity
+from ..dynamics import forward_dynamics, forward_kinematics, link_velocities
+from .joint_springs import Limits, StickSlip
+
+
+def accelerations(model, q, qd, tau, f_ext, gravity, algebra):
+    """Joint accelerations (N, nv) of ``model`` at q (N, nq), qd (N, nv) under joint forces tau
+    (N, nv) and link wrenches f_ext (N, nlinks, 6) or None: the single forward-dynamics call of
+    a simulation step (``screwdyn.forward_dynamics``, numpy or traced by JAX)."""
+    return forward_dynamics(model, q, qd, tau, f_ext=f_ext, gravity=gravity, algebra=algebra)
+
+
+class System:
+    """The forces of a simulation bound to a model (static structure here, numbers in
+    ``params``, which the compiled rollout takes as arguments)."""
+
+    def __init__(self, model, settings, assembly=None):
+        """``assembly``: None, or what simulates in the model's stead (a
+        ``screwdyn.composition.Assembly``: its own forward dynamics across the connection
+        points; ``model`` is then its configuration layout)."""
+        self.model, self.settings, self.assembly = model, settings, assembly
+        if assembly is not None and (settings.contact is not None
+                                     or settings.external is not None):
+            raise ValueError("contact and external wrenches act on a Model's links: simulate "
+                             "assembly.to_model() to use them")
+        self.gravity = np.array(settings.gravity if settings.gravity is not None
+                                else model.gravity, dtype=float)
+        self.algebra = settings.algebra
+        self.kinematics_algebra = "spatial" if settings.algebra == "vector" else settings.algebra
+        self.contact = None if settings.contact is None else settings.contact.resolve(model)
+        self.limits = None
+        if settings.joint_limits is not None:
+            limits = Limits(model, settings.joint_limits)
+            self.limits = limits if limits else None
+        self.friction = None
+        self.fd_model = model
+        if model.coulomb.any() and settings.joint_friction.model == "stick_slip":
+            self.friction = StickSlip(model, settings.joint_friction)
+            self.fd_model = model.with_joint_parameters(coulomb=0.0)  # the springs replace it
+        self.external = settings.external
+
+    @property
+    def key(self):
+        """What identifies the compiled code of this system (numbers excluded)."""
+        return (self.fd_model, self.algebra, self.assembly,
+                None if self.assembly is None else self.assembly.version,
+                None if self.contact is None else self.contact.key,
+                None if self.limits is None else self.limits.key,
+                None if self.friction is None else self.friction.key,
+                None if self.external is None else Identity(self.external))
+
+    @property
+    def needs_links(self):
+        return self.contact is not None or self.external is not None
+
+    def params(self, q0):
+        """The numbers of every force, for initial states q0 (N, nq) (numpy)."""
+        p = {"gravity": self.gravity}
+        if self.contact is not None:
+            p["contact"] = self.contact.params()
+        if self.limits is not None:
+            p["limits"] = self.limits.params(self.model, q0)
+        if self.friction is not None:
+            p["friction"] = self.friction.params(self.model, q0)
+        return p
+
+    # -- hybrid state ----------------------------------------------------------------------
+    def initial_hybrid(self, xp, params, q0):
+        """The springs' anchors at rest under the initial states q0 (N, nq)."""
+        hybrid = {}
+        if self.contact is not None:
+            T = self._poses(q0)
+            hybrid["contact"] = self.contact.initial_state(xp, params["contact"], T)
+        if self.friction is not None:
+            hybrid["delta"] = xp.zeros(q0.shape[:-1] + (len(self.friction.index),))
+        return hybrid
+
+    def advance(self, hybrid, xi):
+        """The hybrid state after a step that moved the configuration by xi (N, nv)."""
+        if "delta" in hybrid:
+            hybrid = dict(hybrid, delta=hybrid["delta"] + xi[..., self.friction.index])
+        return hybrid
+
+    def project(self, xp, params, q, hybrid):
+        """(hybrid state the springs can hold at q, elastic energy (N,) of every spring)."""
+        elastic = xp.zeros(q.shape[:-1], dtype=q.dtype)
+        hybrid = dict(hybrid)
+        if self.contact is not None:
+            hybrid["contact"], e = self.contact.project(xp, params["contact"], self._poses(q),
+                                                        hybrid["contact"])
+            elastic = elastic + e
+        if self.friction is not None:
+            hybrid["delta"], e = self.friction.project(xp, params["friction"], hybrid["delta"])
+            elastic = elastic + e
+        if self.limits is not None:
+            _, e = self.limits.torques(xp, params["limits"], q, xp.zeros(q.shape[:-1]
+                                                                       + (self.model.nv,)))
+            elastic = elastic + e
+        return hybrid, elastic
+
+    # -- the right-hand side ----------------------------------------------------------------
+    def rates(self, xp, params, t, q, qd, xi, tau, hybrid):
+        """(qdd (N, nv), power, contact forces (N, P, 3) or None) at time t, q, qd, under the
+        controller's joint forces tau (N, nv); xi (N, nv) is the displacement since the step
+        began (for the stick-slip springs). ``power(v)`` (N, 2) is the power [input, passive]
+        of these forces when the robot moves with velocity v (N, nv): the integrator takes it
+        with the velocity it moves the configuration with."""
+        total = tau
+        passive = -joint_friction_forces(xp, self.fd_model, qd.T).T \
+            if self.fd_model.has_joint_friction else 0 * qd
+        if self.limits is not None:
+            tl, _ = self.limits.torques(xp, params["limits"], q, qd)
+            tl = _add_at(xp, 0 * qd, self.limits.v_index, tl)
+            total, passive = total + tl, passive + tl
+        if self.friction is not None:
+            index = self.friction.index
+            tf = self.friction.torques(xp, params["friction"], hybrid["delta"] + xi[..., index],
+                                       qd)
+            tf = _add_at(xp, 0 * qd, index, tf)
+            total, passive = total + tf, passive + tf
+        f_ext = wrench_in = wrench_passive = forces = V = None
+        if self.needs_links:
+            T = self._poses(q)
+            V = link_velocities(self.model, q, qd, frame="local", algebra=self.kinematics_algebra)
+            if self.contact is not None:
+                wrench_passive, forces = self.contact.forces(xp, params["contact"], T, V,
+                                                            hybrid["contact"])
+                f_ext = wrench_passive
+            if self.external is not None:
+                wrench_in = self._external(xp, t, q, qd)
+                f_ext = wrench_in if f_ext is None else f_ext + wrench_in
+        if self.assembly is not None:
+            qdd = self.assembly.forward_dynamics(q, qd, total, gravity=params["gravity"],
+                                                 algebra=self.algebra, time=t)
+        else:
+            qdd = accelerations(self.fd_model, q, qd, total, f_ext, params["gravity"],
+                                self.algebra)
+
+        def power(v):
+            twists = V if v is qd else None
+            if twists is None and self.needs_links:
+                twists = link_velocities(self.model, q, v, frame="local",
+                                         algebra=self.kinematics_algebra)
+            p_in, p_passive = xp.sum(tau * v, axis=-1), xp.sum(passive * v, axis=-1)
+            if wrench_in is not None:
+                p_in = p_in + xp.sum(wrench_in * twists, axis=(-2, -1))
+            if wrench_passive is not None:
+                p_passive = p_passive + xp.sum(wrench_passive * twists, axis=(-2, -1))
+            return xp.stack([p_in, p_passive], axis=-1)
+
+        return qdd, power, forces
+
+    def _poses(self, q):
+        return forward_kinematics(self.model, q, algebra=self.kinematics_algebra)
+
+    def _external(self, xp, t, q, qd):
+        wrench = xp.asarray(self.external(t, q, qd))
+        shape = (self.model.nlinks, 6)
+        if wrench.ndim < 2 or tuple(wrench.shape[-2:]) != shape:
+            raise ExternalWrenchError(f"external(t, q, qd) returned shape {tuple(wrench.shape)}; "
+                                      f"expected (..., {shape[0]}, 6): one [force; torque] per "
+                                      "link, in model.link_names order")
+        return xp.broadcast_to(wrench, q.shape[:-1] + shape)
+
+
+class ExternalWrenchError(ValueError):
+    """The external wrench function returned the wrong shape."""
+
+
+def _add_at(xp, total, index, values):
+    """total (N, nv) with values (N, k) added at the columns ``index`` (k,)."""
+    scatter = np.zeros((len(index), total.shape[-1]))
+    scatter[np.arange(len(index)), index] = 1.0
+    return total + values @ scatter
+
