@@ -14,6 +14,7 @@ from .model import (DHLink, Model, ModelBuilder, from_dh, load_dh_table, load_ur
                     save_dh_table)
 from .model.model import random_configuration
 from .simulate import SimulationError, Trajectory, integrate, simulate
+from .rollouts import RolloutError, open_dataset as read_rollouts, rollouts  # noqa: E402
 from . import controllers, plot  # noqa: E402  (plot imports matplotlib only when drawing)
 
 __version__ = "0.1.0"
@@ -24,5 +25,5 @@ __all__ = [
     "inverse_dynamics", "jacobian", "kinetic_energy", "load_urdf", "mass_matrix",
     "potential_energy", "random_configuration", "robots", "from_dh", "load_dh_table",
     "save_dh_table", "simulate", "Trajectory", "SimulationError", "integrate", "controllers",
-    "plot", "compile", "dynamics_derivatives",
+    "plot", "compile", "dynamics_derivatives", "rollouts", "read_rollouts", "RolloutError",
 ]
