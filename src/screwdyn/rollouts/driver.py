@@ -348,16 +348,18 @@ class _Bar:
         from tqdm.auto import tqdm
 
         self.steps = (job.n_samples - 1) * dict(job.simulate)["record_every"]
-        self.bar = tqdm(total=job.n, initial=finished, unit="rollout", unit_scale=True,
+        self.start, self.initial = time.perf_counter(), finished
+        self.bar = tqdm(total=job.n, initial=finished, unit="rollout",
                         desc=f"rollouts ({engine.name}, {engine.workers} "
                              f"worker{'s' if engine.workers != 1 else ''})",
                         smoothing=0.1, file=sys.stderr, dynamic_ncols=True)
 
     def __call__(self, done, total):
-        self.bar.update(done - self.bar.n)
-        rate = self.bar.format_dict.get("rate")
-        if rate:
+        elapsed = time.perf_counter() - self.start
+        if elapsed > 0:
+            rate = (done - self.initial) / elapsed
             self.bar.set_postfix_str(f"{rate * self.steps:.3g} steps/s", refresh=False)
+        self.bar.update(done - self.bar.n)
 
     def close(self):
         self.bar.close()
