@@ -54,7 +54,8 @@ class RolloutActor:
 
 
 class RayEngine(Engine):
-    """``workers`` Ray actors (default: the cluster's CPUs). See the module docstring."""
+    """``workers`` Ray actors of one CPU each (default: one per CPU the cluster has free). See
+    the module docstring."""
 
     name = "ray"
 
@@ -69,8 +70,15 @@ class RayEngine(Engine):
             else:
                 ray.init(num_cpus=workers, include_dashboard=False)
             self._owns = True
-        self.workers = (max(1, int(ray.cluster_resources().get("CPU", 1))) if workers is None
-                        else check_workers(workers))
+        if workers is None:  # one actor per free CPU: actors that cannot start would wait
+            free = int(ray.available_resources().get("CPU", 0))
+            if free < 1:
+                raise RuntimeError(
+                    f"the Ray cluster has no free CPU for rollout actors (all "
+                    f"{int(ray.cluster_resources().get('CPU', 0))} are held by other actors or "
+                    "tasks, e.g. another open RayEngine): close them, or give workers=")
+            workers = free
+        self.workers = check_workers(workers)
         self.max_attempts = int(max_attempts)
         options = {"num_cpus": 1, "max_restarts": 0, **(actor_options or {})}
         self._actor_class = ray.remote(**options)(RolloutActor)
