@@ -149,17 +149,16 @@ class ProcessEngine(Engine):
         attempts = collections.Counter()
         try:
             while pending or any(w.inflight for w in self._procs):
-                for i, w in enumerate(self._procs):
-                    while pending and len(w.inflight) < 2:
-                        chunk = pending.popleft()
-                        try:
-                            if uid not in w.jobs:
-                                w.conn.send(("job", uid, None, job_bytes))
-                                w.jobs.add(uid)
-                            w.inflight.append(chunk)
-                            w.conn.send(("chunk", uid, chunk, states.chunk(job, chunk)))
-                        except OSError:  # the worker is gone: noticed below by its sentinel
-                            break
+                for w in round_robin(self._procs, pending, lambda w: len(w.inflight)):
+                    chunk = pending.popleft()
+                    w.inflight.append(chunk)
+                    try:
+                        if uid not in w.jobs:
+                            w.conn.send(("job", uid, None, job_bytes))
+                            w.jobs.add(uid)
+                        w.conn.send(("chunk", uid, chunk, states.chunk(job, chunk)))
+                    except OSError:  # the worker is gone: noticed below by its sentinel
+                        pass
                 waitables = {}
                 for w in self._procs:
                     waitables[w.conn] = w
@@ -248,6 +247,15 @@ _STARTUP_DIED = (
     "engine='processes' (start method 'spawn') each worker imports the script that started "
     "it: put the script's main code under `if __name__ == \"__main__\":` (see 'Safe importing "
     "of main module' in the multiprocessing documentation)")
+
+
+def round_robin(workers, pending, load, depth=2):
+    """The workers to give the next pending chunks to: one each first, then a second each (a
+    worker holding two never waits for the driver between chunks)."""
+    for level in range(1, depth + 1):
+        for w in list(workers):
+            if pending and load(w) < level:
+                yield w
 
 
 def check_workers(workers):

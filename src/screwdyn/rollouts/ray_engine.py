@@ -13,7 +13,7 @@ import collections
 import os
 import uuid
 
-from .engines import Engine, check_workers, chunk_states
+from .engines import Engine, check_workers, chunk_states, round_robin
 from .job import RolloutError
 from .worker import execute, prepare
 
@@ -112,13 +112,12 @@ class RayEngine(Engine):
         load = collections.Counter()
         try:
             while pending or inflight:
-                for slot in range(self.workers):
-                    while pending and load[slot] < 2:
-                        actor, chunk = self.actors[slot], pending.popleft()
-                        if uid not in self._jobs[slot]:
-                            self._setup(slot, uid, job_ref)
-                        inflight[actor.run.remote(uid, chunk, *arrays)] = (slot, actor, chunk)
-                        load[slot] += 1
+                for slot in round_robin(range(self.workers), pending, load.__getitem__):
+                    actor, chunk = self.actors[slot], pending.popleft()
+                    if uid not in self._jobs[slot]:
+                        self._setup(slot, uid, job_ref)
+                    inflight[actor.run.remote(uid, chunk, *arrays)] = (slot, actor, chunk)
+                    load[slot] += 1
                 ready, _ = ray.wait(list(inflight), num_returns=1)
                 for ref in ready:
                     slot, actor, chunk = inflight.pop(ref)
