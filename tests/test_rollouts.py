@@ -312,6 +312,34 @@ def test_a_folder_without_shards_takes_new_settings(model, tmp_path):
     assert ds.complete and ds.meta["controller"] == "none"
 
 
+def test_two_runs_never_write_one_folder_at_once(model, tmp_path):
+    from screwdyn.rollouts.dataset import DatasetWriter
+
+    out = tmp_path / "ds"
+    sd.rollouts(model, states(8), None, None, T_FINAL, DT, out=out, **FAST)
+    meta = Dataset(out).meta
+    other = DatasetWriter(out, meta)  # a run in progress holds the folder
+    other.open()
+    try:
+        with pytest.raises(RuntimeError, match="another run is writing the dataset"):
+            sd.rollouts(model, states(8), None, None, T_FINAL, DT, out=out, **FAST)
+    finally:
+        other.close()
+    assert sd.rollouts(model, states(8), None, None, T_FINAL, DT, out=out,
+                       **FAST).run["skipped"] == 8
+
+
+def test_samples_and_times_match_simulate_for_any_duration(model):
+    """t_final not a multiple of dt * record_every: rounded up to whole recorded intervals as
+    sd.simulate does."""
+    q0 = states(3)
+    result = sd.rollouts(model, q0, None, None, 0.0205, DT, record_every=3, **FAST)
+    ref = sd.simulate(model, q0, None, None, 0.0205, DT, record_every=3,
+                      integrator=FAST["integrator"])
+    assert np.array_equal(result.t, ref.t) and result.q.shape == ref.q.shape
+    assert result.trajectory().energy_drift().shape == (3,)
+
+
 def test_memory_stays_bounded_while_streaming(model, tmp_path):
     """What the driver holds does not grow with the number of rollouts written."""
     peaks = []
@@ -468,7 +496,7 @@ def test_model_hash_is_the_same_in_another_process(model):
     (dict(n=5), "n = 5 but q0 holds 4 rollouts"),
     (dict(integrator="rk5"), "unknown integrator 'rk5'"),
     (dict(control="sometimes"), "unknown control"),
-    (dict(controller=np.zeros((10, 2))), "the torque table has 10 rows but each rollout takes 50"),
+    (dict(controller=np.zeros((10, 2))), "torque table has 10 rows but each rollout takes 50"),
     (dict(controller=np.zeros((3, 50, 2))), r"one torque table per rollout must have shape \(4,"),
 ])
 def test_bad_inputs(model, tmp_path, change, message):

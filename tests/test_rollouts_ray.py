@@ -117,6 +117,12 @@ def test_an_unpicklable_controller_for_ray(model, engine):
         sd.rollouts(model, states(8), None, Locked(), T_FINAL, DT, engine=engine, **FAST)
 
 
+def test_another_cluster_address_is_refused(model, engine):
+    with pytest.raises(ValueError, match="connected to the Ray cluster at .* names another"):
+        sd.rollouts(model, states(8), None, None, T_FINAL, DT, engine="ray",
+                    address="10.255.255.1:6379", **FAST)
+
+
 def test_ray_worker_errors_reach_the_caller(model, engine):
     """A broken controller stops the job with its own error, raised where sd.rollouts runs."""
     with pytest.raises(sd.RolloutError, match="every rollout of chunk"):

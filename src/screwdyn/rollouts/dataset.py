@@ -28,12 +28,13 @@ import os
 
 import numpy as np
 
-from .job import ARRAYS
+from .job import ARRAYS, sample_times
 from .result import RolloutResult
 
 FORMAT = "screwdyn-rollouts/1"
 META_FILE = "dataset.json"
 MANIFEST = "manifest.jsonl"
+LOCK = ".lock"
 # the fields of dataset.json that make two runs the same dataset (resume) or not (refuse)
 IDENTITY = ("format", "model", "model_hash", "nq", "nv", "integrator", "algebra", "backend",
             "control", "gravity", "dt", "t_final", "record_every", "divergence_limit",
@@ -67,7 +68,7 @@ def encode_shard(chunk, job):
     n, T = chunk.stop - chunk.start, job.n_samples
     valid = (np.arange(T) < chunk.n_samples[:, None]).ravel()  # row-major: rollout, sample
     columns = {"rollout": np.repeat(np.arange(chunk.start, chunk.stop, dtype=np.int64), T)[valid],
-               "t": np.tile(_times(job), n)[valid]}
+               "t": np.tile(job.times(), n)[valid]}
     for names, key in zip(coordinate_columns(job.model), ("q", "qd", "qdd", "tau")):
         block = chunk.arrays[key].reshape(n * T, -1)[valid]
         columns.update({name: block[:, j] for j, name in enumerate(names)})
@@ -91,11 +92,6 @@ def encode_shard(chunk, job):
                    use_byte_stream_split=floats, write_statistics=["rollout", "t"],
                    write_page_checksum=True, row_group_size=max(1, n * T))
     return sink.getvalue().to_pybytes()
-
-
-def _times(job):
-    every = dict(job.simulate)["record_every"]
-    return np.arange(job.n_samples) * job.dt * every
 
 
 def write_file(path, data):
@@ -153,7 +149,7 @@ class DatasetWriter:
 
     def __init__(self, folder, meta):
         self.folder, self.meta = os.path.abspath(os.fspath(folder)), meta
-        self._manifest = None
+        self._manifest = self._lock = None
 
     def open(self):
         """Create the folder, or check that it holds this very dataset; remove what a crash
@@ -166,16 +162,16 @@ class DatasetWriter:
             raise OSError(e.errno, f"cannot create the dataset folder {folder}: "
                                    f"{e.strerror or e}") from e
         meta_path = os.path.join(folder, META_FILE)
-        if os.path.exists(meta_path) and (read_manifest(folder) or _shard_files(folder)):
-            check_same_dataset(folder, read_json(meta_path), self.meta)
-        elif os.path.exists(meta_path):  # no rollout written yet: nothing to mix with
-            self._write(meta_path, (json.dumps(self.meta, indent=1) + "\n").encode())
-        else:
-            stray = sorted(os.listdir(folder))
+        if not os.path.exists(meta_path):
+            stray = sorted(n for n in os.listdir(folder) if n != LOCK)
             if stray:
                 raise ValueError(f"{folder} is not empty and holds no screwdyn dataset "
-                                 f"({', '.join(stray[:3])}{', ...' if len(stray) > 3 else ''}): "
-                                 "give an empty or new folder for the rollouts")
+                                 f"({', '.join(stray[:3])}{', ...' if len(stray) > 3 else ''}"
+                                 "): give an empty or new folder for the rollouts")
+        self._lock = _lock(folder)
+        if os.path.exists(meta_path) and (read_manifest(folder) or _shard_files(folder)):
+            check_same_dataset(folder, read_json(meta_path), self.meta)
+        else:  # a new dataset, or one without a rollout yet: nothing to mix with
             self._write(meta_path, (json.dumps(self.meta, indent=1) + "\n").encode())
         entries = read_manifest(folder)
         done = {c: e for c, e in entries.items() if verify_entry(folder, e) is None}
@@ -217,6 +213,30 @@ class DatasetWriter:
             with contextlib.suppress(OSError):
                 self._manifest.close()
             self._manifest = None
+        if self._lock is not None:
+            self._lock.close()  # releases the lock
+            self._lock = None
+
+
+def _lock(folder):
+    """Hold an exclusive lock on the folder's lock file, so that two runs never write one
+    dataset at once (POSIX; elsewhere no lock)."""
+    try:
+        import fcntl
+    except ImportError:
+        return None
+    try:
+        handle = open(os.path.join(folder, LOCK), "a")
+    except OSError as e:
+        raise OSError(e.errno, f"cannot write the dataset folder {folder}: "
+                               f"{e.strerror or e}") from e
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        handle.close()
+        raise RuntimeError(f"another run is writing the dataset in {folder} right now; wait "
+                           "for it to finish (or stop it) before running this one") from None
+    return handle
 
 
 def _shard_files(folder):
@@ -425,7 +445,7 @@ class Dataset:
 
     def _times(self):
         m = self.meta
-        return np.arange(m["n_samples"]) * m["dt"] * m["record_every"]
+        return sample_times(m["n_samples"], m["dt"], m["record_every"])
 
     def _result(self, entry):
         m = self.meta

@@ -14,7 +14,7 @@ import numpy as np
 from .dataset import FORMAT, Dataset, DatasetWriter, coordinate_columns, write_shard
 from .engines import Engine, ProcessEngine, SerialEngine, States, check_workers
 from .identity import content_hash, describe
-from .job import ENGINES, SIMULATE_DEFAULTS, Job, RolloutError, draw_states, rollout_seeds
+from .job import ENGINES, Job, RolloutError, draw_states, rollout_seeds
 from .result import RolloutResult
 from .worker import run_marker
 
@@ -97,30 +97,25 @@ def rollouts(model, q0, qd0=None, controller=None, t_final=1.0, dt=1e-3, *, n=No
 
 
 def _run(job, engine, states, meta, progress):
-    writer = None
-    todo = list(range(job.n_chunks))
-    result = None
-    if job.out is not None:
-        writer = DatasetWriter(job.out, {**meta, "created": time.strftime("%Y-%m-%dT%H:%M:%S")})
-        done = writer.open()
-        todo = [c for c in todo if c not in done]
-    else:
-        T = job.n_samples
-        result = RolloutResult.empty(np.arange(job.n), T, job.model.nq, job.model.nv,
-                                     np.arange(T) * job.dt * dict(job.simulate)["record_every"],
-                                     meta, job.model)
-    finished = job.n - sum(job.rollout_range(c)[1] - job.rollout_range(c)[0] for c in todo)
-    skipped = finished
-    bar = _progress_bar(progress, job, engine, finished)
-    stats = {"failed": 0, "runs": 0, "chunks": 0}
-    start, replaced = time.perf_counter(), engine.replaced
-    marker = None
-    try:
-        if writer is not None:
-            marker = run_marker(job)
-            with open(marker, "w"):
-                pass
-        with contextlib.closing(engine.run(job, todo, states)) as stream:
+    with contextlib.ExitStack() as stack:
+        writer, result, todo = None, None, list(range(job.n_chunks))
+        if job.out is not None:
+            created = time.strftime("%Y-%m-%dT%H:%M:%S")
+            writer = DatasetWriter(job.out, {**meta, "created": created})
+            stack.callback(writer.close)
+            done = writer.open()
+            todo = [c for c in todo if c not in done]
+            stack.enter_context(_run_marker(job))
+        else:
+            result = RolloutResult.empty(np.arange(job.n), job.n_samples, job.model.nq,
+                                         job.model.nv, job.times(), meta, job.model)
+        skipped = job.n - sum(job.chunk_length(c) for c in todo)
+        bar = stack.enter_context(contextlib.closing(
+            _progress_bar(progress, job, engine, skipped)))
+        stats = {"failed": 0, "runs": 0, "chunks": 0}
+        start, replaced, finished = time.perf_counter(), engine.replaced, skipped
+        stream = stack.enter_context(contextlib.closing(engine.run(job, todo, states)))
+        try:
             for chunk, done in stream:
                 first, stop = job.rollout_range(chunk)
                 if writer is not None:
@@ -134,25 +129,31 @@ def _run(job, engine, states, meta, progress):
                 stats["chunks"] += 1
                 finished += stop - first
                 bar(finished, job.n)
-    except RolloutError as e:
-        e.result = result
-        raise
-    finally:
-        bar.close()
-        if writer is not None:
-            writer.close()
-            if marker is not None:
-                with contextlib.suppress(OSError):
-                    os.remove(marker)
+        except RolloutError as e:
+            e.result = result
+            raise
     run = {"engine": engine.name, "workers": engine.workers, "wall_time":
            time.perf_counter() - start, "workers_replaced": engine.replaced - replaced,
-           "skipped": skipped, **stats}
+           "skipped": int(skipped), **stats}
     if writer is not None:
         dataset = Dataset(job.out)
         dataset.run = run
         return dataset
     result.meta["run"] = run
     return result
+
+
+@contextlib.contextmanager
+def _run_marker(job):
+    """The file that tells the workers they see the dataset folder, for the run's length."""
+    marker = run_marker(job)
+    with open(marker, "w"):
+        pass
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            os.remove(marker)
 
 
 # ============================================================================================
@@ -164,7 +165,6 @@ def _settings(integrator, algebra, backend, control, gravity, record_every, dive
                     gravity=None if gravity is None else tuple(
                         float(g) for g in np.asarray(gravity, dtype=float).reshape(3)),
                     record_every=record_every, divergence_limit=divergence_limit)
-    assert set(settings) == set(SIMULATE_DEFAULTS)
     return settings
 
 
@@ -247,10 +247,9 @@ def _check_first(job, states):
     settings = dict(job.simulate, backend="numpy")
     table = states.tables[0] if states.tables is not None else job.controller
     if table is not None and not callable(table):
-        steps = (job.n_samples - 1) * settings["record_every"]
-        if table.shape[-2] < steps:
+        if table.shape[-2] < job.steps:
             raise ValueError(f"the torque table has {table.shape[-2]} rows but each rollout "
-                             f"takes {steps} steps")
+                             f"takes {job.steps} steps")
     else:
         table = None
     try:
@@ -347,7 +346,7 @@ class _Bar:
     def __init__(self, job, engine, finished):
         from tqdm.auto import tqdm
 
-        self.steps = (job.n_samples - 1) * dict(job.simulate)["record_every"]
+        self.steps = job.steps
         self.start, self.initial = time.perf_counter(), finished
         self.bar = tqdm(total=job.n, initial=finished, unit="rollout",
                         desc=f"rollouts ({engine.name}, {engine.workers} "

@@ -192,12 +192,13 @@ class ProcessEngine(Engine):
                         self._procs[self._procs.index(w)] = self._start()
                         self.replaced += 1
         except BaseException:
-            self.close()  # workers may hold chunks of this run: start afresh next time
+            self.close(kill=True)  # workers may hold chunks of this run: start afresh
             raise
 
-    def close(self):
+    def close(self, kill=False):
+        """Stop the workers: when their chunks are done, or at once (``kill``)."""
         for w in self._procs:
-            w.stop()
+            w.stop(kill)
         self._procs = []
 
 
@@ -229,8 +230,8 @@ class _Worker:
         self.conn.close()
         return lost
 
-    def stop(self):
-        if self.process.is_alive():
+    def stop(self, kill=False):
+        if self.process.is_alive() and not kill:
             try:
                 self.conn.send(("stop", None, None, None))
             except OSError:

@@ -24,11 +24,6 @@ import numpy as np
 
 ENGINES = ("serial", "processes", "ray")
 
-# the keywords of sd.simulate that a job passes through, with their defaults
-SIMULATE_DEFAULTS = dict(integrator="rk4", algebra="spatial", backend="auto",
-                         control="continuous", gravity=None, record_every=1,
-                         divergence_limit=1e6)
-
 ARRAYS = ("q", "qd", "qdd", "tau", "kinetic", "potential")
 
 
@@ -70,12 +65,34 @@ class Job:
         start = chunk * self.chunk_size
         return start, min(self.n, start + self.chunk_size)
 
+    def chunk_length(self, chunk):
+        """How many rollouts a chunk holds (chunk_size, fewer in the last)."""
+        start, stop = self.rollout_range(chunk)
+        return stop - start
+
+    @property
+    def record_every(self):
+        return dict(self.simulate)["record_every"]
+
     @property
     def n_samples(self):
         """Samples per finished rollout (the initial state included), as sd.simulate takes."""
-        kw = dict(self.simulate)
-        every = kw["record_every"]
+        every = self.record_every
         return max(1, math.ceil(self.t_final / (self.dt * every) - 1e-9)) + 1
+
+    @property
+    def steps(self):
+        """Integration steps per finished rollout."""
+        return (self.n_samples - 1) * self.record_every
+
+    def times(self):
+        """The sample times (T,) in seconds, as ``sd.Trajectory.t`` has them."""
+        return sample_times(self.n_samples, self.dt, self.record_every)
+
+
+def sample_times(n_samples, dt, record_every):
+    """Times of the samples: k dt record_every, the formula sd.simulate uses (same bits)."""
+    return np.arange(n_samples) * dt * record_every
 
 
 def rollout_seeds(seed, start, stop):

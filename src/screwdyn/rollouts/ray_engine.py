@@ -63,6 +63,11 @@ class RayEngine(Engine):
         ray = import_ray()
         self._ray = ray
         self._owns = False
+        if ray.is_initialized() and address and address != "auto":
+            current = ray.get_runtime_context().gcs_address
+            if current != address:
+                raise ValueError(f"this process is connected to the Ray cluster at {current}; "
+                                 f"address={address!r} names another: ray.shutdown() first")
         if not ray.is_initialized():
             address = address or os.environ.get("RAY_ADDRESS")
             if address:
