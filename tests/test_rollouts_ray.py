@@ -117,6 +117,12 @@ def test_an_unpicklable_controller_for_ray(model, engine):
         sd.rollouts(model, states(8), None, Locked(), T_FINAL, DT, engine=engine, **FAST)
 
 
+def test_no_cpu_left_for_another_engine_is_an_error(model, engine):
+    """With every CPU held by the open engine's actors, new actors would wait forever."""
+    with pytest.raises(RuntimeError, match="all held by the actors of other open RayEngines"):
+        sd.rollouts(model, states(8), None, None, T_FINAL, DT, engine="ray", **FAST)
+
+
 def test_another_cluster_address_is_refused(model, engine):
     with pytest.raises(ValueError, match="connected to the Ray cluster at .* names another"):
         sd.rollouts(model, states(8), None, None, T_FINAL, DT, engine="ray",

@@ -12,6 +12,7 @@ A dead actor (killed, its node lost) is replaced by a new one and the chunks it 
 import collections
 import os
 import uuid
+import weakref
 
 from .engines import Engine, check_workers, chunk_states, round_robin
 from .job import RolloutError
@@ -54,8 +55,8 @@ class RolloutActor:
 
 
 class RayEngine(Engine):
-    """``workers`` Ray actors of one CPU each (default: one per CPU the cluster has free). See
-    the module docstring."""
+    """``workers`` Ray actors of one CPU each (default: one per CPU of the cluster, less those
+    that other open RayEngines of this process hold). See the module docstring."""
 
     name = "ray"
 
@@ -75,14 +76,13 @@ class RayEngine(Engine):
             else:
                 ray.init(num_cpus=workers, include_dashboard=False)
             self._owns = True
-        if workers is None:  # one actor per free CPU: actors that cannot start would wait
-            free = int(ray.available_resources().get("CPU", 0))
-            if free < 1:
+        if workers is None:  # one actor per CPU that the engines of this process leave
+            total = int(ray.cluster_resources().get("CPU", 0))
+            workers = total - sum(e.workers for e in _OPEN)
+            if workers < 1:
                 raise RuntimeError(
-                    f"the Ray cluster has no free CPU for rollout actors (all "
-                    f"{int(ray.cluster_resources().get('CPU', 0))} are held by other actors or "
-                    "tasks, e.g. another open RayEngine): close them, or give workers=")
-            workers = free
+                    f"the Ray cluster's {total} CPUs are all held by the actors of other open "
+                    "RayEngines of this process: close them, or give workers=")
         self.workers = check_workers(workers)
         self.max_attempts = int(max_attempts)
         options = {"num_cpus": 1, "max_restarts": 0, **(actor_options or {})}
@@ -90,6 +90,7 @@ class RayEngine(Engine):
         self.actors, self.nodes = [], {}
         self._jobs = [set() for _ in range(self.workers)]
         self.replaced = 0
+        _OPEN.add(self)
 
     def check_picklable(self, job):
         from ray import cloudpickle
@@ -144,7 +145,7 @@ class RayEngine(Engine):
                         continue
                     yield chunk, done
         except BaseException:
-            self.close(stop_ray=False)  # actors may hold chunks of this run: start afresh
+            self._kill_actors()  # they may hold chunks of this run: start afresh next time
             raise
 
     def _setup(self, slot, uid, job_ref):
@@ -162,7 +163,15 @@ class RayEngine(Engine):
                 continue
         return out
 
-    def close(self, stop_ray=True):
+    def close(self):
+        """Kill the actors; stop Ray if this engine started it."""
+        self._kill_actors()
+        _OPEN.discard(self)
+        if self._owns and self._ray.is_initialized():
+            self._ray.shutdown()
+            self._owns = False
+
+    def _kill_actors(self):
         for actor in self.actors:
             try:
                 self._ray.kill(actor)
@@ -170,9 +179,9 @@ class RayEngine(Engine):
                 pass
         self.actors, self.nodes = [], {}
         self._jobs = [set() for _ in range(self.workers)]
-        if stop_ray and self._owns and self._ray.is_initialized():
-            self._ray.shutdown()
-            self._owns = False
+
+
+_OPEN = weakref.WeakSet()  # the RayEngines of this process not closed yet
 
 
 def _cause(error, chunk):
