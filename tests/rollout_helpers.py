@@ -20,6 +20,19 @@ def pendulum():
     return sd.load_urdf(PENDULUM)
 
 
+def datasets_on_two_engines(model, engine, folder, n, seed):
+    """The same dataset written by the serial engine in folder/a and by ``engine`` in
+    folder/b (random states with velocities, zero torque)."""
+    from screwdyn.rollouts import RandomStates
+
+    kw = dict(FAST, n=n, seed=seed)
+    sampler = RandomStates(model, velocity_std=1.0)
+    serial = sd.rollouts(model, sampler, None, None, T_FINAL, DT, out=folder / "a", **kw)
+    other = sd.rollouts(model, sampler, None, None, T_FINAL, DT, out=folder / "b",
+                        engine=engine, **kw)
+    return serial, other
+
+
 def states(n, marked=(), seed=0):
     """n initial configurations of the pendulum in [-1, 1], the ``marked`` rollouts with the
     wrist at 3 rad (what NaNWhen and RaiseWhen react to)."""

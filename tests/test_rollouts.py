@@ -16,7 +16,7 @@ import pytest
 
 import screwdyn as sd
 from rollout_helpers import (DT, FAST, PENDULUM, T_FINAL, KillOnce, NaNWhen, RaiseWhen,
-                             pendulum, states)
+                             datasets_on_two_engines, pendulum, states)
 from screwdyn.rollouts import (Dataset, ProcessEngine, RandomStates, RolloutError,
                                rollout_seeds)
 from screwdyn.rollouts.identity import content_hash
@@ -185,7 +185,8 @@ def test_dataset_round_trip_and_metadata(model, tmp_path):
     sampler = RandomStates(model, velocity_std=0.5)
     kw = dict(FAST, n=20, seed=7)
     memory = sd.rollouts(model, sampler, None, NaNWhen(limit=2.0), T_FINAL, DT, **kw)
-    ds = sd.rollouts(model, sampler, None, NaNWhen(limit=2.0), T_FINAL, DT, out=tmp_path / "ds", **kw)
+    ds = sd.rollouts(model, sampler, None, NaNWhen(limit=2.0), T_FINAL, DT, out=tmp_path / "ds",
+                     **kw)
     assert isinstance(ds, Dataset) and ds.complete and len(ds) == 20
     assert ds.verify() == {}
     assert_same(ds.arrays(), memory)
@@ -228,11 +229,7 @@ def test_dataset_round_trip_and_metadata(model, tmp_path):
 
 
 def test_shards_are_the_same_bytes_on_every_engine(model, two_workers, tmp_path):
-    kw = dict(FAST, n=20, seed=1)
-    sampler = RandomStates(model, velocity_std=1.0)
-    a = sd.rollouts(model, sampler, None, None, T_FINAL, DT, out=tmp_path / "a", **kw)
-    b = sd.rollouts(model, sampler, None, None, T_FINAL, DT, out=tmp_path / "b",
-                    engine=two_workers, **kw)
+    a, b = datasets_on_two_engines(model, two_workers, tmp_path, n=20, seed=1)
     assert [e["sha256"] for e in a.entries] == [e["sha256"] for e in b.entries]
     for entry in a.entries:  # the manifest's checksum is the file's
         data = (tmp_path / "b" / entry["file"]).read_bytes()

@@ -8,8 +8,7 @@ import numpy as np
 import pytest
 
 import screwdyn as sd
-from rollout_helpers import DT, FAST, T_FINAL, NaNWhen, pendulum, states
-from screwdyn.rollouts import RandomStates
+from rollout_helpers import DT, FAST, T_FINAL, NaNWhen, datasets_on_two_engines, pendulum, states
 
 ray = pytest.importorskip("ray")
 pytest.importorskip("pyarrow")
@@ -76,11 +75,7 @@ def test_ray_equals_serial_bit_for_bit_on_two_nodes(model, engine):
 
 
 def test_ray_dataset_shards_equal_serial_shards(model, engine, tmp_path):
-    kw = dict(FAST, n=24, seed=9)
-    sampler = RandomStates(model, velocity_std=1.0)
-    serial = sd.rollouts(model, sampler, None, None, T_FINAL, DT, out=tmp_path / "a", **kw)
-    on_ray = sd.rollouts(model, sampler, None, None, T_FINAL, DT, out=tmp_path / "b",
-                         engine=engine, **kw)
+    serial, on_ray = datasets_on_two_engines(model, engine, tmp_path, n=24, seed=9)
     assert [e["sha256"] for e in serial.entries] == [e["sha256"] for e in on_ray.entries]
     assert on_ray.verify() == {} and on_ray.complete
 

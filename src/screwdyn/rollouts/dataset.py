@@ -28,7 +28,7 @@ import os
 
 import numpy as np
 
-from .job import ARRAYS, sample_times
+from .job import sample_times
 from .result import RolloutResult
 
 FORMAT = "screwdyn-rollouts/1"
@@ -69,7 +69,7 @@ def encode_shard(chunk, job):
     valid = (np.arange(T) < chunk.n_samples[:, None]).ravel()  # row-major: rollout, sample
     columns = {"rollout": np.repeat(np.arange(chunk.start, chunk.stop, dtype=np.int64), T)[valid],
                "t": np.tile(job.times(), n)[valid]}
-    for names, key in zip(coordinate_columns(job.model), ("q", "qd", "qdd", "tau")):
+    for names, key in zip(coordinate_columns(job.model), ("q", "qd", "qdd", "tau"), strict=True):
         block = chunk.arrays[key].reshape(n * T, -1)[valid]
         columns.update({name: block[:, j] for j, name in enumerate(names)})
     for key in ("kinetic", "potential"):
@@ -461,7 +461,7 @@ class Dataset:
         n_samples = np.array([r["n_samples"] for r in records], dtype=np.int64)
         valid = np.arange(T) < n_samples[:, None]
         arrays = {}
-        for key, names in zip(("q", "qd", "qdd", "tau"), self._columns()):
+        for key, names in zip(("q", "qd", "qdd", "tau"), self._columns(), strict=True):
             block = np.full((n, T, len(names)), np.nan)
             block[valid] = np.column_stack([table.column(c).to_numpy() for c in names])
             arrays[key] = block

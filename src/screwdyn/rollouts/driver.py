@@ -112,7 +112,7 @@ def _run(job, engine, states, meta, progress):
         skipped = job.n - sum(job.chunk_length(c) for c in todo)
         bar = stack.enter_context(contextlib.closing(
             _progress_bar(progress, job, engine, skipped)))
-        stats = {"failed": 0, "runs": 0, "chunks": 0}
+        stats = {"failed": 0, "runs": 0, "chunks": 0, "busy_time": 0.0}
         start, replaced, finished = time.perf_counter(), engine.replaced, skipped
         stream = stack.enter_context(contextlib.closing(engine.run(job, todo, states)))
         try:
@@ -127,6 +127,7 @@ def _run(job, engine, states, meta, progress):
                 stats["failed"] += done.failed
                 stats["runs"] += done.runs
                 stats["chunks"] += 1
+                stats["busy_time"] += done.wall_time
                 finished += stop - first
                 bar(finished, job.n)
         except RolloutError as e:

@@ -122,7 +122,7 @@ def _function(fn, inner):
 
 def _filled(cell):
     try:
-        cell.cell_contents
+        _ = cell.cell_contents
     except ValueError:  # an empty cell (a name assigned later in the enclosing function)
         return False
     return True

@@ -19,6 +19,7 @@ given, bit for bit.
 import dataclasses
 import math
 import time
+from typing import Optional
 
 import numpy as np
 
@@ -51,9 +52,9 @@ class Job:
     seed: int
     sampler: object = None  # sampler(rng) -> (q0, qd0); None: the states travel with the chunks
     per_rollout_table: bool = False  # the controller is a torque table per rollout (in states)
-    out: str = None  # the dataset folder, written by the workers
+    out: Optional[str] = None  # the dataset folder, written by the workers
     uid: str = ""  # the run (a worker keeps its jobs by it)
-    jax_cache_dir: str = None  # the driver's persistent JAX compilation cache, if any
+    jax_cache_dir: Optional[str] = None  # the driver's persistent JAX compilation cache
     dataset_meta: tuple = ()  # (json text,) of the dataset's metadata, for the shards' footers
 
     @property
@@ -155,7 +156,8 @@ def run_chunk(job, chunk, states=None):
             ok[lane] = False
             error[lane], failed_step[lane], failed_time[lane] = failure
             n_samples[lane] = count
-    if n > 1 and not ok.any() and len({(e, s) for e, s in zip(error, failed_step)}) == 1:
+    ways = {(e, s) for e, s in zip(error, failed_step, strict=True)}
+    if n > 1 and not ok.any() and len(ways) == 1:
         raise RolloutError(f"every rollout of chunk {chunk} (rollouts {start} to {stop - 1}) "
                            f"failed at step {failed_step[0]}: {error[0]}; the controller or the "
                            "settings are broken, not one rollout")

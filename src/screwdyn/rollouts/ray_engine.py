@@ -132,11 +132,12 @@ class RayEngine(Engine):
                         done = ray.get(ref)
                     except ray.exceptions.RayTaskError as e:  # the job itself raised
                         raise _cause(e, chunk) from None
-                    except ray.exceptions.RayError:  # the actor died or its node was lost
+                    except ray.exceptions.RayError as e:  # the actor died or its node was lost
                         attempts[chunk] += 1
                         if attempts[chunk] >= self.max_attempts:
                             raise RolloutError(f"chunk {chunk} was lost with "
-                                               f"{attempts[chunk]} actors in a row; stopped")
+                                               f"{attempts[chunk]} actors in a row; stopped"
+                                               ) from e
                         pending.appendleft(chunk)
                         if self.actors[slot] is actor:  # replace it once, not per lost chunk
                             self.actors[slot] = self._actor_class.remote()
@@ -181,7 +182,7 @@ class RayEngine(Engine):
         self._jobs = [set() for _ in range(self.workers)]
 
 
-_OPEN = weakref.WeakSet()  # the RayEngines of this process not closed yet
+_OPEN: "weakref.WeakSet[RayEngine]" = weakref.WeakSet()  # this process's open RayEngines
 
 
 def _cause(error, chunk):

@@ -46,7 +46,7 @@ class RolloutResult:
         self.failed_step[rows], self.failed_time[rows] = get("failed_step"), get("failed_time")
         self.n_samples[rows], self.q0[rows], self.qd0[rows] = (get("n_samples"), get("q0"),
                                                                 get("qd0"))
-        for i, e in zip(range(rows.start, rows.stop), get("error")):
+        for i, e in zip(range(rows.start, rows.stop), get("error"), strict=True):
             self.error[i] = e
 
     def __len__(self):

@@ -2,6 +2,7 @@
 its shard (in the dataset folder when the worker sees it, else the bytes go back to the driver)."""
 import dataclasses
 import os
+from typing import Optional
 
 from .dataset import encode_shard, shard_entry, write_shard
 from .job import run_chunk
@@ -18,8 +19,8 @@ class Done:
     runs: int
     wall_time: float
     result: object = None
-    entry: dict = None
-    data: bytes = None
+    entry: Optional[dict] = None
+    data: Optional[bytes] = None
 
 
 def run_marker(job):
