@@ -8,10 +8,10 @@ one task, the rate results travel at, side by side in one run.
 For each repetition (interleaved, so that a change in the machine's load hits every row alike):
 for each engine and worker count, in a fresh Python process, an engine is opened (timed: workers
 start, import JAX and compile the rollout on a first small job) and then runs the job on warm
-workers (timed: the throughput). The serial engine is the one-process reference. Then the per-task overhead (many
-one-step chunks of one rollout on one warm worker: the job's wall time less the time the worker
-spent in its chunks, per task) and the transfer rate (an array of a chunk's size sent back
-through the engine's channel: a pipe, Ray's object store) are measured.
+workers (timed: the throughput). The serial engine is the one-process reference. Then the
+per-task overhead (many one-step chunks of one rollout on one warm worker: the job's wall time
+less the time the worker spent in its chunks, per task) and the transfer rate (an array of a
+chunk's size sent back through the engine's channel: a pipe, Ray's object store) are measured.
 
 The CPU time every process of the job used (this one and all below it: workers, Ray's own
 processes) is measured too: per rollout, it says what the engine costs whatever else the machine
