@@ -510,6 +510,8 @@ def test_bad_sampler_inputs(model):
         sd.rollouts(model, RandomStates(model), np.zeros(2), None, T_FINAL, DT, n=4, **FAST)
     with pytest.raises(ValueError, match=r"must return \(q0 \(2,\), qd0 \(2,\) or None\)"):
         sd.rollouts(model, lambda rng: np.zeros(5), None, None, T_FINAL, DT, n=4, **FAST)
+    with pytest.raises(ValueError, match=r"it returned \(shape \(\), None\)"):  # no broadcast
+        sd.rollouts(model, lambda rng: (0.5, None), None, None, T_FINAL, DT, n=4, **FAST)
 
 
 def test_an_unpicklable_controller_for_processes(model):

@@ -174,11 +174,15 @@ def draw_states(job, seeds, start):
         drawn = job.sampler(np.random.default_rng(int(s)))
         try:
             q, qd = drawn
-            q0[lane], qd0[lane] = q, (0.0 if qd is None else qd)
+            q, qd = np.asarray(q, dtype=float), np.zeros(model.nv) if qd is None else \
+                np.asarray(qd, dtype=float)
+            if q.shape != (model.nq,) or qd.shape != (model.nv,):
+                raise ValueError
         except (TypeError, ValueError):
             raise ValueError(f"the state sampler {job.sampler!r} must return (q0 ({model.nq},), "
                              f"qd0 ({model.nv},) or None); for rollout {start + lane} (seed {s}) "
                              f"it returned {_shape_text(drawn)}") from None
+        q0[lane], qd0[lane] = q, qd
     return q0, qd0
 
 
