@@ -150,6 +150,19 @@ def test_every_rollout_failing_the_same_way_stops_the_job(model):
                     **FAST)
 
 
+def test_a_job_error_in_a_worker_reaches_the_caller(model, two_workers):
+    """Raised where sd.rollouts runs, noted with its chunk; the workers, which may still hold
+    chunks of the failed job, are stopped and fresh ones serve the next call."""
+    before = set(two_workers.pids)
+    with pytest.raises(RolloutError, match="every rollout of chunk") as error:
+        sd.rollouts(model, states(16), None, NaNWhen(limit=-10.0, after=0.0), T_FINAL, DT,
+                    engine=two_workers, **FAST)
+    assert any("raised in a worker while running chunk" in n for n in error.value.__notes__)
+    assert two_workers.pids == []
+    result = sd.rollouts(model, states(16), None, None, T_FINAL, DT, engine=two_workers, **FAST)
+    assert result.ok.all() and not set(two_workers.pids) & before
+
+
 def test_a_controller_of_the_wrong_shape_is_an_error(model):
     with pytest.raises(sd.SimulationError, match="joint forces of shape"):
         sd.rollouts(model, states(8), None, lambda t, q, qd: np.zeros(3), T_FINAL, DT, **FAST)

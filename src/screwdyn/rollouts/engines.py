@@ -231,15 +231,16 @@ class _Worker:
         return lost
 
     def stop(self, kill=False):
+        """Ask the worker to finish (it does after its chunks in hand), or kill it."""
         if self.process.is_alive() and not kill:
             try:
                 self.conn.send(("stop", None, None, None))
             except OSError:
                 pass
             self.process.join(timeout=5)
-            if self.process.is_alive():
-                self.process.kill()
-                self.process.join(timeout=5)
+        if self.process.is_alive():
+            self.process.kill()
+            self.process.join(timeout=5)
         self.conn.close()
 
 
