@@ -6,12 +6,16 @@ docs/scaling.md drawn from the measured overheads.
 import numpy as np
 
 
+NETWORK = 1.25e9  # bytes/s of a 10 Gbit/s link: results of actors on other nodes
+
+
 def model_parameters(data):
-    """The model's inputs from a benchmarks/rollouts.py JSON: seconds per chunk on one worker,
-    the driver's seconds per chunk (task overhead, and the transfer of in-memory results)."""
+    """The model's inputs from a benchmarks/rollouts.py JSON: seconds per chunk on one worker
+    (from the CPU time per rollout of the serial rows: what one idle core takes, whatever the
+    load was), the driver's seconds per chunk (task overhead, and the transfer of results)."""
     args, summary, overhead = data["info"]["args"], data["summary"], data["overhead"]
     C = args["chunk_size"]
-    t_chunk = C / summary["serial x1"]["rollouts_per_s_median"]
+    t_chunk = C * summary["serial x1"]["cpu_ms_per_rollout_median"] / 1e3
     samples = round(args["t_final"] / (args["dt"] * args["record_every"])) + 1
     nq = nv = 6  # the Puma
     chunk_bytes = C * samples * (nq + 3 * nv + 2) * 8
@@ -24,6 +28,8 @@ def model_parameters(data):
         out["engines"][name] = {"task_s": task, "bytes_per_s": rate,
                                 "driver_memory_s": task + chunk_bytes / rate,
                                 "driver_dataset_s": task}
+        if name == "ray":
+            out["engines"][name]["driver_network_s"] = task + chunk_bytes / NETWORK
     return out
 
 
@@ -44,7 +50,7 @@ def draw(data, path):
     fig, ax = plt.subplots(figsize=(7.5, 4.8))
     W = np.unique(np.round(np.logspace(0, np.log10(2048), 200)))
     ax.plot(W, throughput(W, p["t_chunk"], 1e-12, p["C"]), color="0.7", lw=1,
-            label="ideal: workers x one worker")
+            label="ideal: workers x one idle core (from CPU time per rollout)")
     colors = {"processes": "tab:blue", "ray": "tab:orange"}
     for name, e in p["engines"].items():
         c = colors[name]
@@ -52,6 +58,9 @@ def draw(data, path):
                 label=f"model, {name}, results in memory")
         ax.plot(W, throughput(W, p["t_chunk"], e["driver_dataset_s"], p["C"]), color=c, ls=":",
                 label=f"model, {name}, shards written by workers")
+        if "driver_network_s" in e:
+            ax.plot(W, throughput(W, p["t_chunk"], e["driver_network_s"], p["C"]), color=c,
+                    ls="-.", label=f"model, {name}, results in memory over 10 Gbit/s")
         rows = [r for r in data["rows"] if r["engine"] == name]
         ax.plot([r["workers"] for r in rows], [r["rollouts_per_s"] for r in rows], "o", color=c,
                 label=f"measured, {name} (this machine, 2 cores)")
