@@ -66,6 +66,8 @@ def canonical(obj, _depth=0, _seen=None):
             return f"method({inner(obj.__self__)},{inner(obj.__func__)})"
         if isinstance(obj, functools.partial):
             return f"partial({inner(obj.func)},{inner(obj.args)},{inner(obj.keywords)})"
+        if hasattr(obj, "__array__") and hasattr(obj, "shape"):  # a JAX array, say
+            return inner(np.asarray(obj))
         if dataclasses.is_dataclass(obj):
             fields = [(f.name, getattr(obj, f.name)) for f in dataclasses.fields(obj) if f.compare]
             return f"{_qualname(type(obj))}(" + ",".join(f"{k}={inner(v)}"

@@ -124,7 +124,10 @@ class RayEngine(Engine):
                         self._setup(slot, uid, job_ref)
                     inflight[actor.run.remote(uid, chunk, *arrays)] = (slot, actor, chunk)
                     load[slot] += 1
-                ready, _ = ray.wait(list(inflight), num_returns=1)
+                refs = list(inflight)
+                ready, _ = ray.wait(refs, num_returns=1)
+                if len(refs) > 1:  # and every other that is done by now: one pass for all
+                    ready = ray.wait(refs, num_returns=len(refs), timeout=0)[0] or ready
                 for ref in ready:
                     slot, actor, chunk = inflight.pop(ref)
                     load[slot] -= 1
