@@ -1,7 +1,6 @@
 """``sd.rollouts``: many rollouts of one model, on one core, all cores or a Ray cluster, the same
 bits everywhere, kept in memory or streamed to a dataset folder."""
 import contextlib
-import importlib.metadata
 import json
 import math
 import os
@@ -289,6 +288,8 @@ def _make_engine(name, workers, address, max_attempts):
 
 
 def _version(package):
+    import importlib.metadata
+
     try:
         return importlib.metadata.version(package)
     except importlib.metadata.PackageNotFoundError:

@@ -11,8 +11,6 @@ stops the job with ``RolloutError``. An exception raised by the job itself (bad 
 controller) stops the job and is raised in the caller.
 """
 import collections
-import multiprocessing
-import multiprocessing.connection
 import os
 import pickle
 import queue
@@ -112,6 +110,8 @@ class ProcessEngine(Engine):
     def __init__(self, workers=None, *, start_method="spawn", max_attempts=3):
         self.workers = available_cpus() if workers is None else check_workers(workers)
         self.max_attempts = int(max_attempts)
+        import multiprocessing
+
         self._context = multiprocessing.get_context(start_method)
         self._procs = []
         self.replaced = 0
@@ -141,6 +141,8 @@ class ProcessEngine(Engine):
         return _Worker(process, parent)
 
     def run(self, job, chunks, states):
+        from multiprocessing.connection import wait
+
         uid = uuid.uuid4().hex
         job_bytes = pickle.dumps(job)
         while len(self._procs) < self.workers:
@@ -163,7 +165,7 @@ class ProcessEngine(Engine):
                 for w in self._procs:
                     waitables[w.conn] = w
                     waitables[w.process.sentinel] = w
-                for ready in multiprocessing.connection.wait(list(waitables)):
+                for ready in wait(list(waitables)):
                     w = waitables[ready]
                     if w.dead:
                         continue
