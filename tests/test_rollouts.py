@@ -465,7 +465,7 @@ def test_a_torque_table_per_rollout(model):
                       integrator=FAST["integrator"])
     assert np.array_equal(result.q[:8], ref.q)
     np.testing.assert_array_equal(result.tau[:8, :50], tables[:8])
-    shared = sd.rollouts(model, q0, None, tables[0], T_FINAL, DT, **FAST)
+    shared = sd.rollouts(model, q0, None, tables[0].tolist(), T_FINAL, DT, **FAST)  # a list
     np.testing.assert_array_equal(shared.tau[5, :50], tables[0])
 
 

@@ -65,7 +65,7 @@ def rollouts(model, q0, qd0=None, controller=None, t_final=1.0, dt=1e-3, *, n=No
     t_final, dt = _positive(t_final, "t_final"), _positive(dt, "dt")
     chunk_size = _positive_int(chunk_size, "chunk_size")
     seed = _seed(seed)
-    sampler, states, table, n = _states(model, q0, qd0, controller, n)
+    sampler, states, controller, table, n = _states(model, q0, qd0, controller, n)
     made_engine = not isinstance(engine, Engine)
     if made_engine:
         if engine not in ENGINES:
@@ -191,7 +191,8 @@ def _seed(seed):
 
 
 def _states(model, q0, qd0, controller, n):
-    """(sampler, States, per-rollout tables or None, N) from the user's q0, qd0, controller."""
+    """(sampler, States, controller (a table as a float array), per-rollout tables or None, N)
+    from the user's q0, qd0, controller."""
     table = None
     if controller is not None and not callable(controller):
         controller = np.asarray(controller, dtype=float)
@@ -211,7 +212,7 @@ def _states(model, q0, qd0, controller, n):
         if table is not None:
             raise ValueError("one torque table per rollout goes with initial-state arrays, "
                              "not a sampler")
-        return q0, States(), None, n
+        return q0, States(), controller, None, n
     q0 = np.array(q0, dtype=float)
     if q0.ndim != 2 or q0.shape[1] != model.nq:
         raise ValueError(f"q0 must have shape (N, {model.nq}) (one configuration per rollout) "
@@ -231,7 +232,7 @@ def _states(model, q0, qd0, controller, n):
     if table is not None and (table.shape[0] != N or table.shape[2] != model.nv):
         raise ValueError(f"one torque table per rollout must have shape ({N}, steps, "
                          f"{model.nv}), got {table.shape}")
-    return None, States(q0, qd0, table), table, N
+    return None, States(q0, qd0, table), controller, table, N
 
 
 def _check_first(job, states):
