@@ -13,7 +13,11 @@ per-task overhead (many one-step chunks of one rollout on one warm worker: the j
 less the time the worker spent in its chunks, per task) and the transfer rate (an array of a
 chunk's size sent back through the engine's channel: a pipe, Ray's object store) are measured.
 
-The CPU time every process of the job used (this one and all below it: workers, Ray's own
+A row with W workers runs on W CPUs (its processes pinned to the first W with
+``sched_setaffinity``, which workers and Ray's processes inherit; the serial row on one): without
+it, one worker's job also uses part of a second core (the driver receiving results while the
+worker computes, JAX's threads), and "1 worker" would not mean one core. ``--no-pin`` turns it
+off. The CPU time every process of the job used (this one and all below it: workers, Ray's own
 processes) is measured too: per rollout, it says what the engine costs whatever else the machine
 runs, where the wall-clock speed-up depends on the load left by others (reported).
 
@@ -191,6 +195,8 @@ def measure_in_child(kind, name, workers, args):
             "--record-every", str(args.record_every), "--chunk-size", str(args.chunk_size)]
     if args.dataset:
         argv.append("--dataset")
+    if not args.pin:
+        argv.append("--no-pin")
     out = subprocess.run(argv, capture_output=True, text=True, check=False)
     if out.returncode != 0:
         raise RuntimeError(f"{kind} {name} x{workers} failed:\n{out.stderr[-3000:]}")
@@ -201,6 +207,8 @@ def child(spec, args):
     """The measurement ``spec`` ("throughput:ray:2", "overhead:processes:1", "transfer:ray:1")
     in this process; prints its JSON."""
     kind, name, workers = spec.split(":")
+    if args.pin and hasattr(os, "sched_setaffinity"):  # W workers on W cores (inherited)
+        os.sched_setaffinity(0, sorted(os.sched_getaffinity(0))[:int(workers)])
     model = sd.robots.load("puma560")
     if name == "ray":
         import ray
@@ -227,6 +235,8 @@ def main():
     parser.add_argument("--workers", default="1,2")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--dataset", action="store_true", help="write a Parquet dataset")
+    parser.add_argument("--no-pin", dest="pin", action="store_false",
+                        help="do not pin a row with W workers to W CPUs")
     parser.add_argument("--json", default=os.path.join(HERE, "results", "rollouts.json"))
     parser.add_argument("--plot", help="draw the scaling figure from --json (no measuring)")
     parser.add_argument("--child", help=argparse.SUPPRESS)
@@ -252,7 +262,8 @@ def main():
     rows = []
     print(f"{args.n} Puma 560 rollouts of {args.t_final} s (RK4, dt = {args.dt} s, every "
           f"{args.record_every}th sample kept, chunks of {args.chunk_size}"
-          f"{', written to a dataset' if args.dataset else ', in memory'}); load average "
+          f"{', written to a dataset' if args.dataset else ', in memory'}"
+          f"{'; W workers pinned to W CPUs' if args.pin else ''}); load average "
           f"{os.getloadavg()[0]:.2f} on {os.cpu_count()} CPUs; each row in a fresh process")
     for rep in range(args.repeat):
         for name in engines:
@@ -262,7 +273,8 @@ def main():
                 rows.append(row)
                 print(f"  [{rep}] {name:<10} x{workers}: {row['wall_s']:7.2f} s, "
                       f"{row['rollouts_per_s']:7.1f} rollouts/s, {row['steps_per_s']:.3g} "
-                      f"steps/s, {row['cpu_ms_per_rollout']:.2f} CPU ms/rollout (start "
+                      f"steps/s, {row['cpu_ms_per_rollout']:.2f} CPU ms/rollout, "
+                      f"{row['cpu_s'] / row['wall_s']:.2f} cores busy (start "
                       f"{row['startup_s']:.1f} s; load {row['load_before']:.2f} -> "
                       f"{row['load_after']:.2f})", flush=True)
     summary = {}
