@@ -18,6 +18,7 @@ from .model.model import random_configuration
 from . import sim  # noqa: E402  (the simulation package)
 from .sim import (ContactPoint, GroundContact, JointFriction, JointLimits, SimulationError,
                   SimulationInterrupted, Trajectory, simulate)
+from .rollouts import RolloutError, open_dataset as read_rollouts, rollouts  # noqa: E402
 from . import controllers, plot  # noqa: E402  (plot imports matplotlib only when drawing)
 from .viewer import view  # viser and trimesh are imported only when a view opens
 from ._compat import install_simulate_alias
@@ -36,4 +37,5 @@ __all__ = [
     "view", "WrenchLog",
     "sim", "GroundContact", "ContactPoint", "JointLimits", "JointFriction",
     "SimulationInterrupted", "link_velocities",
+    "rollouts", "read_rollouts", "RolloutError",
 ]

@@ -5,6 +5,7 @@
     screwdyn demo
     screwdyn simulate MODEL --duration 5 --dt 1e-3 --controller gravity --out traj.npz
     screwdyn view MODEL [--trajectory traj.npz]
+    screwdyn rollouts MODEL --n 100000 --out dataset/ [--engine processes|ray|serial]
 
 MODEL is a bundled robot name (``screwdyn info --list``), a URDF file or a DH table (.csv).
 Errors print one line and exit with status 2.
@@ -208,6 +209,9 @@ def build_parser():
         pass
     else:
         cli_simulate.add_parser(sub)
+        from . import cli_rollouts
+
+        cli_rollouts.add_parser(sub)
     from . import cli_view
 
     cli_view.add_parser(sub)
