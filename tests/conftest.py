@@ -140,3 +140,31 @@ def pinocchio_q(model, q):
         else:
             parts.append(qj)
     return np.concatenate(parts) if parts else np.zeros(0)
+
+
+# -- hypothesis: deterministic in CI ---------------------------------------------------------
+# "ci" (the default): the same examples on every run (derandomize), no example database, no
+# wall-clock deadline (2 shared cores make timings noisy: the tests that hunt for hangs set their
+# own generous deadline). SCREWDYN_HYPOTHESIS=hunt: many random examples, to hunt locally.
+try:
+    from hypothesis import HealthCheck, settings as _hypothesis_settings
+
+    _hypothesis_settings.register_profile(
+        "ci", derandomize=True, database=None, deadline=None, print_blob=True,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large])
+    _hypothesis_settings.register_profile("hunt", max_examples=2000, derandomize=False,
+                                          deadline=None)
+    _hypothesis_settings.load_profile(os.environ.get("SCREWDYN_HYPOTHESIS", "ci"))
+except ImportError:  # hypothesis is in the test extra; its tests skip without it
+    pass
+
+
+# -- progress: which file is running ---------------------------------------------------------
+@pytest.hookimpl(trylast=True)
+def pytest_configure(config):
+    """With the project's ``-q`` (pyproject addopts), pytest prints bare dots; name each test
+    file at the start of its line of dots, as plain ``pytest`` does, so that a long run shows
+    which part is running (``-qq`` stays bare, ``-v`` names every test)."""
+    reporter = config.pluginmanager.getplugin("terminalreporter")
+    if reporter is not None and config.get_verbosity() == -1:
+        reporter.showfspath = True

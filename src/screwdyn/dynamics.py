@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Iterator, Optional, Union
 
 import numpy as np
 
-from . import _backend
+from . import _backend, validation
 from .algebra import ALGEBRAS, get_algebra, link_placements
 from .algorithms import aba as _aba
 from .algorithms import crba as _crba
@@ -80,28 +80,19 @@ class _Call:
 
     def __init__(self, model, algebra="spatial", entries=False, many_outputs=False, **arrays):
         self.user_model = model
-        specs = {"q": (model.nq, "configuration, nq"), "qd": (model.nv, "velocity, nv"),
-                 "qdd": (model.nv, "acceleration, nv"), "tau": (model.nv, "joint forces, nv"),
-                 "gravity": (3, "gravity vector in the world frame"),
-                 "f_ext": ((model.nlinks, 6), "one [force; torque] wrench per link, nlinks x 6")}
-        given = {k: v for k, v in arrays.items() if v is not None}
+        specs = validation.argument_specs(model)  # validation hook
+        given = validation.given(arrays)  # validation hook: None only for optional arguments
         self.xp = xp = _backend.namespace(*given.values())
         self.algebra_name = algebra
         if algebra not in ALGEBRAS:
             raise ValueError(f"unknown algebra {algebra!r}; valid: "
                              + ", ".join(repr(a) for a in ALGEBRAS))
-        parsed, cores = {}, []
+        parsed = {}
         for name, value in given.items():
-            size, meaning = specs[name]
-            a = _backend.as_float_array(value, xp, name)
-            shape = size if isinstance(size, tuple) else (size,)
-            if a.ndim < len(shape) or tuple(a.shape[a.ndim - len(shape):]) != shape:
-                raise ValueError(f"{name} must have shape (..., {', '.join(map(str, shape))}) "
-                                 f"({meaning}), got shape {tuple(a.shape)}")
-            parsed[name] = (a, shape)
-            cores.append((name, a, len(shape)))
-        self.batch = _backend.broadcast_batch(cores)
-        self.N = int(np.prod(self.batch, dtype=int))
+            a = validation.state_array(name, value, *specs[name], xp=xp)  # validation hook
+            parsed[name] = (a, validation.core_shape(specs[name][0]))
+        self.batch = validation.batch_shape({k: (a, len(s)) for k, (a, s) in parsed.items()})
+        self.N = validation.states(self.batch)
         self.arrays = {}
         for name, (a, shape) in parsed.items():
             if name == "gravity" and a.ndim == 1:
@@ -193,52 +184,59 @@ def chunk_size(model: Model, function: str = "forward_dynamics", algebra: str = 
 
 
 def _chunked(function):
-    """Evaluate a numpy batch larger than ``chunk_size(model)`` chunk by chunk into one result
-    array, so that the intermediates of a million states never exist at once. JAX inputs pass
-    through unchanged (XLA plans their memory), as do inputs with wrong shapes (the call reports
-    them with the user's shapes)."""
+    """The numpy boundary of a public function: its array arguments checked
+    (``screwdyn.validation``), an empty batch answered with an empty result, a batch larger
+    than ``chunk_size(model)`` evaluated chunk by chunk into one result array (so that the
+    intermediates of a million states never exist at once, and inputs that broadcast are never
+    materialised: ``validation.chunks``), a result too large for the machine refused before
+    any work, and non-finite states left to propagate as IEEE arithmetic does, without
+    floating-point warnings. JAX inputs pass through unchanged (XLA plans their memory)."""
     signature = inspect.signature(function)
 
     @functools.wraps(function)
     def wrapper(*args, **kwargs):
         bound = signature.bind(*args, **kwargs)
         model = bound.arguments["model"]
-        given = {k: v for k, v in bound.arguments.items() if k in _BATCH_ARGS and v is not None}
+        given = validation.given({k: v for k, v in bound.arguments.items() if k in _BATCH_ARGS})
         if any(_backend._is_jax(v) for v in given.values()):
             return function(*args, **kwargs)
-        expected = {"q": (model.nq,), "qd": (model.nv,), "qdd": (model.nv,), "tau": (model.nv,),
-                    "gravity": (3,), "f_ext": (model.nlinks, 6)}
-        arrays = {k: np.asarray(v) for k, v in given.items()}
-        if any(a.ndim < len(expected[k]) or a.shape[a.ndim - len(expected[k]):] != expected[k]
-               for k, a in arrays.items()):
-            return function(*args, **kwargs)
-        try:
-            batch = np.broadcast_shapes(*(a.shape[:a.ndim - _BATCH_ARGS[k]]
-                                          for k, a in arrays.items()))
-        except ValueError:
-            return function(*args, **kwargs)
-        N = int(np.prod(batch, dtype=int))
-        if N >= 256:
+        specs = validation.argument_specs(model)
+        arrays = {k: validation.state_array(k, v, *specs[k]) for k, v in given.items()}
+        cores = {k: (a, _BATCH_ARGS[k]) for k, a in arrays.items()}
+        batch = validation.batch_shape(cores)
+        N = validation.states(batch)
+        bound.arguments.update(arrays)
+        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+            size = chunk_size(model, function.__name__, bound.arguments.get("algebra", "spatial"))
+            if 0 < N <= size:
+                if N >= 256:
+                    _backend.tune_allocator()
+                return function(*bound.args, **bound.kwargs)
+            # the result's per-state shape, from the first state (or, for an empty batch, the
+            # neutral configuration and zeros)
+            if N == 0:
+                first = {k: model.neutral if k == "q" else np.zeros(a.shape[a.ndim - core:])
+                         for k, (a, core) in cores.items()}
+            else:
+                first = {k: a[(0,) * (a.ndim - core)] for k, (a, core) in cores.items()}
+            one = _bind_call(function, bound, first)
+            if N == 0:
+                return np.empty(batch + one.shape, dtype=one.dtype)
+            validation.check_fits(N * one.nbytes, f"the result of {function.__name__}, shape "
+                                  f"{batch + one.shape} {one.dtype},")
             _backend.tune_allocator()
-        size = chunk_size(model, function.__name__, bound.arguments.get("algebra", "spatial"))
-        if N <= size:
-            return function(*args, **kwargs)
-        flat = {}
-        for k, a in arrays.items():
-            core = a.shape[a.ndim - _BATCH_ARGS[k]:]
-            flat[k] = a if a.ndim == len(core) else \
-                np.broadcast_to(a, batch + core).reshape((N,) + core)
-        out = None
-        for start in range(0, N, size):
-            for k, a in flat.items():
-                bound.arguments[k] = a if a.ndim == _BATCH_ARGS[k] else a[start:start + size]
-            result = np.asarray(function(*bound.args, **bound.kwargs))
-            if out is None:
-                out = np.empty((N,) + result.shape[1:], dtype=result.dtype)
-            out[start:start + size] = result
-        return out.reshape(batch + out.shape[1:])
+            out = np.empty((N,) + one.shape, dtype=one.dtype)
+            for start, stop, chunk in validation.chunks(cores, batch, size):
+                out[start:stop] = _bind_call(function, bound, chunk)
+            return out.reshape(batch + one.shape)
 
     return wrapper
+
+
+def _bind_call(function, bound, arrays):
+    """``function`` called with its bound arguments, ``arrays`` replacing some: a numpy array."""
+    bound.arguments.update(arrays)
+    return np.asarray(function(*bound.args, **bound.kwargs))
 
 
 @_chunked
@@ -423,8 +421,9 @@ def bias_forces(model: Model, q: ArrayLike, qd: ArrayLike, gravity: Optional[Arr
     Returns:
         b (..., nv): N m and N.
     """
-    qd_arr = _backend.as_float_array(qd, _backend.namespace(q, qd), "qd")
-    return inverse_dynamics(model, q, qd, 0 * qd_arr, gravity=gravity, algebra=algebra)
+    qd_arr = validation.state_array("qd", qd, model.nv, "velocity, nv", _backend.namespace(q, qd))
+    zero = _backend.namespace(qd_arr).zeros_like(qd_arr)  # not 0 * qd: inf * 0 is NaN
+    return inverse_dynamics(model, q, qd, zero, gravity=gravity, algebra=algebra)
 
 
 def gravity_torques(model: Model, q: ArrayLike, gravity: Optional[ArrayLike] = None,

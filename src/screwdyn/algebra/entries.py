@@ -115,7 +115,9 @@ def unit(xp, entries):
     entries = [scalar(e) for e in entries]
     if all_constant(entries):
         norm = math.sqrt(sum(value(e) ** 2 for e in entries))
-        inv = 1.0 / norm if norm else math.inf  # a zero quaternion: inf and NaN, as arrays give
+        if not norm:  # a zero quaternion: NaN entries, as arrays give (0 * inf), not ZERO
+            return [math.nan] * len(entries)
+        inv = 1.0 / norm
     else:
         inv = inverse_norm(xp, [value(e) for e in entries])
     return [mul(e, inv) for e in entries]

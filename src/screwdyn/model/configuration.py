@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .. import _backend
+from .. import _backend, validation
 
 if TYPE_CHECKING:
     from numpy.typing import ArrayLike, NDArray as Array
@@ -23,7 +23,8 @@ def integrate(model: "Model", q: "ArrayLike", v: "ArrayLike") -> "Array":
     held for one unit of time (``pinocchio.integrate``); quaternions stay unit."""
     xp, q, v = _inputs((q, "q", model.nq, "configuration, nq"),
                        (v, "v", model.nv, "velocity, nv"))
-    return integrate_arrays(xp, model, q, v)
+    with np.errstate(invalid="ignore", over="ignore"):  # non-finite states give NaN, silently
+        return integrate_arrays(xp, model, q, v)
 
 
 def difference(model: "Model", q0: "ArrayLike", q1: "ArrayLike") -> "Array":
@@ -31,7 +32,8 @@ def difference(model: "Model", q0: "ArrayLike", q1: "ArrayLike") -> "Array":
     (``pinocchio.difference``)."""
     xp, q0, q1 = _inputs((q0, "q0", model.nq, "configuration, nq"),
                          (q1, "q1", model.nq, "configuration, nq"))
-    return _joint_by_joint(xp, model, "difference", q0, q1, model.q_slices, model.q_slices)
+    with np.errstate(invalid="ignore", over="ignore"):  # non-finite states give NaN, silently
+        return _joint_by_joint(xp, model, "difference", q0, q1, model.q_slices, model.q_slices)
 
 
 def integrate_arrays(xp, model, q, v):
@@ -75,7 +77,5 @@ def _inputs(*specs):
     xp = _backend.namespace(*(spec[0] for spec in specs))
     out = []
     for value, name, size, meaning in specs:
-        a = _backend.as_float_array(value, xp, name)
-        _backend.check_last_dim(a, size, name, meaning)
-        out.append(a)
+        out.append(validation.state_array(name, value, size, meaning, xp))
     return (xp, *out)

@@ -42,6 +42,7 @@ from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
+from ..atomic import atomic_write
 from ..errors import ModelError
 from .builder import ModelBuilder, as_floats
 from .model import Model
@@ -427,6 +428,10 @@ def dh_table_text(links, convention="standard", name="dh_robot", joint_names=Non
     check_convention(convention)
     links = tuple(links)
     names = joint_names or [f"joint{i}" for i in range(1, len(links) + 1)]
+    for what, text in [("robot name", name)] + [("joint name", n) for n in names]:
+        if text != text.strip() or "\n" in text or "\r" in text:
+            raise ModelError(f"the {what} {text!r} cannot be written in a DH table (a line break "
+                             "or leading/trailing spaces would not read back): rename it")
     lines = [f"# name: {name}", f"# convention: {convention}", ", ".join(COLUMNS)]
     for joint_name, link in zip(names, links):
         I = link.inertia_matrix
@@ -439,9 +444,10 @@ def dh_table_text(links, convention="standard", name="dh_robot", joint_names=Non
 
 
 def save_dh_table(path, model):
-    """Write the DH table of a Model made by ``from_dh`` (or ``load_dh_table``) to ``path``."""
+    """Write the DH table of a Model made by ``from_dh`` (or ``load_dh_table``) to ``path``,
+    atomically (``screwdyn.atomic``); names with commas, quotes and any Unicode read back
+    exactly, names with line breaks or leading/trailing spaces are a ``ModelError``."""
     if not model.dh:
         raise ModelError(f"model {model.name!r} has no DH table (it was not made by from_dh)")
     text = dh_table_text(model.dh, model.dh_convention, model.name, model.joint_names)
-    with open(os.fspath(path), "w", encoding="utf-8", newline="") as f:
-        f.write(text)
+    atomic_write(path, lambda f: f.write(text), binary=False)

@@ -28,6 +28,8 @@ import os
 
 import numpy as np
 
+from ..atomic import atomic_write
+
 from .job import sample_times
 from .result import RolloutResult
 
@@ -98,17 +100,7 @@ def write_file(path, data):
     """Write ``data`` to ``path`` atomically: a temporary file in the same folder, flushed to
     disk, then renamed; on failure (a full disk) the temporary file is removed and nothing is
     left half written."""
-    tmp = f"{path}.{os.getpid()}.tmp"
-    try:
-        with open(tmp, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.remove(tmp)
-        raise
+    atomic_write(path, lambda f: f.write(data), binary=True)
     _sync_folder(os.path.dirname(path))
 
 
@@ -177,7 +169,8 @@ class DatasetWriter:
         done = {c: e for c, e in entries.items() if verify_entry(folder, e) is None}
         for name in os.listdir(folder):
             chunk = _chunk_of(name)
-            stale = name.endswith(".tmp") or name.startswith(".screwdyn-run-")
+            stale = (name.endswith(".tmp") or name.startswith(".screwdyn-run-")
+                     or (name.startswith(".screwdyn-") and name.endswith(".part")))
             if stale or (chunk is not None and chunk not in done):
                 with contextlib.suppress(OSError):
                     os.remove(os.path.join(folder, name))

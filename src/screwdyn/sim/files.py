@@ -7,10 +7,11 @@ import csv
 import io
 import json
 import os
-import tempfile
 import zipfile
 
 import numpy as np
+
+from ..atomic import atomic_write
 
 FORMATS = (".npz", ".csv")
 CSV_MAGIC = "# screwdyn trajectory "
@@ -29,24 +30,6 @@ def check_writable(path):
         raise ValueError(f"cannot write {path!r}: permission denied")
     if os.path.isdir(path):
         raise ValueError(f"cannot write {path!r}: it is a folder")
-    return path
-
-
-def atomic_write(path, write, binary):
-    """Call ``write(file)`` on a temporary file next to ``path``, then rename it to ``path``."""
-    folder = os.path.dirname(os.path.abspath(path))
-    fd, temporary = tempfile.mkstemp(prefix=".screwdyn-", suffix=".part", dir=folder)
-    try:
-        with os.fdopen(fd, "wb" if binary else "w", **({} if binary else {"newline": "",
-                                                                          "encoding": "utf-8"})) as f:
-            write(f)
-        os.replace(temporary, path)
-    except BaseException:
-        try:
-            os.unlink(temporary)
-        except OSError:
-            pass
-        raise
     return path
 
 

@@ -16,7 +16,7 @@ from collections import OrderedDict
 
 import numpy as np
 
-from .. import _backend
+from .. import _backend, validation
 from ..dynamics import cut_per_body, forward_kinematics, kinetic_energy, potential_energy
 from .checks import positive
 from .errors import SimulationError, SimulationInterrupted
@@ -36,8 +36,6 @@ LONG_ROLLOUT_STEPS = 10 ** 8
 PROGRESS_PERIOD = 0.1
 #: the smallest extent (m) of a robot in the energy floor (see ``_energy_floor``)
 MIN_EXTENT = 0.1
-#: the recorded samples may take at most this fraction of the machine's memory
-MEMORY_FRACTION = 0.5
 
 
 def simulate(model, q0, qd0=None, controller=None, t_final=1.0, dt=1e-3, *, settings=None,
@@ -170,24 +168,18 @@ def _check_size(model, system, settings, N, n_records, n_steps):
     points = 0 if system.contact is None else len(system.contact.points)
     width = _sample_width(model, points, settings.record_contact_forces) + 4  # + energies
     need = 8 * width * N * (n_records + 1)
-    available = _memory_bytes()
-    if available and need > MEMORY_FRACTION * available:
+    available = validation.memory_bytes()
+    if available and need > validation.MEMORY_FRACTION * available:
         raise ValueError(f"the recorded samples would take {need / 2 ** 30:,.1f} GiB "
                          f"({n_records + 1} samples x {N} rollouts x {width} numbers), more than "
-                         f"{MEMORY_FRACTION:.0%} of this machine's {available / 2 ** 30:.3g} GiB: "
+                         f"{validation.MEMORY_FRACTION:.0%} of this machine's "
+                         f"{available / 2 ** 30:.3g} GiB: "
                          "shorten the run, record fewer samples (record_every) or split the batch")
     if n_steps * max(N, 1) > LONG_ROLLOUT_STEPS:
         warnings.warn(f"a long simulation: {n_steps:,} steps x {N:,} rollouts "
                       f"({n_steps * N:.3g} state steps; the samples take "
                       f"{need / 2 ** 20:,.0f} MiB). The progress bar (progress=True) shows the "
                       "estimated time; Ctrl-C keeps the samples computed so far.", stacklevel=3)
-
-
-def _memory_bytes():
-    try:
-        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-    except (ValueError, OSError, AttributeError):
-        return None
 
 
 def _warn_if_unstable(run):
