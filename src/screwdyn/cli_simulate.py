@@ -206,7 +206,7 @@ def run(args):
         written.append(traj.save(args.out))
     if failed is None and interrupted is None:
         if args.plot:
-            traj.plot(args.plot)
+            traj.plot(args.plot, progress=not args.quiet)
             written.append(args.plot)
         if args.animate:
             written.append(traj.animate(args.animate, model=model, progress=not args.quiet))

@@ -12,14 +12,20 @@ from ..dynamics import forward_kinematics
 from .trajectory import coordinate_names
 
 
-def plot_trajectory(traj, path=None, max_rollouts=8, title=None):
+def plot_trajectory(traj, path=None, max_rollouts=8, title=None, progress=False):
     """Four panels against time: joint positions q, velocities qd, joint forces tau, and the
     energy balance: kinetic T, potential V, elastic (contact and joint springs), the work done
     on the robot W, the energy dissipated D, and the total T + V + elastic + D - W, which an
     exact integration keeps constant. A batch draws its first ``max_rollouts`` rollouts, thin.
-    Saves to ``path`` if given; returns the Figure."""
+    Saves to ``path`` if given; returns the Figure. ``progress``: a progress bar (tqdm) on
+    stderr, panel by panel (shown after a second)."""
     from ..plot import figure, save
 
+    bar = None
+    if progress:
+        from tqdm.auto import tqdm
+
+        bar = tqdm(total=5, unit="panel", desc="plotting", delay=1.0)
     fig = figure(path, figsize=(9, 10), layout="constrained")
     axes = fig.subplots(4, 1, sharex=True)
     q, qd, tau = (a.reshape((-1,) + a.shape[-2:]) for a in (traj.q, traj.qd, traj.tau))
@@ -40,6 +46,8 @@ def plot_trajectory(traj, path=None, max_rollouts=8, title=None):
                         label=name if r == 0 else None)
         ax.set_ylabel(label)
         ax.grid(alpha=0.3)
+        if bar is not None:
+            bar.update(1)
     if len(q_names) <= 12:
         axes[0].legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize="small")
     balance = traj.energy + traj.elastic + traj.dissipated() - traj.work()
@@ -61,7 +69,14 @@ def plot_trajectory(traj, path=None, max_rollouts=8, title=None):
     meta = traj.meta
     fig.suptitle(title or f"{meta.get('model', '')}: {meta.get('controller', '')}, "
                  f"{meta.get('integrator', '')}, dt = {meta.get('dt', '')} s")
-    return save(fig, path)
+    if bar is None:
+        return save(fig, path)
+    bar.update(1)
+    try:
+        return save(fig, path)  # the drawing itself: most of the time
+    finally:
+        bar.update(1)
+        bar.close()
 
 
 def animate(traj, path, model=None, fps=25, max_frames=250, rollout=None, frames=False,
