@@ -73,11 +73,11 @@ def test_an_empty_batch_gives_an_empty_result(panda, name):
 
 # -- broadcasting never materialised -------------------------------------------------------------
 def test_broadcast_inputs_are_chunked_without_materialising_them(monkeypatch):
-    """q (400, 1, nq) against qd (400, nv): 160,000 states. Each input, broadcast, would take
+    """q (200, 1, nq) against qd (200, nv): 40,000 states. Each input, broadcast, would take
     as much memory as the result; the peak stays near the result plus one chunk."""
     model = random_tree(2, n=4)
     monkeypatch.setattr(dynamics, "CHUNK_STATES", 256)
-    q, qd, qdd = random_state(model, 3, batch=(400,))
+    q, qd, qdd = random_state(model, 3, batch=(200,))
 
     def peak_of(call):
         tracemalloc.start()
@@ -89,10 +89,10 @@ def test_broadcast_inputs_are_chunked_without_materialising_them(monkeypatch):
 
     _, chunk = peak_of(lambda: sd.inverse_dynamics(model, q[:256], qd[:256], qdd[:256]))
     tau, peak = peak_of(lambda: sd.inverse_dynamics(model, q[:, None, :], qd, qdd[0]))
-    assert tau.shape == (400, 400, model.nv)
-    inputs = 400 * 400 * (model.nq + model.nv) * 8  # q and qd broadcast to the full batch
+    assert tau.shape == (200, 200, model.nv)
+    inputs = 200 * 200 * (model.nq + model.nv) * 8  # q and qd broadcast to the full batch
     assert peak < tau.nbytes + 2 * chunk < tau.nbytes + inputs / 2, (peak, tau.nbytes, chunk)
-    for i, j in ((0, 0), (17, 393), (399, 5)):
+    for i, j in ((0, 0), (17, 193), (199, 5)):
         np.testing.assert_allclose(tau[i, j], sd.inverse_dynamics(model, q[i], qd[j], qdd[0]),
                                    rtol=1e-12, atol=1e-12)
 
