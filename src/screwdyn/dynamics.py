@@ -1,8 +1,10 @@
-"""The public algorithms: shape checks, batching, backend and algebra dispatch.
+"""The public algorithms: each one a kernel written once on the recursions, run by the plan.
 
 Every function takes arrays with leading batch dimensions, ``q`` (..., nq) and ``qd``, ``qdd``,
 ``tau`` (..., nv), which broadcast against each other, and returns arrays with the same batch
-dimensions. numpy in, numpy out (float64); a JAX array anywhere in, JAX arrays out.
+dimensions. numpy in, numpy out (float64); a JAX array anywhere in, JAX arrays out. How a call
+runs (machine code compiled from the recursion, numpy, or JAX) is decided in one place,
+``screwdyn.execution.plan``; ``screwdyn.plan(model, "inverse_dynamics").explain()`` tells.
 
 ``algebra`` selects the algebra the recursion runs in: ``"spatial"`` (6-D spatial vectors, the
 default), ``"cga"`` (conformal geometric algebra), ``"dq"`` (dual quaternions) or ``"vector"`` (the
@@ -11,318 +13,220 @@ classical Newton-Euler recursion on Denavit-Hartenberg frames, for models made b
 External wrenches ``f_ext`` have shape (..., nlinks, 6): for each link, in ``model.link_names``
 order, the wrench [force; torque] that the environment applies to the link, expressed in the
 link's frame, the torque taken about the link's origin (Pinocchio's local convention).
-"""
-import contextlib
-import contextvars
-import functools
-import inspect
 
+Each kernel below takes a ``Call`` (the inputs in the internal layout: components first, one
+trailing batch axis; see ``screwdyn.execution.call``) and returns its result in that layout.
+"""
 import numpy as np
 
-from . import _backend
-from .algebra import ALGEBRAS, get_algebra, link_placements
 from .algorithms import aba as _aba
 from .algorithms import crba as _crba
 from .algorithms import kinematics as _kin
 from .algorithms import rnea as _rnea
-
-GRAVITY = (0.0, 0.0, -9.81)
-CHECKPOINT_BODIES = 12  # JAX: trees with more bodies compile in per-body pieces (entries mode)
-
-
-_CUT_PER_BODY = contextvars.ContextVar("screwdyn_cut_per_body", default=False)
+from .execution import plan as _plan
+from .execution.call import GRAVITY  # noqa: F401  (re-exported: the default gravity)
+from .execution.plan import Function
 
 
-@contextlib.contextmanager
-def cut_per_body():
-    """Programs traced inside are cut at every body (``EntriesMode.checkpoint``) whatever the
-    tree's size. For bodies of XLA while loops (simulation rollouts): there, uncut single-state
-    programs ran 4 to 45 times slower in some algebras (Puma RK4: spatial 0.65 s per simulated
-    second, dual quaternions 2.2 s), cut ones 0.03 to 0.05 s in every algebra."""
-    token = _CUT_PER_BODY.set(True)
-    try:
-        yield
-    finally:
-        _CUT_PER_BODY.reset(token)
+# -- kernels ----------------------------------------------------------------------------------
+def _forward_kinematics(call):
+    alg, model = call.alg, call.model
+    T = _kin.link_poses(alg, model, _kin.world_poses(alg, model,
+                                                     _kin.joint_poses(alg, model, call["q"])))
+    zero = call.xp.zeros(call.N)  # broadcasts links welded to the world over the batch
+    mats = [alg.to_matrix(T_l) + zero for T_l in T]
+    return call.xp.stack(mats) if mats else call.xp.zeros((0, 4, 4, call.N))
 
 
-def _checkpoints(model, xp, many_outputs):
-    """Whether an XLA program is cut at every body (``EntriesMode.checkpoint``): for trees of more
-    than CHECKPOINT_BODIES bodies, whose compile and run time would grow as n^2, and on
-    accelerators for results with many outputs per state (the mass matrix: XLA's GPU fusions
-    would recompute the composite inertias for each of its nv^2 entries; the cuts made it 11x
-    faster on an H200, and did not help on CPU)."""
-    if xp is np:
-        return False
-    if model.nbodies > CHECKPOINT_BODIES or _CUT_PER_BODY.get():
-        return True
-    import jax
+def _newton_euler(call, qd, qdd):
+    if call.alg is None:
+        from .algorithms.newton_euler_dh import newton_euler_dh
 
-    return many_outputs and jax.default_backend() != "cpu"
+        return newton_euler_dh(call, qd, qdd)
+    return _rnea.rnea(call.alg, call.model, call["q"], qd, qdd, call.gravity_twist(),
+                      call.body_wrenches())
 
 
-class _Call:
-    """Inputs of one public call in the internal layout: (n, N) arrays and the batch shape.
-
-    ``entries=True`` runs the algebra in its entries mode (``algebra.entries.EntriesMode``:
-    twists, wrenches and inertias as lists of components, faster on numpy and much faster under
-    XLA); only for recursions that do nothing but linear arithmetic on algebra objects (RNEA,
-    ABA, CRBA)."""
-
-    def __init__(self, model, algebra="spatial", entries=False, many_outputs=False, **arrays):
-        self.model = model
-        specs = {"q": (model.nq, "configuration, nq"), "qd": (model.nv, "velocity, nv"),
-                 "qdd": (model.nv, "acceleration, nv"), "tau": (model.nv, "joint forces, nv"),
-                 "gravity": (3, "gravity vector in the world frame"),
-                 "f_ext": ((model.nlinks, 6), "one [force; torque] wrench per link, nlinks x 6")}
-        given = {k: v for k, v in arrays.items() if v is not None}
-        self.xp = xp = _backend.namespace(*given.values())
-        self.algebra_name = algebra
-        if algebra not in ALGEBRAS:
-            raise ValueError(f"unknown algebra {algebra!r}; valid: "
-                             + ", ".join(repr(a) for a in ALGEBRAS))
-        parsed, cores = {}, []
-        for name, value in given.items():
-            size, meaning = specs[name]
-            a = _backend.as_float_array(value, xp, name)
-            shape = size if isinstance(size, tuple) else (size,)
-            if a.ndim < len(shape) or tuple(a.shape[a.ndim - len(shape):]) != shape:
-                raise ValueError(f"{name} must have shape (..., {', '.join(map(str, shape))}) "
-                                 f"({meaning}), got shape {tuple(a.shape)}")
-            parsed[name] = (a, shape)
-            cores.append((name, a, len(shape)))
-        self.batch = _backend.broadcast_batch(cores)
-        self.N = int(np.prod(self.batch, dtype=int))
-        self.arrays = {}
-        for name, (a, shape) in parsed.items():
-            if name == "gravity" and a.ndim == 1:
-                self.arrays[name] = a[:, None]  # one gravity for the whole batch
-                continue
-            a = xp.broadcast_to(a, self.batch + shape).reshape((self.N,) + shape)
-            a = xp.moveaxis(a, 0, -1)
-            self.arrays[name] = np.ascontiguousarray(a) if xp is np else a  # rows contiguous
-        self.alg = None if algebra == "vector" else get_algebra(algebra, xp)
-        if entries and hasattr(self.alg, "entries_mode"):
-            self.alg = self.alg.entries_mode(checkpoints=_checkpoints(model, xp, many_outputs))
-
-    def __getitem__(self, name):
-        return self.arrays[name]
-
-    def gravity_twist(self):
-        """a0 = -g, the base acceleration that stands for gravity, as an algebra twist."""
-        g = self.arrays.get("gravity")
-        g = np.array(GRAVITY)[:, None] if g is None else g
-        return self.alg.twist(self.xp.concatenate([-g, 0 * g]))
-
-    def body_wrenches(self):
-        """External link wrenches gathered on bodies, in body frames (None if none given)."""
-        if "f_ext" not in self.arrays:
-            return None
-        alg, model = self.alg, self.model
-        F = self.arrays["f_ext"]  # (nlinks, 6, N)
-        out = [0.0 * alg.wrench(F[0])] * model.nbodies
-        for l, (link, placement) in enumerate(zip(model.links, link_placements(alg, model))):
-            if link.body >= 0:
-                out[link.body] = out[link.body] + alg.act_wrench(placement, alg.wrench(F[l]))
-        return out
-
-    def vector(self, result):
-        """(n, N) -> (..., n)"""
-        return self.xp.moveaxis(result, -1, 0).reshape(self.batch + result.shape[:-1])
-
-    matrix = vector
+def _inverse_dynamics(call):
+    return _newton_euler(call, call["qd"], call["qdd"])
 
 
-# -- chunked numpy evaluation -------------------------------------------------------------------
-CHUNK_STATES = None  # states per chunk of a numpy batch; None: chosen from the model's size
-_BATCH_ARGS = {"q": 1, "qd": 1, "qdd": 1, "tau": 1, "gravity": 1, "f_ext": 2}  # name: core ndim
+def _bias_forces(call):
+    return _newton_euler(call, call["qd"], call.xp.zeros_like(call["qd"]))
 
 
-# bytes of intermediates per state and body in the spatial algebra, measured with tracemalloc
-# (Panda and a 100-link chain; dual quaternions stay within these, CGA takes 1.4 to 1.7 times as
-# much: beyond glibc's trim threshold, a 100-link chain in CGA ran 2.8x slower)
-_BYTES_PER_BODY = {"inverse_dynamics": 256, "forward_dynamics": 512, "mass_matrix": 384}
-_ALGEBRA_FACTOR = {"cga": 1.75}
+def _gravity_torques(call):
+    zero = call.xp.zeros((call.model.nv, call.N))
+    return _newton_euler(call, zero, zero)
 
 
-def chunk_size(model, function="forward_dynamics", algebra="spatial"):
-    """States per chunk when ``function`` (a public function's name) evaluates a numpy batch:
-    about 256 MiB of intermediates, at least 2048 and at most 32768 states (``CHUNK_STATES``
-    overrides). Larger chunks amortise Python's per-operation overhead (about a microsecond),
-    smaller ones stay in cache and bound memory: a million states cost one chunk of
-    intermediates plus the result."""
-    if CHUNK_STATES:
-        return max(1, int(CHUNK_STATES))
-    per_state = (_BYTES_PER_BODY.get(function, 512) * _ALGEBRA_FACTOR.get(algebra, 1.0)
-                 * max(model.nbodies, 1))
-    if function in ("mass_matrix", "coriolis_matrix"):
-        per_state += 16 * model.nv ** 2  # the entries of the nv x nv result
-    return int(min(32768, max(2048, (256 << 20) // int(per_state))))
+def _forward_dynamics(call):
+    if call.alg is None:
+        from .algorithms.newton_euler_dh import forward_dynamics_dh
+
+        return forward_dynamics_dh(call)
+    return _aba.aba(call.alg, call.model, call["q"], call["qd"], call["tau"],
+                    call.gravity_twist(), call.body_wrenches())
 
 
-def _chunked(function):
-    """Evaluate a numpy batch larger than ``chunk_size(model)`` chunk by chunk into one result
-    array, so that the intermediates of a million states never exist at once. JAX inputs pass
-    through unchanged (XLA plans their memory), as do inputs with wrong shapes (the call reports
-    them with the user's shapes)."""
-    signature = inspect.signature(function)
+def _mass_matrix(call):
+    if call.alg is None:
+        from .algorithms.newton_euler_dh import mass_matrix_dh
 
-    @functools.wraps(function)
-    def wrapper(*args, **kwargs):
-        bound = signature.bind(*args, **kwargs)
-        model = bound.arguments["model"]
-        given = {k: v for k, v in bound.arguments.items() if k in _BATCH_ARGS and v is not None}
-        if any(_backend._is_jax(v) for v in given.values()):
-            return function(*args, **kwargs)
-        expected = {"q": (model.nq,), "qd": (model.nv,), "qdd": (model.nv,), "tau": (model.nv,),
-                    "gravity": (3,), "f_ext": (model.nlinks, 6)}
-        arrays = {k: np.asarray(v) for k, v in given.items()}
-        if any(a.ndim < len(expected[k]) or a.shape[a.ndim - len(expected[k]):] != expected[k]
-               for k, a in arrays.items()):
-            return function(*args, **kwargs)
-        try:
-            batch = np.broadcast_shapes(*(a.shape[:a.ndim - _BATCH_ARGS[k]]
-                                          for k, a in arrays.items()))
-        except ValueError:
-            return function(*args, **kwargs)
-        N = int(np.prod(batch, dtype=int))
-        if N >= 256:
-            _backend.tune_allocator()
-        size = chunk_size(model, function.__name__, bound.arguments.get("algebra", "spatial"))
-        if N <= size:
-            return function(*args, **kwargs)
-        flat = {}
-        for k, a in arrays.items():
-            core = a.shape[a.ndim - _BATCH_ARGS[k]:]
-            flat[k] = a if a.ndim == len(core) else \
-                np.broadcast_to(a, batch + core).reshape((N,) + core)
-        out = None
-        for start in range(0, N, size):
-            for k, a in flat.items():
-                bound.arguments[k] = a if a.ndim == _BATCH_ARGS[k] else a[start:start + size]
-            result = np.asarray(function(*bound.args, **bound.kwargs))
-            if out is None:
-                out = np.empty((N,) + result.shape[1:], dtype=result.dtype)
-            out[start:start + size] = result
-        return out.reshape(batch + out.shape[1:])
-
-    return wrapper
+        return mass_matrix_dh(call)
+    return _crba.crba(call.alg, call.model, call["q"])
 
 
-@_chunked
+def _coriolis_matrix(call):
+    from .algorithms.coriolis import coriolis
+
+    return coriolis(call.alg, call.model, call["q"], call["qd"])
+
+
+def _kinetic_energy(call):
+    from .algorithms.energy import kinetic
+
+    return kinetic(call.alg, call.model, call["q"], call["qd"])
+
+
+def _potential_energy(call):
+    from .algorithms.energy import center_of_mass_moment
+
+    g = call.arrays.get("gravity", np.array(GRAVITY)[:, None])
+    return -(g * center_of_mass_moment(call.alg, call.model, call["q"])).sum(axis=0)
+
+
+def _center_of_mass(call):
+    from .algorithms.energy import center_of_mass_moment
+
+    return center_of_mass_moment(call.alg, call.model, call["q"]) / call.model.total_mass
+
+
+def _jacobian(call, link, frame):
+    from .algorithms.jacobian import link_jacobian
+
+    return link_jacobian(call.alg, call.model, call["q"], link, frame)
+
+
+def _nv(model):
+    return (model.nv,)
+
+
+def _nv_nv(model):
+    return (model.nv, model.nv)
+
+
+_EXTERNAL = ("f_ext", "gravity")
+#: the public functions as the plan runs them, by name
+FUNCTIONS = {f.name: f for f in (
+    Function("forward_kinematics", _forward_kinematics, ("q",),
+             lambda m: (m.nlinks, 4, 4)),
+    Function("inverse_dynamics", _inverse_dynamics, ("q", "qd", "qdd"), _nv, _EXTERNAL,
+             entries=True, bytes_per_body=256),
+    Function("bias_forces", _bias_forces, ("q", "qd"), _nv, ("gravity",), entries=True,
+             bytes_per_body=256),
+    Function("gravity_torques", _gravity_torques, ("q",), _nv, ("gravity",), entries=True,
+             bytes_per_body=256),
+    Function("forward_dynamics", _forward_dynamics, ("q", "qd", "tau"), _nv, _EXTERNAL,
+             entries=True, check=_aba.check_defined, bytes_per_body=512),
+    Function("mass_matrix", _mass_matrix, ("q",), _nv_nv, entries=True, many_outputs=True,
+             bytes_per_body=384),
+    Function("coriolis_matrix", _coriolis_matrix, ("q", "qd"), _nv_nv, many_outputs=True),
+    Function("kinetic_energy", _kinetic_energy, ("q", "qd"), lambda m: ()),
+    Function("potential_energy", _potential_energy, ("q",), lambda m: (), ("gravity",)),
+    Function("center_of_mass", _center_of_mass, ("q",), lambda m: (3,)),
+    Function("jacobian", _jacobian, ("q",), lambda m, link, frame: (6, m.nv)),
+)}
+_FK, _ID, _BIAS, _GRAV, _FD, _M, _C, _T, _V, _COM, _J = FUNCTIONS.values()
+
+
+# -- the public functions ---------------------------------------------------------------------
 def forward_kinematics(model, q, algebra="spatial"):
     """World poses of every link, (..., nlinks, 4, 4), in ``model.link_names`` order (composed
     as the algebra's poses: rotation matrices, motors or unit dual quaternions)."""
     if algebra == "vector":
         algebra = "spatial"  # DH frames are the model's link frames: one composition of poses
-    call = _Call(model, algebra, q=q)
-    alg = call.alg
-    T = _kin.link_poses(alg, model, _kin.world_poses(alg, model, _kin.joint_poses(alg, model, call["q"])))
-    zero = call.xp.zeros(call.N)  # broadcasts links welded to the world over the batch
-    mats = [alg.to_matrix(T_l) + zero for T_l in T]
-    return call.matrix(call.xp.stack(mats)) if mats else call.xp.zeros(call.batch + (0, 4, 4))
+    return _plan.run(_FK, model, algebra, (q,))
 
 
-@_chunked
 def inverse_dynamics(model, q, qd, qdd, f_ext=None, gravity=None, algebra="spatial"):
     """Joint forces tau (..., nv) that produce accelerations qdd: M(q) qdd + b(q, qd) - J^T f_ext,
     plus armature * qdd and damping * qd when the model has them (RNEA, O(n))."""
-    call = _Call(model, algebra, entries=True, q=q, qd=qd, qdd=qdd, f_ext=f_ext, gravity=gravity)
-    if algebra == "vector":
-        from .algorithms.newton_euler_dh import newton_euler_dh
-
-        return call.vector(newton_euler_dh(call, call["qd"], call["qdd"]))
-    tau = _rnea.rnea(call.alg, model, call["q"], call["qd"], call["qdd"], call.gravity_twist(),
-                     call.body_wrenches())
-    return call.vector(tau)
+    return _plan.run(_ID, model, algebra, (q, qd, qdd), (f_ext, gravity))
 
 
-@_chunked
 def forward_dynamics(model, q, qd, tau, f_ext=None, gravity=None, algebra="spatial"):
     """Joint accelerations qdd (..., nv) under joint forces tau (articulated-body algorithm,
     O(n); ``algebra="vector"`` solves M qdd = tau - b with the DH recursion instead)."""
-    _aba.check_defined(model)
-    call = _Call(model, algebra, entries=True, q=q, qd=qd, tau=tau, f_ext=f_ext, gravity=gravity)
-    if algebra == "vector":
-        from .algorithms.newton_euler_dh import forward_dynamics_dh
-
-        return call.vector(forward_dynamics_dh(call))
-    qdd = _aba.aba(call.alg, model, call["q"], call["qd"], call["tau"], call.gravity_twist(),
-                   call.body_wrenches())
-    return call.vector(qdd)
+    return _plan.run(_FD, model, algebra, (q, qd, tau), (f_ext, gravity))
 
 
-@_chunked
 def mass_matrix(model, q, algebra="spatial"):
     """Joint-space inertia matrix M(q) (..., nv, nv), symmetric positive definite (CRBA)."""
-    call = _Call(model, algebra, entries=True, many_outputs=True, q=q)
-    if algebra == "vector":
-        from .algorithms.newton_euler_dh import mass_matrix_dh
-
-        return call.matrix(mass_matrix_dh(call))
-    return call.matrix(_crba.crba(call.alg, model, call["q"]))
+    return _plan.run(_M, model, algebra, (q,))
 
 
 def bias_forces(model, q, qd, gravity=None, algebra="spatial"):
     """b(q, qd) = C(q, qd) qd + g(q) (+ damping * qd): inverse dynamics at zero acceleration."""
-    qd_arr = _backend.as_float_array(qd, _backend.namespace(q, qd), "qd")
-    return inverse_dynamics(model, q, qd, 0 * qd_arr, gravity=gravity, algebra=algebra)
+    return _plan.run(_BIAS, model, algebra, (q, qd), (gravity,))
 
 
 def gravity_torques(model, q, gravity=None, algebra="spatial"):
     """g(q): the joint forces that hold the robot still against gravity."""
-    xp = _backend.namespace(q)
-    zero = xp.zeros(model.nv)
-    return inverse_dynamics(model, q, zero, zero, gravity=gravity, algebra=algebra)
+    return _plan.run(_GRAV, model, algebra, (q,), (gravity,))
 
 
-@_chunked
 def coriolis_matrix(model, q, qd):
     """C(q, qd) (..., nv, nv) with C qd = b - g and dM/dt - 2C skew-symmetric."""
-    from .algorithms.coriolis import coriolis
-
-    call = _Call(model, q=q, qd=qd)
-    return call.matrix(coriolis(call.alg, model, call["q"], call["qd"]))
+    return _plan.run(_C, model, "spatial", (q, qd))
 
 
-@_chunked
 def kinetic_energy(model, q, qd):
     """T = qd^T M(q) qd / 2, summed over bodies as v_i . I_i v_i / 2 (armature included)."""
-    from .algorithms.energy import kinetic
-
-    call = _Call(model, q=q, qd=qd)
-    return call.vector(kinetic(call.alg, model, call["q"], call["qd"])[None])[..., 0]
+    return _plan.run(_T, model, "spatial", (q, qd))
 
 
-@_chunked
 def potential_energy(model, q, gravity=None):
     """V = -sum_i m_i g . c_i, zero when every centre of mass is at the world origin's height."""
-    from .algorithms.energy import center_of_mass_moment
-
-    call = _Call(model, q=q, gravity=gravity)
-    g = call.arrays.get("gravity", np.array(GRAVITY)[:, None])
-    moment = center_of_mass_moment(call.alg, model, call["q"])  # sum m_i c_i (3, N)
-    return call.vector(-(g * moment).sum(axis=0)[None])[..., 0]
+    return _plan.run(_V, model, "spatial", (q,), (gravity,))
 
 
-@_chunked
 def center_of_mass(model, q):
     """The robot's centre of mass in the world frame (..., 3)."""
-    from .algorithms.energy import center_of_mass_moment
-
-    call = _Call(model, q=q)
-    return call.vector(center_of_mass_moment(call.alg, model, call["q"]) / model.total_mass)
+    return _plan.run(_COM, model, "spatial", (q,))
 
 
-@_chunked
 def jacobian(model, q, link, frame="world", algebra="spatial"):
     """The link's Jacobian (..., 6, nv), rows [linear; angular]: the velocity of the link origin
     and the link's angular velocity, in world axes (``frame="world"``) or link axes
     (``"local"``)."""
-    from .algorithms.jacobian import link_jacobian
-
     if frame not in ("world", "local"):
         raise ValueError(f"frame must be 'world' or 'local', got {frame!r}")
-    call = _Call(model, "spatial" if algebra == "vector" else algebra, q=q)
-    J = link_jacobian(call.alg, model, call["q"], model.link_index(link), frame)
-    return call.matrix(J)
+    algebra = "spatial" if algebra == "vector" else algebra
+    return _plan.run(_J, model, algebra, (q,), static=(model.link_index(link), frame))
+
+
+def plan(model, function, algebra="spatial", inputs="numpy", gravity=False, f_ext=False,
+         backend=None):
+    """How a call of the public function ``function`` (a name, e.g. ``"forward_dynamics"``)
+    runs for ``model`` in ``algebra`` with ``inputs`` ("numpy" or "jax"), with or without the
+    optional ``gravity`` and ``f_ext`` arrays: a ``screwdyn.execution.plan.Plan``, whose
+    ``explain()`` says which path, why, and what compiling costs, and whose ``compile()``
+    compiles the native program ahead of the first call. ``backend``: JAX's platform (default:
+    ``jax.default_backend()``)."""
+    if function not in FUNCTIONS:
+        raise ValueError(f"unknown function {function!r}; valid: {', '.join(FUNCTIONS)}")
+    if inputs not in ("numpy", "jax"):
+        raise ValueError(f"inputs must be 'numpy' or 'jax', got {inputs!r}")
+    f = FUNCTIONS[function]
+    options = tuple(name for name, given in (("f_ext", f_ext), ("gravity", gravity)) if given)
+    unknown = [name for name in options if name not in f.options]
+    if unknown:
+        raise ValueError(f"{function} takes no {unknown[0]}")
+    return _plan.Plan(f, model, algebra, inputs, options, backend, False, ())
+
+
+def _Call(model, algebra="spatial", entries=False, many_outputs=False, **arrays):
+    """The inputs ``arrays`` of a call on ``model`` in the internal layout, with the algebra a
+    recursion runs in (its entries mode for ``entries``): ``screwdyn.execution.plan.call``."""
+    return _plan.call(model, algebra, arrays, entries, many_outputs)

@@ -47,7 +47,8 @@ from collections import OrderedDict
 import numpy as np
 
 from . import _backend
-from .dynamics import cut_per_body, forward_dynamics, kinetic_energy, potential_energy
+from .dynamics import FUNCTIONS, forward_dynamics, kinetic_energy, potential_energy
+from .execution.plan import run_jax
 
 INTEGRATORS = ("rk4", "semi_implicit_euler", "euler")
 BACKENDS = ("auto", "jax", "numpy")
@@ -185,6 +186,9 @@ class _Dynamics:
         self.xp, self.model, self.dt, self.algebra, self.gravity = xp, model, dt, algebra, gravity
 
     def accel(self, q, qd, tau):
+        if self.xp is not np:  # the body of an XLA loop: cut once per body (plan.jax_options)
+            return run_jax(FUNCTIONS["forward_dynamics"], self.model, self.algebra,
+                           {"q": q, "qd": qd, "tau": tau, "gravity": self.gravity}, loop=True)
         return forward_dynamics(self.model, q, qd, tau, gravity=self.gravity, algebra=self.algebra)
 
     def integrate(self, q, v):
@@ -616,8 +620,7 @@ def _run_jax(model, q0, qd0, batch, policy, dt, integrator, algebra, gravity, n_
             fn = _chunk_function(model, policy, integrator, algebra, gravity, chunk,
                                  record_every, limit, batch, control)
             try:
-                with cut_per_body():  # steady step times in every algebra (see cut_per_body)
-                    compiled = jax.jit(fn).lower(carry, params, dt_arg, count).compile()
+                compiled = jax.jit(fn).lower(carry, params, dt_arg, count).compile()
             except _BadOutput as e:
                 return _stack([], [], [], [], model, N), (str(e), 0, ()), \
                     {"wall_time": 0.0, "compile_time": _time.perf_counter() - t0}

@@ -1,0 +1,379 @@
+"""The execution plan: how a public call runs, decided in one place from explicit inputs.
+
+Every public function (``screwdyn.dynamics``) is a ``Function``: a kernel written once on the
+recursions (its internal layout: components first, one trailing batch axis), its input names
+and output shape. ``run`` executes a call; ``decide`` says how, from these inputs only:
+
+=================  ========================================================================
+inputs             numpy arrays (also lists and scalars) or JAX arrays (any JAX array makes
+                   the call JAX, as in ``_backend``'s dtype policy)
+native setting     ``use_native(True)`` (the default) or ``use_native(False)``
+llvmlite           installed or not (it is a dependency; a platform without wheels lacks it)
+the function       whether its kernel traces to a straight-line program (every built-in one
+                   does; a failure is reported once and remembered)
+JAX backend        ``jax.default_backend()`` for JAX inputs
+=================  ========================================================================
+
+Paths:
+
+- ``"native"`` (numpy inputs): the machine code of the function for this model, algebra and
+  inputs (``native``), compiled on first use or loaded from the disk cache, one state per row.
+  One state, a batch of N, any batch shape: every state runs the same code, so a result does
+  not depend on the batch size in any bit, and NaN and inf propagate as IEEE arithmetic does.
+  Memory: the result, plus a copy of inputs that are not float64 and contiguous.
+- ``"numpy"`` (numpy inputs, native off or unavailable): the recursions on numpy arrays,
+  entries mode for RNEA, ABA and CRBA, evaluated in chunks of ``chunk_size`` states (bounded
+  memory, about 256 MiB of intermediates).
+- ``"jax"``: the recursions on jax.numpy, traced by the caller's ``jax.jit``/``vmap``/``grad``
+  or run eagerly, with two rules for XLA (``jax_options``): on CPU, the sine and cosine of every
+  joint angle and every quaternion norm are computed once (``xla.namespace``); trees of more than
+  ``CHECKPOINT_BODIES`` bodies, programs inside loops (simulation rollouts) and, on accelerators,
+  functions with many outputs (the mass matrix) are cut once per body. Neither rule depends on
+  the batch size, and both leave every value unchanged (a division by an exact 1).
+
+``plan(model, function, ...)`` returns a ``Plan`` that tells what a call will do
+(``Plan.explain()``) and what compiling it costs.
+"""
+import threading
+import warnings
+
+import numpy as np
+
+from .. import _backend
+from ..algebra import ALGEBRAS, get_algebra
+from . import llvm, native, xla
+from .call import Call, check, core_shape, parse
+from .graph import DataDependentError
+
+CHECKPOINT_BODIES = 12  # JAX: trees with more bodies are cut once per body (see jax_options)
+_SETTINGS = {"native": True}
+_FAILED = {}  # (function name, model, algebra, inputs) -> why it could not be compiled
+_ENTRIES = {}
+_LOCK = threading.RLock()
+TRACE_ERRORS = (DataDependentError, NotImplementedError, TypeError)
+
+
+class NativeCompileWarning(UserWarning):
+    """A function could not be compiled to machine code and runs on the numpy path."""
+
+
+def use_native(enabled=True):
+    """Run numpy calls through compiled machine code (True, the default) or on numpy (False),
+    in this process. Returns the previous setting."""
+    previous = _SETTINGS["native"]
+    _SETTINGS["native"] = bool(enabled)
+    _ENTRIES.clear()
+    return previous
+
+
+def native_enabled():
+    return _SETTINGS["native"] and llvm.available()
+
+
+class Function:
+    """A public function as the plan runs it.
+
+    ``kernel(call, *static)`` computes the result in the internal layout (output shape + (N,))
+    from a ``call.Call``; ``inputs`` are the required array arguments in call order, ``options``
+    the optional ones (``f_ext``, ``gravity``); ``output(model, *static)`` the output shape of
+    one state; ``entries``: the recursion runs in the algebra's entries mode (RNEA, ABA, CRBA);
+    ``many_outputs``: a result with many outputs per state (XLA rule, see ``jax_options``);
+    ``check(model)``: raises if the model cannot run it (once per model); ``bytes_per_body``:
+    intermediates per state and body on the numpy path (for ``chunk_size``)."""
+
+    def __init__(self, name, kernel, inputs, output, options=(), entries=False,
+                 many_outputs=False, check=None, bytes_per_body=512):
+        self.name, self.kernel, self.inputs, self.options = name, kernel, tuple(inputs), \
+            tuple(options)
+        self.output, self.entries, self.many_outputs = output, entries, many_outputs
+        self.check, self.bytes_per_body = check, bytes_per_body
+
+    def __repr__(self):
+        return f"Function({self.name!r})"
+
+    def algebra(self, name, xp, checkpoints=False):
+        """The algebra object the kernel runs in (None for ``"vector"``, which has none)."""
+        if name == "vector":
+            return None
+        alg = get_algebra(name, xp)
+        return alg.entries_mode(checkpoints=checkpoints) if self.entries else alg
+
+
+# -- the decisions ----------------------------------------------------------------------------
+def jax_options(function, model, backend, loop=False):
+    """{"cut_sines": bool, "checkpoints": bool} for a JAX call (see the module docstring).
+    ``backend``: JAX's platform ("cpu", "gpu", "tpu"); ``loop``: the program is the body of an
+    XLA loop (a simulation rollout), where uncut single-state programs ran 4 to 45 times
+    slower in some algebras."""
+    on_cpu = backend == "cpu"
+    checkpoints = (loop or model.nbodies > CHECKPOINT_BODIES
+                   or (function.many_outputs and not on_cpu))
+    return {"cut_sines": on_cpu, "checkpoints": checkpoints}
+
+
+def decide(function, model, algebra="spatial", inputs="numpy", options=(), backend=None,
+           loop=False):
+    """(path, reasons): how ``function`` runs for ``model`` in ``algebra`` with ``inputs``
+    ("numpy" or "jax") and the optional inputs ``options`` given (names)."""
+    if inputs == "jax":
+        backend = backend or _jax_backend()
+        o = jax_options(function, model, backend, loop)
+        return "jax", [f"JAX inputs: the recursion runs on jax.numpy (backend {backend!r})",
+                       f"sine/cosine computed once: {o['cut_sines']} (CPU only)",
+                       f"cut once per body: {o['checkpoints']} (loop bodies, trees over "
+                       f"{CHECKPOINT_BODIES} bodies, many outputs on accelerators)"]
+    if not _SETTINGS["native"]:
+        return "numpy", ["native code is switched off (screwdyn.execution.use_native(False))"]
+    if not llvm.available():
+        return "numpy", ["llvmlite is not installed: no machine code (pip install llvmlite)"]
+    failed = _FAILED.get((function.name, model, algebra, tuple(options)))
+    if failed:
+        return "numpy", [f"the function could not be compiled: {failed}"]
+    return "native", ["numpy inputs: machine code compiled from the recursion for this model, "
+                      "algebra and inputs (one state per row, any batch)"]
+
+
+def _jax_backend():
+    import jax
+
+    return jax.default_backend()
+
+
+# -- running a call ---------------------------------------------------------------------------
+def run(function, model, algebra, args, options=(), static=()):
+    """``function`` on the arrays ``args`` (its ``inputs``, in order) and ``options`` (its
+    ``options``, in order, None where not given), with static arguments ``static``."""
+    if not options or all(o is None for o in options):
+        f = _ENTRIES.get((function, model, algebra, static))
+        if f is None:
+            f = _entry(function, model, algebra, (), static)
+        return f(*args)
+    given = tuple(o is not None for o in options)
+    f = _ENTRIES.get((function, model, algebra, static, given))
+    if f is None:
+        f = _entry(function, model, algebra, given, static)
+    return f(*args, *(o for o in options if o is not None))
+
+
+def _entry(function, model, algebra, given, static):
+    """The callable for one kind of call: the native program's fast entry (numpy arrays of one
+    state or one batch axis) with the general path as its fallback, or the general path."""
+    if algebra not in ALGEBRAS:
+        raise ValueError(f"unknown algebra {algebra!r}; valid: "
+                         + ", ".join(repr(a) for a in ALGEBRAS))
+    names = function.inputs + tuple(n for n, g in zip(function.options, given) if g)
+    if function.check is not None:
+        function.check(model)
+    general = General(function, model, algebra, names, static)
+    f = general
+    if decide(function, model, algebra, "numpy", names[len(function.inputs):])[0] == "native":
+        program = general.native()
+        if program is not None:
+            f = program.bind(general) or general
+    key = (function, model, algebra, static) + ((given,) if given else ())
+    with _LOCK:
+        if len(_ENTRIES) > 4096:  # models made afresh in a loop would pile up
+            _ENTRIES.clear()
+        _ENTRIES[key] = f
+    return f
+
+
+class General:
+    """Any call of one kind (function, model, algebra, inputs given): checks and converts the
+    arguments and runs the planned path. The fast entry hands it every call it does not take
+    itself."""
+
+    def __init__(self, function, model, algebra, names, static):
+        self.function, self.model, self.algebra = function, model, algebra
+        self.names, self.static = tuple(names), static
+        self._program = None
+
+    def native(self):
+        """The native program, compiled (or loaded) now; None if the function cannot be
+        compiled (reported once with a ``NativeCompileWarning``)."""
+        if self._program is None:
+            key = (self.function.name, self.model, self.algebra, self.names[len(self.function.inputs):])
+            try:
+                self._program = native.get(self.function, self.model, self.algebra, self.names,
+                                           static=self.static)
+            except TRACE_ERRORS as error:
+                _FAILED[key] = f"{type(error).__name__}: {error}"
+                warnings.warn(f"screwdyn: {self.function.name} could not be compiled for model "
+                              f"{self.model.name!r} ({type(error).__name__}: {error}); it runs "
+                              "on the numpy path", NativeCompileWarning, stacklevel=4)
+                return None
+        return self._program
+
+    def __call__(self, *args):
+        if len(args) != len(self.names):
+            raise TypeError(f"{self.function.name} takes {len(self.names)} arrays "
+                            f"({', '.join(self.names)}), got {len(args)}")
+        given = dict(zip(self.names, args))
+        xp = _backend.namespace(*args)
+        if xp is not np:
+            return run_jax(self.function, self.model, self.algebra, given, self.static)
+        path = decide(self.function, self.model, self.algebra, "numpy",
+                      self.names[len(self.function.inputs):])[0]
+        program = self.native() if path == "native" else None
+        if program is None:
+            return run_numpy(self.function, self.model, self.algebra, given, self.static)
+        return run_native(program, self.model, given)
+
+
+def run_native(program, model, given):
+    """A native program on public numpy inputs of any batch shape: checked and converted
+    (float64, contiguous rows), a single vector passed once (broadcast by the kernel)."""
+    arrays, cores = {}, []
+    for name in program.input_names:
+        a = _backend.as_float_array(given[name], np, name)
+        check(model, name, a)
+        arrays[name] = a
+        cores.append((name, a, len(core_shape(model, name))))
+    batch = _backend.broadcast_batch(cores)
+    N = int(np.prod(batch, dtype=int))
+    rows = []
+    for name, size in zip(program.input_names, program.input_sizes):
+        a = arrays[name]
+        ndim = len(core_shape(model, name))
+        if a.ndim == ndim:
+            rows.append(np.ascontiguousarray(a.reshape(size)))
+        else:
+            rows.append(np.ascontiguousarray(
+                np.broadcast_to(a, batch + a.shape[a.ndim - ndim:]).reshape(N, size)))
+    out = np.empty((N,) + program.output_shape)
+    if N:
+        program.call(rows, out, N)
+    return out.reshape(batch + program.output_shape)
+
+
+def run_jax(function, model, algebra, given, static=(), loop=False):
+    """The kernel on jax.numpy (see ``jax_options``)."""
+    call = _call(function, model, algebra, given, loop)
+    return call.vector(function.kernel(call, *static))
+
+
+def _call(function, model, algebra, given, loop=False):
+    xp, arrays, batch, N = parse(model, given)
+    if xp is np:
+        return Call(model, algebra, function.algebra(algebra, np), np, arrays, batch, N)
+    options = jax_options(function, model, _jax_backend(), loop)
+    ns = xla.namespace(options["cut_sines"])
+    alg = function.algebra(algebra, ns, checkpoints=options["checkpoints"])
+    return Call(model, algebra, alg, ns, arrays, batch, N)
+
+
+def call(model, algebra, given, entries=False, many_outputs=False, loop=False):
+    """A ``Call`` of the public inputs ``given`` {name: array or None} for a recursion run outside
+    a ``Function`` (the subsystems of an assembly), its algebra chosen as for a function with
+    these ``entries`` and ``many_outputs`` flags."""
+    if algebra not in ALGEBRAS:
+        raise ValueError(f"unknown algebra {algebra!r}; valid: "
+                         + ", ".join(repr(a) for a in ALGEBRAS))
+    function = Function("recursion", None, (), None, entries=entries, many_outputs=many_outputs)
+    return _call(function, model, algebra, given, loop)
+
+
+# -- the numpy path: chunks of states ---------------------------------------------------------
+CHUNK_STATES = None  # states per chunk of a numpy batch; None: chosen from the model's size
+_ALGEBRA_FACTOR = {"cga": 1.75}  # CGA keeps 1.4 to 1.7 times the intermediates per body
+
+
+def chunk_size(model, function, algebra="spatial"):
+    """States per chunk when ``function`` (a ``Function``) evaluates a numpy batch on the numpy
+    path: about 256 MiB of intermediates, at least 2048 and at most 32768 states
+    (``CHUNK_STATES`` overrides). Larger chunks amortise Python's per-operation overhead (about
+    a microsecond), smaller ones stay in cache and bound memory: a million states cost one chunk
+    of intermediates plus the result. Bytes per state and body were measured with tracemalloc
+    (Panda and a 100-link chain); beyond glibc's trim threshold a 100-link chain in CGA ran 2.8x
+    slower."""
+    if CHUNK_STATES:
+        return max(1, int(CHUNK_STATES))
+    per_state = function.bytes_per_body * _ALGEBRA_FACTOR.get(algebra, 1.0) * max(model.nbodies, 1)
+    if len(function.output(model) if function.name != "jacobian" else ()) == 2:
+        per_state += 16 * model.nv ** 2  # the entries of an nv x nv result
+    return int(min(32768, max(2048, (256 << 20) // int(per_state))))
+
+
+def run_numpy(function, model, algebra, given, static=()):
+    """The kernel on numpy arrays, in chunks of ``chunk_size`` states."""
+    xp, arrays, batch, N = parse(model, given, np)
+    if N >= 256:
+        _backend.tune_allocator()
+    size = chunk_size(model, function, algebra)
+    alg = function.algebra(algebra, np)
+    if N <= size:
+        call = Call(model, algebra, alg, np, arrays, batch, N)
+        return call.vector(function.kernel(call, *static))
+    out = None
+    for start in range(0, N, size):
+        part = {k: (a if a.shape[-1] == 1 and k == "gravity" else a[..., start:start + size])
+                for k, a in arrays.items()}
+        n = min(size, N - start)
+        call = Call(model, algebra, alg, np, part, (n,), n)
+        result = np.asarray(call.vector(function.kernel(call, *static)))
+        if out is None:
+            out = np.empty((N,) + result.shape[1:])
+        out[start:start + n] = result
+    return out.reshape(batch + out.shape[1:])
+
+
+# -- sd.plan ----------------------------------------------------------------------------------
+class Plan:
+    """How a call of ``function`` runs (see the module docstring): ``path`` ("native", "numpy",
+    "jax"), ``reasons``, and for the native path the ``program`` (a ``native.NativeProgram``
+    once compiled or loaded: ``compile_time``, ``source``, ``nodes``)."""
+
+    def __init__(self, function, model, algebra, inputs, options, backend, loop, static):
+        self.function, self.model, self.algebra = function, model, algebra
+        self.inputs, self.options, self.static = inputs, tuple(options), static
+        self.path, self.reasons = decide(function, model, algebra, inputs, self.options,
+                                         backend, loop)
+        self.program = None
+        if self.path == "native":
+            key = native.key(function, model, algebra, function.inputs + self.options, {},
+                             static)
+            self.program = native._PROGRAMS.get(key)
+            self.cached_on_disk = native.cache.load_object(key) is not None
+            self.cache_file = native.cache.path(key)
+
+    def compile(self):
+        """Compile (or load) the native program now; returns it."""
+        if self.path != "native":
+            raise ValueError(f"this call runs on the {self.path} path: nothing to compile")
+        self.program = native.get(self.function, self.model, self.algebra,
+                                  self.function.inputs + self.options, static=self.static)
+        return self.program
+
+    def explain(self):
+        """A few lines: what runs, why, and what compiling costs."""
+        lines = [f"{self.function.name} of model {self.model.name!r} (nq={self.model.nq}, "
+                 f"nv={self.model.nv}, {self.model.nbodies} bodies), algebra {self.algebra!r}, "
+                 f"{self.inputs} inputs: path {self.path!r}"]
+        lines += [f"  - {r}" for r in self.reasons]
+        if self.path == "native":
+            if self.program is not None:
+                p = self.program
+                what = (f"compiled in this process in {p.compile_time:.3g} s"
+                        if p.source == "compiled" else
+                        f"loaded from the disk cache in {p.compile_time * 1e3:.3g} ms")
+                lines.append(f"  - program: {what}")
+                if p.nodes:
+                    lines.append("  - operations per state: " + ", ".join(
+                        f"{k} {v}" for k, v in sorted(p.nodes.items(), key=lambda kv: -kv[1])
+                        if k not in ("input", "const", "bool_const")))
+            elif self.cached_on_disk:
+                lines.append(f"  - program: on disk ({self.cache_file}), loads in milliseconds")
+            else:
+                lines.append("  - program: not compiled yet; the first call traces and compiles "
+                             f"it (Panda forward dynamics: about 0.3 s; a 38-DoF humanoid: a "
+                             f"few seconds), then it is cached in {native.cache.directory()}")
+            lines.append("  - per call: the fast entry takes float64 C-contiguous arrays of one "
+                         "state (n,) or one batch axis (N, n); anything else is converted first")
+        elif self.path == "numpy":
+            lines.append(f"  - chunks of {chunk_size(self.model, self.function, self.algebra)} "
+                         "states (bounded memory)")
+        return "\n".join(lines)
+
+    def __repr__(self):
+        return f"Plan({self.function.name!r}, path={self.path!r})"
+
