@@ -17,7 +17,12 @@ Batched calls release the GIL while the kernel runs.
 The context of one bound kernel is an int64 numpy array passed as the builtin's ``self``::
 
     [kernel address, fallback (PyObject *), ndarray type, float64 descr, number of inputs,
-     result ndim (0-3), result dims (3), input sizes (...)]
+     result ndim (0-3), result dims (3), hot (PyObject * or 0), states run, input sizes (...)]
+
+``hot``, if set, is called once (without arguments, its result discarded) when the kernel has
+run ``HOT_STATES`` states through the entry: the native programs use it to compile optimised
+code in the background for the programs that are used (``native``). The kernel's address may be
+replaced while the function is in use (``set_kernel``): a call reads it once.
 """
 import ctypes
 import hashlib
@@ -29,6 +34,8 @@ from . import llvm
 
 MAX_INPUTS = 8
 MAX_OUTPUT_NDIM = 3
+HOT_STATES = 1000  # states run through an entry before its ``hot`` hook is called
+_HOT, _COUNT, _SIZES = 6 + MAX_OUTPUT_NDIM, 7 + MAX_OUTPUT_NDIM, 8 + MAX_OUTPUT_NDIM
 _METH_FASTCALL = 0x0080
 _NPY_DOUBLE = 12
 _FLAGS = 0x0001 | 0x0100  # NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED
@@ -84,6 +91,7 @@ declare ptr @screwdyn_PyArray_New(ptr, i32, ptr, i32, ptr, ptr, i32, i32, ptr)
 declare ptr @screwdyn_PyObject_VectorcallDict(ptr, ptr, i64, ptr)
 declare ptr @screwdyn_PyEval_SaveThread()
 declare void @screwdyn_PyEval_RestoreThread(ptr)
+declare void @screwdyn_Py_DecRef(ptr)
 
 define ptr @screwdyn_entry(ptr %self, ptr %args, i64 %nargs) {{
 entry:
@@ -127,7 +135,7 @@ arg3:
   %nd = load i32, ptr %nd.p
   %adims.p = getelementptr i8, ptr %a, i64 {H['dims']}
   %adims = load ptr, ptr %adims.p
-  %sizeidx = add i64 %k, {6 + MAX_OUTPUT_NDIM}
+  %sizeidx = add i64 %k, {_SIZES}
   %size.p = getelementptr i64, ptr %ctx, i64 %sizeidx
   %size = load i64, ptr %size.p
   %is1 = icmp eq i32 %nd, 1
@@ -205,11 +213,33 @@ run:
   br i1 %batch, label %released, label %held
 held:
   call void %kern(i64 %n, ptr %ptrs, ptr %strides, ptr %odata)
-  ret ptr %out
+  br label %count
 released:
   %ts = call ptr @screwdyn_PyEval_SaveThread()
   call void %kern(i64 %n, ptr %ptrs, ptr %strides, ptr %odata)
   call void @screwdyn_PyEval_RestoreThread(ptr %ts)
+  br label %count
+count:
+  %hot.p = getelementptr i64, ptr %ctx, i64 {_HOT}
+  %hot = load ptr, ptr %hot.p
+  %nohot = icmp eq ptr %hot, null
+  br i1 %nohot, label %done, label %counting
+counting:
+  %cnt.p = getelementptr i64, ptr %ctx, i64 {_COUNT}
+  %cnt = load i64, ptr %cnt.p
+  %cnt.next = add i64 %cnt, %n
+  store i64 %cnt.next, ptr %cnt.p
+  %reached = icmp sge i64 %cnt.next, {HOT_STATES}
+  br i1 %reached, label %fire, label %done
+fire:
+  store ptr null, ptr %hot.p
+  %hres = call ptr @screwdyn_PyObject_VectorcallDict(ptr %hot, ptr null, i64 0, ptr null)
+  %hnull = icmp eq ptr %hres, null
+  br i1 %hnull, label %done, label %decref
+decref:
+  call void @screwdyn_Py_DecRef(ptr %hres)
+  br label %done
+done:
   ret ptr %out
 fail:
   ret ptr null
@@ -236,7 +266,8 @@ def _setup():
         return None
     py = ctypes.pythonapi
     symbols = {"screwdyn_PyArray_New": api[93]}
-    for name in ("PyObject_VectorcallDict", "PyEval_SaveThread", "PyEval_RestoreThread"):
+    for name in ("PyObject_VectorcallDict", "PyEval_SaveThread", "PyEval_RestoreThread",
+                 "Py_DecRef"):
         symbols["screwdyn_" + name] = ctypes.cast(getattr(py, name), ctypes.c_void_p).value
     ir = _entry_ir(off)
     from . import cache
@@ -261,22 +292,29 @@ class _Context(bytearray):
     as attributes (the fallback, the kernel's library, the method definition)."""
 
 
-def bind(address, input_sizes, output_shape, fallback, keep):
+def bind(address, input_sizes, output_shape, fallback, keep, hot=None):
     """A Python callable running the kernel at ``address`` on numpy arrays (see the module
     docstring): ``fallback`` takes any other call; ``keep`` (the kernel's library) stays alive
-    as long as the callable. Returns None if the fast entry is not available here."""
+    as long as the callable; ``hot()`` (which must not raise) is called once after
+    ``HOT_STATES`` states. Returns None if the fast entry is not available here."""
     setup = _setup()
     if setup is None or len(input_sizes) > MAX_INPUTS or len(output_shape) > MAX_OUTPUT_NDIM:
         return None
     library, entry_address, new = setup
     words = [address, id(fallback), id(np.ndarray), id(np.dtype(np.float64)), len(input_sizes),
              len(output_shape)] + list(output_shape) + [0] * (MAX_OUTPUT_NDIM - len(output_shape))
-    words += list(input_sizes)
+    words += [0 if hot is None else id(hot), 0] + list(input_sizes)
     memory = _Context(np.array(words, dtype=np.int64).tobytes())
     context = np.frombuffer(memory, dtype=np.int64)  # holds ``memory`` alive (its base)
     method = _MethodDef(b"screwdyn_kernel", entry_address, _METH_FASTCALL, None)
-    memory.objects = (fallback, keep, library, method)
+    memory.objects = (fallback, keep, library, method, hot)
     return new(ctypes.addressof(method), context, None)
+
+
+def set_kernel(function, address):
+    """Point a callable made by ``bind`` at the kernel at ``address`` (same inputs and result;
+    one aligned 8-byte store, so a concurrent call uses the old or the new kernel)."""
+    function.__self__[0] = address
 
 
 _KERNEL = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.POINTER(ctypes.c_void_p),

@@ -242,31 +242,27 @@ def host():
             llvm.get_host_cpu_features().flatten())
 
 
-def _target_machine(opt, shared=True):
-    """The host's target machine (``shared=False``: a new one, for an engine, which owns it)."""
-    key = ("tm", opt)
-    if key not in _STATE or not shared:
-        llvm = _llvm()
-        triple, cpu, features = host()
-        target = llvm.Target.from_triple(triple)
-        tm = target.create_target_machine(cpu=cpu, features=features, opt=opt, reloc="pic",
-                                          codemodel="default")
-        if not shared:
-            return tm
-        _STATE[key] = tm
-    return _STATE[key]
+def _target_machine(opt):
+    """A new target machine for the host (each compilation and each engine has its own: an
+    engine owns its target machine, and compilations run in several threads)."""
+    llvm = _llvm()
+    triple, cpu, features = host()
+    return llvm.Target.from_triple(triple).create_target_machine(
+        cpu=cpu, features=features, opt=opt, reloc="pic", codemodel="default")
 
 
 def compile_object(ir, opt=2):
     """Object code (bytes) for LLVM IR text, for the host CPU, with LLVM's code generator at
-    level ``opt``. LLVM's IR optimisation passes are not run: the program arrives optimised
-    (hash-consed, folded, dead code removed), and on the Panda's forward dynamics they took 3 of
-    every 4 seconds of compilation for no measurable gain (docs/performance.md)."""
+    level ``opt`` (0: fast to compile; 2: fast code; the same results in every bit, since no
+    fast-math flag allows any level to change an operation). LLVM's IR optimisation passes are
+    not run: the program arrives optimised (hash-consed, folded, dead code removed), and on the
+    Panda's forward dynamics they took 3 of every 4 seconds of compilation for no measurable
+    gain. Thread-safe: each call has its own LLVM context."""
     llvm = _llvm()
-    with _LOCK:
-        module = llvm.parse_assembly(ir)
-        module.verify()
-        return _target_machine(opt).emit_object(module)
+    context = llvm.create_context()
+    module = llvm.parse_assembly(ir, context)
+    module.verify()
+    return _target_machine(opt).emit_object(module)
 
 
 class Library:
@@ -278,7 +274,7 @@ class Library:
         with _LOCK:
             for name, address in (symbols or {}).items():
                 llvm.add_symbol(name, address)
-            tm = _target_machine(0, shared=False)
+            tm = _target_machine(0)
             self._obj = bytes(obj)  # LLVM reads the object file in place: keep it alive
             self._engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
             self._engine.add_object_file(llvm.ObjectFileRef.from_data(self._obj))

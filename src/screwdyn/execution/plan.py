@@ -34,6 +34,7 @@ Paths:
 ``plan(model, function, ...)`` returns a ``Plan`` that tells what a call will do
 (``Plan.explain()``) and what compiling it costs.
 """
+import functools
 import threading
 import warnings
 
@@ -49,6 +50,7 @@ CHECKPOINT_BODIES = 12  # JAX: trees with more bodies are cut once per body (see
 _SETTINGS = {"native": True}
 _FAILED = {}  # (function name, model, algebra, inputs) -> why it could not be compiled
 _ENTRIES = {}
+_FUNCTIONS = []
 _LOCK = threading.RLock()
 TRACE_ERRORS = (DataDependentError, NotImplementedError, TypeError)
 
@@ -62,8 +64,16 @@ def use_native(enabled=True):
     in this process. Returns the previous setting."""
     previous = _SETTINGS["native"]
     _SETTINGS["native"] = bool(enabled)
-    _ENTRIES.clear()
+    _forget()
     return previous
+
+
+def _forget():
+    """Drop the callables made for calls (after a change of setting)."""
+    with _LOCK:
+        _ENTRIES.clear()
+        for function in list(_FUNCTIONS):
+            function.last = (None, None, None, None)
 
 
 def native_enabled():
@@ -87,6 +97,8 @@ class Function:
             tuple(options)
         self.output, self.entries, self.many_outputs = output, entries, many_outputs
         self.check, self.bytes_per_body = check, bytes_per_body
+        self.last = (None, None, None, None)  # (model, algebra, static, callable) of the last call
+        _FUNCTIONS.append(self)
 
     def __repr__(self):
         return f"Function({self.name!r})"
@@ -143,10 +155,17 @@ def _jax_backend():
 def run(function, model, algebra, args, options=(), static=()):
     """``function`` on the arrays ``args`` (its ``inputs``, in order) and ``options`` (its
     ``options``, in order, None where not given), with static arguments ``static``."""
-    if not options or all(o is None for o in options):
+    for option in options:
+        if option is not None:
+            break
+    else:  # no optional input
+        last = function.last  # the last model called (a loop over states: no dictionary lookup)
+        if last[0] is model and last[1] == algebra and last[2] == static:
+            return last[3](*args)
         f = _ENTRIES.get((function, model, algebra, static))
         if f is None:
             f = _entry(function, model, algebra, (), static)
+        function.last = (model, algebra, static, f)
         return f(*args)
     given = tuple(o is not None for o in options)
     f = _ENTRIES.get((function, model, algebra, static, given))
@@ -269,8 +288,12 @@ def call(model, algebra, given, entries=False, many_outputs=False, loop=False):
     if algebra not in ALGEBRAS:
         raise ValueError(f"unknown algebra {algebra!r}; valid: "
                          + ", ".join(repr(a) for a in ALGEBRAS))
-    function = Function("recursion", None, (), None, entries=entries, many_outputs=many_outputs)
-    return _call(function, model, algebra, given, loop)
+    return _call(_recursion(bool(entries), bool(many_outputs)), model, algebra, given, loop)
+
+
+@functools.lru_cache(maxsize=None)
+def _recursion(entries, many_outputs):
+    return Function("recursion", None, (), None, entries=entries, many_outputs=many_outputs)
 
 
 # -- the numpy path: chunks of states ---------------------------------------------------------
@@ -289,7 +312,7 @@ def chunk_size(model, function, algebra="spatial"):
     if CHUNK_STATES:
         return max(1, int(CHUNK_STATES))
     per_state = function.bytes_per_body * _ALGEBRA_FACTOR.get(algebra, 1.0) * max(model.nbodies, 1)
-    if len(function.output(model) if function.name != "jacobian" else ()) == 2:
+    if function.many_outputs:
         per_state += 16 * model.nv ** 2  # the entries of an nv x nv result
     return int(min(32768, max(2048, (256 << 20) // int(per_state))))
 
@@ -337,11 +360,12 @@ class Plan:
             self.cache_file = native.cache.path(key)
 
     def compile(self):
-        """Compile (or load) the native program now; returns it."""
+        """Compile (or load) the native program now, with its optimised code; returns it."""
         if self.path != "native":
             raise ValueError(f"this call runs on the {self.path} path: nothing to compile")
         self.program = native.get(self.function, self.model, self.algebra,
-                                  self.function.inputs + self.options, static=self.static)
+                                  self.function.inputs + self.options, static=self.static,
+                                  optimise=True)
         return self.program
 
     def explain(self):
@@ -356,7 +380,12 @@ class Plan:
                 what = (f"compiled in this process in {p.compile_time:.3g} s"
                         if p.source == "compiled" else
                         f"loaded from the disk cache in {p.compile_time * 1e3:.3g} ms")
-                lines.append(f"  - program: {what}")
+                lines.append(f"  - program: {what}; code level {p.level} "
+                             + ("(optimised)" if p.level == native.LEVELS[-1] else
+                                "(fast to compile; the optimised code is compiled in the "
+                                "background once it has run 1,000 states)"))
+                if p.optimise_time is not None:
+                    lines.append(f"  - optimised code compiled in {p.optimise_time:.3g} s")
                 if p.nodes:
                     lines.append("  - operations per state: " + ", ".join(
                         f"{k} {v}" for k, v in sorted(p.nodes.items(), key=lambda kv: -kv[1])
@@ -365,8 +394,9 @@ class Plan:
                 lines.append(f"  - program: on disk ({self.cache_file}), loads in milliseconds")
             else:
                 lines.append("  - program: not compiled yet; the first call traces and compiles "
-                             f"it (Panda forward dynamics: about 0.3 s; a 38-DoF humanoid: a "
-                             f"few seconds), then it is cached in {native.cache.directory()}")
+                             "it (Panda forward dynamics: about 0.1 s, a 38-DoF humanoid's: "
+                             "about a second), then it is cached in "
+                             f"{native.cache.directory()}")
             lines.append("  - per call: the fast entry takes float64 C-contiguous arrays of one "
                          "state (n,) or one batch axis (N, n); anything else is converted first")
         elif self.path == "numpy":
