@@ -87,6 +87,8 @@ class Graph:
 
     def __init__(self):
         self.op, self.args, self.value = [], [], []
+        self.cval = []  # the float of each constant node, else None
+        self.kinds = []  # "f" or "b" per node
         self._index = {}
         self._handles = []
         self.inputs = []  # input node ids in order of creation
@@ -103,6 +105,8 @@ class Graph:
             self.op.append(op)
             self.args.append(args)
             self.value.append(value)
+            self.cval.append(value[0] if op == "const" else None)
+            self.kinds.append(OPS[op][1])
             self._index[key] = i
             self._handles.append(Node(self, i))
         return self._handles[i]
@@ -123,10 +127,51 @@ class Graph:
 
     def const_value(self, i):
         """The float of constant node i, or None."""
-        return self.value[i][0] if self.op[i] == "const" else None
+        return self.cval[i]
 
     def kind(self, i):
-        return OPS[self.op[i]][1]
+        return self.kinds[i]
+
+    def arith(self, op, x, y):
+        """``apply`` for add, sub, mul and div of two float operands (Nodes of this graph or
+        Python floats): the hot path of tracing, with the same folding and simplifications."""
+        if type(x) is Node:
+            i, cx = x.i, self.cval[x.i]
+            if self.kinds[i] != "f":
+                return self.apply(op, x, y)
+        else:
+            i, cx = -1, float(x)
+        if type(y) is Node:
+            j, cy = y.i, self.cval[y.i]
+            if self.kinds[j] != "f":
+                return self.apply(op, x, y)
+        else:
+            j, cy = -1, float(y)
+        if cx is not None and cy is not None:
+            if op == "add":
+                return self.constant(cx + cy)
+            if op == "sub":
+                return self.constant(cx - cy)
+            if op == "mul":
+                return self.constant(cx * cy)
+            return self.constant(_ieee(op, cx, cy))
+        if i < 0 or j < 0 or cx is not None or cy is not None:
+            folded = self._fold(op, (self.constant(cx).i if i < 0 else i,
+                                     self.constant(cy).i if j < 0 else j))
+            if folded is not None:
+                return folded
+            if i < 0:
+                i = self.constant(cx).i
+            if j < 0:
+                j = self.constant(cy).i
+        elif op == "add" or op == "sub":
+            folded = self._fold(op, (i, j))  # a + (-b) -> a - b and the like
+            if folded is not None:
+                return folded
+        if (op == "add" or op == "mul") and i > j:
+            i, j = j, i
+        node = self._index.get((op, (i, j), None))
+        return self._handles[node] if node is not None else self._node(op, (i, j))
 
     def operand(self, x):
         """A node of this graph for x (a Node, a Python or numpy number, a bool)."""
@@ -254,28 +299,28 @@ class Node:
         return f"Node(#{i} {g.op[i]}{g.args[i] if g.args[i] else g.value[i]})"
 
     def __add__(self, y):
-        return self.g.apply("add", self, y)
+        return self.g.arith("add", self, y)
 
     def __radd__(self, y):
-        return self.g.apply("add", y, self)
+        return self.g.arith("add", y, self)
 
     def __sub__(self, y):
-        return self.g.apply("sub", self, y)
+        return self.g.arith("sub", self, y)
 
     def __rsub__(self, y):
-        return self.g.apply("sub", y, self)
+        return self.g.arith("sub", y, self)
 
     def __mul__(self, y):
-        return self.g.apply("mul", self, y)
+        return self.g.arith("mul", self, y)
 
     def __rmul__(self, y):
-        return self.g.apply("mul", y, self)
+        return self.g.arith("mul", y, self)
 
     def __truediv__(self, y):
-        return self.g.apply("div", self, y)
+        return self.g.arith("div", self, y)
 
     def __rtruediv__(self, y):
-        return self.g.apply("div", y, self)
+        return self.g.arith("div", y, self)
 
     def __pow__(self, y):
         return self.g.apply("pow", self, y)

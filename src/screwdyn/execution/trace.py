@@ -104,6 +104,21 @@ def apply(op, *xs):
     return _wrap(_elementwise(op, len(xs))(*arrays))
 
 
+_ARITH = {"add", "sub", "mul", "div"}
+
+
+def _arith(op, x, y):
+    """add, sub, mul, div of a SymArray and an operand: one element without numpy when both
+    are single elements (the entries of the algebras: the hot path of tracing)."""
+    ex = x.e if type(x) is SymArray else x if type(x) is float else None
+    ey = y.e if type(y) is SymArray else y if type(y) is float else None
+    if ex is not None and ey is not None:
+        g = ex.g if type(ex) is Node else ey.g if type(ey) is Node else None
+        if g is not None:
+            return SymArray(None, g.arith(op, ex, ey))
+    return apply(op, x, y)
+
+
 def _defers(y):
     """True for operands that opt out of numpy's operators (``__array_ufunc__ = None``: the
     entries layer's ZERO and Entries), whose reflected methods then handle the operation."""
@@ -115,25 +130,36 @@ def is_traced(x):
 
 
 class SymArray:
-    """An array of traced scalars (see the module docstring)."""
+    """An array of traced scalars (see the module docstring). ``e``: the element of an array of
+    shape (1,) held without an ndarray (the entries of the algebras: the hot path)."""
 
-    __slots__ = ("a",)
+    __slots__ = ("_a", "e")
 
-    def __init__(self, a):
-        self.a = a
+    def __init__(self, a, e=None):
+        if a is not None and e is None and a.shape == (1,) and type(a[0]) is Node:
+            e = a[0]
+        self._a, self.e = a, e
+
+    @property
+    def a(self):
+        if self._a is None:
+            a = np.empty((1,), dtype=object)
+            a[0] = self.e
+            self._a = a
+        return self._a
 
     # -- array attributes ----------------------------------------------------------------
     @property
     def shape(self):
-        return self.a.shape
+        return (1,) if self.e is not None else self._a.shape
 
     @property
     def ndim(self):
-        return self.a.ndim
+        return 1 if self.e is not None else self._a.ndim
 
     @property
     def size(self):
-        return self.a.size
+        return 1 if self.e is not None else self._a.size
 
     @property
     def dtype(self):
@@ -208,28 +234,28 @@ class SymArray:
 
     # -- arithmetic ----------------------------------------------------------------------
     def __add__(self, y):
-        return NotImplemented if _defers(y) else apply("add", self, y)
+        return NotImplemented if _defers(y) else _arith("add", self, y)
 
     def __radd__(self, y):
-        return NotImplemented if _defers(y) else apply("add", y, self)
+        return NotImplemented if _defers(y) else _arith("add", y, self)
 
     def __sub__(self, y):
-        return NotImplemented if _defers(y) else apply("sub", self, y)
+        return NotImplemented if _defers(y) else _arith("sub", self, y)
 
     def __rsub__(self, y):
-        return NotImplemented if _defers(y) else apply("sub", y, self)
+        return NotImplemented if _defers(y) else _arith("sub", y, self)
 
     def __mul__(self, y):
-        return NotImplemented if _defers(y) else apply("mul", self, y)
+        return NotImplemented if _defers(y) else _arith("mul", self, y)
 
     def __rmul__(self, y):
-        return NotImplemented if _defers(y) else apply("mul", y, self)
+        return NotImplemented if _defers(y) else _arith("mul", y, self)
 
     def __truediv__(self, y):
-        return NotImplemented if _defers(y) else apply("div", self, y)
+        return NotImplemented if _defers(y) else _arith("div", self, y)
 
     def __rtruediv__(self, y):
-        return NotImplemented if _defers(y) else apply("div", y, self)
+        return NotImplemented if _defers(y) else _arith("div", y, self)
 
     def __pow__(self, y):
         return NotImplemented if _defers(y) else apply("pow", self, y)
@@ -238,6 +264,8 @@ class SymArray:
         return NotImplemented if _defers(y) else apply("pow", y, self)
 
     def __neg__(self):
+        if self.e is not None:
+            return SymArray(None, self.e.g.apply("neg", self.e))
         return apply("neg", self)
 
     def __pos__(self):
