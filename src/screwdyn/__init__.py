@@ -8,7 +8,8 @@ from .compiled import compile  # noqa: A004  (sd.compile: a jitted function boun
 from .derivatives import dynamics_derivatives
 from .dynamics import (bias_forces, center_of_mass, coriolis_matrix, forward_dynamics,
                        forward_kinematics, gravity_torques, inverse_dynamics, jacobian,
-                       kinetic_energy, mass_matrix, potential_energy)
+                       kinetic_energy, mass_matrix, plan, potential_energy)
+from . import execution  # noqa: E402  (sd.execution.use_native, set_directory)
 from .errors import InertiaWarning, ModelError
 from .model import (DHLink, Model, ModelBuilder, from_dh, load_dh_table, load_urdf, robots,
                     save_dh_table)
@@ -24,5 +25,5 @@ __all__ = [
     "inverse_dynamics", "jacobian", "kinetic_energy", "load_urdf", "mass_matrix",
     "potential_energy", "random_configuration", "robots", "from_dh", "load_dh_table",
     "save_dh_table", "simulate", "Trajectory", "SimulationError", "integrate", "controllers",
-    "plot", "compile", "dynamics_derivatives",
+    "plot", "compile", "dynamics_derivatives", "plan", "execution",
 ]

@@ -9,6 +9,7 @@ from ..algebra import body_constants
 from ..errors import ModelError
 from ..model.model import random_configuration
 from .kinematics import body_velocities, concatenate_dofs, joint_motion, joint_poses
+from .rnea import add_diagonal
 
 
 def aba(alg, model, q, qd, tau, a0, f_ext=None):
@@ -21,7 +22,7 @@ def aba(alg, model, q, qd, tau, a0, f_ext=None):
           for v_i, (_, _, I) in zip(v, body_constants(alg, model))]
     if f_ext is not None:
         pA = [p - f for p, f in zip(pA, f_ext)]
-    U, D, u = articulated_bodies(alg, model, X, c, pA, tau - model.damping[:, None] * qd)
+    U, D, u = articulated_bodies(alg, model, X, c, pA, add_diagonal(xp, tau, -model.damping, qd))
     Dinv = [_inverse(xp, D_i) for D_i in D]
     a, qdd = [None] * model.nbodies, [None] * model.nbodies
     for i, (_, S, _) in enumerate(body_constants(alg, model)):  # root to leaves

@@ -26,6 +26,7 @@ recursion.
 import numpy as np
 
 from .._backend import namespace
+from .rnea import add_diagonal
 
 Z0 = np.array([0.0, 0.0, 1.0])
 
@@ -36,7 +37,7 @@ def newton_euler_dh(call, qd, qdd):
     model, xp = call.model, call.xp
     links = _dh_table(model)
     tau = _rne(xp, model, call["q"], qd, qdd, _vdot0(call), _external_wrenches(call, links))
-    return tau + model.armature[:, None] * qdd + model.damping[:, None] * qd
+    return add_diagonal(xp, add_diagonal(xp, tau, model.armature, qdd), model.damping, qd)
 
 
 def mass_matrix_dh(call):
@@ -49,7 +50,7 @@ def mass_matrix_dh(call):
     qdd = np.repeat(np.eye(n), N, axis=1) + 0 * q_columns
     zero = 0 * q_columns
     tau = _rne(xp, model, q_columns, zero, qdd, np.zeros((3, 1)) + zero[:1], None)
-    tau = tau + model.armature[:, None] * qdd
+    tau = add_diagonal(xp, tau, model.armature, qdd)
     return tau.reshape((n, n, N))
 
 

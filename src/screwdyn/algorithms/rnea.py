@@ -1,4 +1,6 @@
 """Inverse dynamics: the recursive Newton-Euler algorithm (Featherstone, RBDA Table 5.1)."""
+import numpy as np
+
 from ..algebra import body_constants
 from .kinematics import concatenate_dofs, joint_motion, joint_poses
 
@@ -57,4 +59,18 @@ def newton_euler_backward(alg, model, X, f, qd, qdd, f_base):
         else:
             f_base = f_base + moved
     tau = concatenate_dofs(xp, tau, qd)
-    return tau + model.armature[:, None] * qdd + model.damping[:, None] * qd, f_base
+    tau = add_diagonal(xp, add_diagonal(xp, tau, model.armature, qdd), model.damping, qd)
+    return tau, f_base
+
+
+def add_diagonal(xp, tau, coefficients, x):
+    """tau + diag(coefficients) x for per-dof model constants (armature, damping) and rates x
+    (nv, N): the terms of zero coefficients are left out, as the algebras leave out products
+    with a constant zero (so that an infinite rate does not make 0 * inf = NaN)."""
+    coefficients = np.asarray(coefficients, dtype=float)
+    if not coefficients.any():
+        return tau
+    if coefficients.all():
+        return tau + coefficients[:, None] * x
+    return xp.stack([tau[k] + c * x[k] if c else tau[k] for k, c in
+                     enumerate(coefficients.tolist())])

@@ -26,7 +26,7 @@ import warnings
 
 import numpy as np
 
-MAGIC = b"SCREWDYN-OBJ-1\n"
+MAGIC = b"SCREWDYN-OBJ-2\n"
 _STATE = {"directory": None, "warned": False}
 
 
@@ -63,24 +63,28 @@ def load_object(key):
             data = f.read()
     except OSError:
         return None
-    head = len(MAGIC) + 64 + 8 + 32
-    if len(data) < head or not data.startswith(MAGIC):
+    head = _header(key, b"")
+    if len(data) < len(head) + 32 or not data.startswith(MAGIC):
         return None
-    stored_key = data[len(MAGIC):len(MAGIC) + 64].decode("ascii", "replace")
-    (length,) = struct.unpack("<Q", data[len(MAGIC) + 64:len(MAGIC) + 72])
-    digest = data[len(MAGIC) + 72:head]
-    payload = data[head:]
-    if stored_key != key or len(payload) != length or hashlib.sha256(payload).digest() != digest:
+    if data[:len(head) - 8] != head[:-8]:  # magic and key
+        return None
+    (length,) = struct.unpack("<Q", data[len(head) - 8:len(head)])
+    digest, payload = data[len(head):len(head) + 32], data[len(head) + 32:]
+    if len(payload) != length or hashlib.sha256(payload).digest() != digest:
         return None
     return payload
+
+
+def _header(key, payload):
+    key = key.encode("ascii")
+    return MAGIC + struct.pack("<Q", len(key)) + key + struct.pack("<Q", len(payload))
 
 
 def store_object(key, payload):
     """Write ``payload`` under ``key`` (atomically); returns ``payload``. A directory that
     cannot be written gives one ``CacheWarning`` per process."""
     payload = bytes(payload)
-    data = (MAGIC + key.encode("ascii") + struct.pack("<Q", len(payload))
-            + hashlib.sha256(payload).digest() + payload)
+    data = _header(key, payload) + hashlib.sha256(payload).digest() + payload
     folder = directory()
     try:
         os.makedirs(folder, exist_ok=True)

@@ -376,14 +376,21 @@ class _Linalg:
     """Small dense linear algebra on traced matrices: LU with partial pivoting, the pivot picked
     by comparisons (``select`` nodes), as LAPACK picks it (largest magnitude, first on ties)."""
 
-    @staticmethod
-    def solve(A, B):
+    @classmethod
+    def solve(cls, A, B):
+        """A^-1 B for A (..., n, n) and B (..., n) or (..., n, k), numpy's conventions."""
         A, B = _objects(A), _objects(B)
         vector = B.ndim == A.ndim - 1
         if vector:
             B = B[..., None]
-        if A.ndim != 2:
-            raise NotImplementedError("traced linalg.solve takes one matrix (batch axes: loop)")
+        batch = np.broadcast_shapes(A.shape[:-2], B.shape[:-2])
+        if batch:
+            A = np.broadcast_to(A, batch + A.shape[-2:])
+            B = np.broadcast_to(B, batch + B.shape[-2:])
+            out = np.empty(batch + B.shape[-2:], dtype=object)
+            for index in np.ndindex(*batch):
+                out[index] = cls.solve(A[index], B[index]).a
+            return _wrap(out[..., 0] if vector else out)
         n = A.shape[0]
         M = [[A[i, j] for j in range(n)] + [B[i, k] for k in range(B.shape[1])]
              for i in range(n)]
@@ -482,15 +489,17 @@ class _Namespace:
 
     @staticmethod
     def zeros(shape, dtype=None):
-        return _wrap(np.full(shape, False if dtype is bool else 0.0, dtype=object))
+        return np.zeros(shape, dtype=bool if dtype is bool else np.float64)
 
     @staticmethod
     def ones(shape, dtype=None):
-        return _wrap(np.full(shape, True if dtype is bool else 1.0, dtype=object))
+        return np.ones(shape, dtype=bool if dtype is bool else np.float64)
 
     @staticmethod
     def full(shape, value, dtype=None):
-        return _wrap(np.broadcast_to(_objects(value), shape).copy())
+        if is_traced(value):
+            return _wrap(np.broadcast_to(_objects(value), shape).copy())
+        return np.full(shape, value, dtype=bool if dtype is bool else np.float64)
 
     @staticmethod
     def zeros_like(x, dtype=None):
@@ -562,10 +571,40 @@ for _name, _op in _UNARY.items():
     setattr(_Namespace, _name, _unary(_op))
 for _name, _op in _BINARY.items():
     setattr(_Namespace, _name, _binary(_op))
+
+
 _Namespace.abs = _Namespace.absolute
-_Namespace.arccos = None  # not traced (no op); listed so that a use fails clearly
-del _Namespace.arccos
 _Namespace.square = staticmethod(lambda x: apply("mul", x, x))
+
+
+def _any_traced(args):
+    for a in args:
+        if type(a) is SymArray or type(a) is Node:
+            return True
+        if isinstance(a, (list, tuple)) and _any_traced(a):
+            return True
+    return False
+
+
+def _constants_stay_numpy(name, ours):
+    """``ours``, or numpy's function of the same name when no argument is traced: model
+    constants stay numpy arrays, whose zeros the algebras' entries layer drops."""
+    theirs = getattr(np, name)
+
+    def function(*args, **kwargs):
+        if _any_traced(args) or _any_traced(kwargs.values()):
+            return ours(*args, **kwargs)
+        return theirs(*args, **kwargs)
+
+    function.__name__ = name
+    return staticmethod(function)
+
+
+for _name in ("stack", "concatenate", "broadcast_to", "broadcast_arrays", "moveaxis", "reshape",
+              "transpose", "expand_dims", "squeeze", "take", "einsum", "cross", "where", "clip",
+              "dot", "matmul", "sum", "all", "any", "max", "min", *_UNARY, *_BINARY, "abs",
+              "square"):
+    setattr(_Namespace, _name, _constants_stay_numpy(_name, getattr(_Namespace, _name)))
 
 #: the array namespace of traced programs
 xp = _Namespace()
