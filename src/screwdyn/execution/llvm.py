@@ -23,15 +23,26 @@ _LOCK = threading.RLock()  # LLVM's global state is not thread-safe
 _STATE = {}
 
 _BINARY_IR = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv"}
-_INTRINSIC_1 = {"sqrt": "llvm.sqrt.f64", "sin": "llvm.sin.f64", "cos": "llvm.cos.f64",
-                "exp": "llvm.exp.f64", "log": "llvm.log.f64", "fabs": "llvm.fabs.f64",
-                "floor": "llvm.floor.f64", "tan": "tan"}
-_INTRINSIC_2 = {"pow": "llvm.pow.f64", "atan2": "atan2", "max": "llvm.maximum.f64",
-                "min": "llvm.minimum.f64"}
+_INTRINSIC_1 = {"sqrt": "llvm.sqrt", "exp": "llvm.exp", "log": "llvm.log", "fabs": "llvm.fabs",
+                "floor": "llvm.floor"}
+_INTRINSIC_2 = {"pow": "llvm.pow", "max": "llvm.maximum", "min": "llvm.minimum"}
+_LIBM_1 = {"tan": "tan"}  # C library functions without an LLVM intrinsic: one call per lane
+_LIBM_2 = {"atan2": "atan2"}
 _FCMP = {"lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge", "eq": "oeq", "ne": "une"}
-
+_INPUT_LIKE = ("const", "bool_const", "input")
 
 SEGMENT = 4000  # nodes per function of LLVM IR (see kernel_ir)
+
+# sine and cosine (see _Segment.sincos_of): Cody-Waite reduction by pi/2 in three parts of 33
+# bits and a tail, and FreeBSD msun's kernels __kernel_sin and __kernel_cos on [-pi/4, pi/4]
+_PIO2 = (1.57079632673412561417e+00, 6.07710050630396597660e-11, 2.02226624871116645580e-21,
+         8.47842766036889956997e-32)
+_TWO_OVER_PI = 6.36619772367581382433e-01
+_SIN = (-1.66666666666666324348e-01, 8.33333333332248946124e-03, -1.98412698298579493134e-04,
+        2.75573137070700676789e-06, -2.50507602534068634195e-08, 1.58969099521155010221e-10)
+_COS = (4.16666666666666019037e-02, -1.38888888888741095749e-03, 2.48015872894767294178e-05,
+        -2.75573143513906633035e-07, 2.08757232129817482790e-09, -1.13596475577881948265e-11)
+SINCOS_LIMIT = 823549.6  # |x| up to 2^19 pi/2: the reduction's products are exact
 
 
 def _hex(x):
@@ -39,13 +50,47 @@ def _hex(x):
     return "0x%016X" % struct.unpack("<Q", struct.pack("<d", x))[0]
 
 
-def kernel_ir(program, name="kernel", segment=SEGMENT):
+def vector_width():
+    """States per iteration of a kernel's vector loop on this CPU: 4 with AVX (also with
+    AVX-512: on a Zen 4, 8 lanes ran the Panda's forward dynamics 1.4x slower than 4, spilling
+    registers), else 2."""
+    return 4 if _llvm().get_host_cpu_features().get("avx") else 2
+
+
+class _Types:
+    """The LLVM types and literals of one lane count (1: scalar code)."""
+
+    def __init__(self, width):
+        self.width = width
+        if width == 1:
+            self.f, self.b, self.i, self.suffix = "double", "i1", "i64", "f64"
+        else:
+            self.f, self.b, self.i = (f"<{width} x double>", f"<{width} x i1>",
+                                      f"<{width} x i64>")
+            self.suffix = f"v{width}f64"
+
+    def const(self, x):
+        lit = _hex(float(x))
+        return lit if self.width == 1 else "<" + ", ".join([f"double {lit}"] * self.width) + ">"
+
+    def bool(self, b):
+        lit = "true" if b else "false"
+        return lit if self.width == 1 else "<" + ", ".join([f"i1 {lit}"] * self.width) + ">"
+
+    def int(self, k):
+        return str(k) if self.width == 1 else "<" + ", ".join([f"i64 {k}"] * self.width) + ">"
+
+
+def kernel_ir(program, name="kernel", segment=SEGMENT, width=1):
     """The LLVM IR (text) of ``program`` as the batched kernel described in the module
-    docstring. Programs longer than ``segment`` nodes are split into functions of that many
-    nodes, called one after the other for each state, with the values that cross from one to a
-    later one kept in a scratch array: LLVM's compile time grows faster than linearly with the
-    length of one function (a 100-link chain's mass matrix, 86,000 nodes in one function, did not
-    compile in 3 minutes). The split changes no result: each node is the same operation."""
+    docstring. ``width`` > 1: a vector loop runs ``width`` states at once in SIMD lanes (the same
+    operations lane by lane, so the same bits as one state alone), and a scalar loop the rest.
+
+    Programs longer than ``segment`` nodes are split into functions of that many nodes, called
+    one after the other for each state (or group of states), with the values that cross from one
+    to a later one kept in a scratch array: LLVM's compile time grows faster than linearly with
+    the length of one function (a 100-link chain's mass matrix, 86,000 nodes in one function,
+    did not compile in 3 minutes). The split changes no result: each node is the same operation."""
     g = program.graph
     order = program.schedule()
     inputs = {input_name: k for k, (input_name, _) in enumerate(program.inputs)}
@@ -55,157 +100,349 @@ def kernel_ir(program, name="kernel", segment=SEGMENT):
     for s, part in enumerate(segments):
         for i in part:
             for a in g.args[i]:
-                if where[a] != s and g.op[a] not in ("const", "bool_const", "input") \
-                        and a not in slots:
+                if where[a] != s and g.op[a] not in _INPUT_LIKE and a not in slots:
                     slots[a] = len(slots)
     outputs_of = {}
     for j, i in enumerate(program.outputs):
-        home = where[i] if g.op[i] not in ("const", "bool_const", "input") else 0
+        home = where[i] if g.op[i] not in _INPUT_LIKE else 0
         outputs_of.setdefault(home, []).append((j, i))
     declared = set()
-    bodies = [_segment_ir(g, part, s, inputs, slots, outputs_of.get(s, ()), declared,
-                          len(segments) > 1) for s, part in enumerate(segments)]
-    used_inputs = sorted({g.value[i][0] for i in order if g.op[i] == "input"},
-                         key=inputs.__getitem__)
+    widths = (1,) if width == 1 else (width, 1)
+    functions = []
+    for w in widths:
+        for s, part in enumerate(segments):
+            body = _Segment(g, part, inputs, slots, outputs_of.get(s, ()), declared,
+                            _Types(w)).ir()
+            functions.append(
+                f"define internal void @{name}.w{w}.seg{s}(ptr noalias nocapture readonly %rows, "
+                f"ptr noalias nocapture %scratch, ptr noalias nocapture %orows) nounwind "
+                f"noinline {{\nentry:\n{body}}}")
+    used = sorted({g.value[i][0] for i in order if g.op[i] == "input"}, key=inputs.__getitem__)
     size = len(program.outputs)
     k_in = max(len(inputs), 1)
     head = [f"define void @{name}(i64 %n, ptr noalias nocapture readonly %ins, "
             f"ptr noalias nocapture readonly %strides, ptr noalias nocapture %out) "
             f"nounwind {{",
             "entry:",
-            f"  %rows = alloca [{k_in} x ptr]",
-            f"  %scratch = alloca [{max(len(slots), 1)} x double]"]
-    for input_name in used_inputs:
+            f"  %rows = alloca [{k_in * widths[0]} x ptr]",
+            f"  %orows = alloca [{widths[0]} x ptr]",
+            f"  %scratch = alloca [{max(len(slots), 1) * widths[0]} x double], align 64"]
+    for input_name in used:
         k = inputs[input_name]
         head += [f"  %inp{k}.p = getelementptr ptr, ptr %ins, i64 {k}",
                  f"  %inp{k} = load ptr, ptr %inp{k}.p",
                  f"  %st{k}.p = getelementptr i64, ptr %strides, i64 {k}",
                  f"  %st{k} = load i64, ptr %st{k}.p"]
-    head += ["  %any = icmp sgt i64 %n, 0",
-             "  br i1 %any, label %loop, label %exit",
-             "loop:",
-             "  %s = phi i64 [ 0, %entry ], [ %s.next, %loop ]"]
-    for input_name in used_inputs:
-        k = inputs[input_name]
-        head += [f"  %off{k} = mul i64 %s, %st{k}",
-                 f"  %hrow{k} = getelementptr double, ptr %inp{k}, i64 %off{k}",
-                 f"  %rowp{k} = getelementptr ptr, ptr %rows, i64 {k}",
-                 f"  store ptr %hrow{k}, ptr %rowp{k}"]
-    head += [f"  %outoff = mul i64 %s, {size}",
-             "  %orow = getelementptr double, ptr %out, i64 %outoff"]
-    if len(segments) == 1:
-        head.append(bodies[0].rstrip("\n"))
+    if width > 1:
+        head += [f"  %nrem = srem i64 %n, {width}",
+                 "  %nvec = sub i64 %n, %nrem",
+                 "  %anyvec = icmp sgt i64 %nvec, 0",
+                 "  br i1 %anyvec, label %vloop, label %scheck",
+                 "vloop:",
+                 "  %sv = phi i64 [ 0, %entry ], [ %sv.next, %vloop ]"]
+        for lane in range(width):
+            head.append(f"  %sv{lane} = add i64 %sv, {lane}")
+            head += _row_pointers(used, inputs, f"%sv{lane}", f"v{lane}", lane * k_in)
+            head += [f"  %vo{lane}.off = mul i64 %sv{lane}, {size}",
+                     f"  %vo{lane} = getelementptr double, ptr %out, i64 %vo{lane}.off",
+                     f"  %vo{lane}.p = getelementptr ptr, ptr %orows, i64 {lane}",
+                     f"  store ptr %vo{lane}, ptr %vo{lane}.p"]
+        head += [f"  call void @{name}.w{width}.seg{s}(ptr %rows, ptr %scratch, ptr %orows)"
+                 for s in range(len(segments))]
+        head += [f"  %sv.next = add i64 %sv, {width}",
+                 "  %vdone = icmp sge i64 %sv.next, %nvec",
+                 "  br i1 %vdone, label %scheck, label %vloop",
+                 "scheck:",
+                 "  %sstart = phi i64 [ 0, %entry ], [ %nvec, %vloop ]"]
     else:
-        for s in range(len(segments)):
-            head.append(f"  call void @{name}.seg{s}(ptr %rows, ptr %scratch, ptr %orow)")
+        head += ["  br label %scheck", "scheck:", "  %sstart = add i64 0, 0"]
+    head += ["  %anys = icmp slt i64 %sstart, %n",
+             "  br i1 %anys, label %loop, label %exit",
+             "loop:",
+             "  %s = phi i64 [ %sstart, %scheck ], [ %s.next, %loop ]"]
+    head += _row_pointers(used, inputs, "%s", "s", 0)
+    head += [f"  %outoff = mul i64 %s, {size}",
+             "  %orow = getelementptr double, ptr %out, i64 %outoff",
+             "  store ptr %orow, ptr %orows"]
+    head += [f"  call void @{name}.w1.seg{s}(ptr %rows, ptr %scratch, ptr %orows)"
+             for s in range(len(segments))]
     head += ["  %s.next = add i64 %s, 1",
              "  %done = icmp eq i64 %s.next, %n",
              "  br i1 %done, label %exit, label %loop",
              "exit:",
              "  ret void",
              "}"]
-    decls = [f"declare double @{f}({', '.join(['double'] * k)}) nounwind readnone"
-             if f.startswith("llvm.") else
-             f"declare double @{f}({', '.join(['double'] * k)}) nounwind"
-             for f, k in sorted(declared)]
-    segment_functions = [
-        f"define internal void @{name}.seg{s}(ptr noalias nocapture readonly %rows, "
-        f"ptr noalias nocapture %scratch, ptr noalias nocapture %orow) nounwind noinline "
-        f"{{\nentry:\n{body}  ret void\n}}"
-        for s, body in enumerate(bodies)] if len(segments) > 1 else []
-    return "\n".join(decls + segment_functions + head) + "\n"
+    decls = [f"declare {ret} @{f}({args})" for f, ret, args in sorted(declared)]
+    return "\n".join(decls + functions + head) + "\n"
 
 
+def _row_pointers(used, inputs, state, tag, base):
+    """IR storing the row pointers of state ``state`` at %rows[base + k]."""
+    out = []
+    for input_name in used:
+        k = inputs[input_name]
+        out += [f"  %off{k}.{tag} = mul i64 {state}, %st{k}",
+                f"  %row{k}.{tag} = getelementptr double, ptr %inp{k}, i64 %off{k}.{tag}",
+                f"  %rowp{k}.{tag} = getelementptr ptr, ptr %rows, i64 {base + k}",
+                f"  store ptr %row{k}.{tag}, ptr %rowp{k}.{tag}"]
+    return out
 
-def _segment_ir(g, part, s, inputs, slots, outputs, declared, split):
-    """The body of segment ``s``: loads of its inputs and of earlier segments' values, its
-    nodes, stores of its values that later segments use and of its outputs."""
-    lines = []
-    emit = lines.append
-    value = {}
-    rows = set()
 
-    def ref(i):
-        v = value.get(i)
+class _Segment:
+    """The body of one segment function at one lane count: loads of its inputs and of earlier
+    segments' values, its nodes, stores of its values that later segments use and of its
+    outputs. Lanes: %rows holds the row pointers of lane l at [l * inputs + k], %orows the
+    output rows, %scratch ``width`` doubles per slot."""
+
+    def __init__(self, g, part, inputs, slots, outputs, declared, types):
+        self.g, self.part, self.inputs, self.slots = g, part, inputs, slots
+        self.outputs, self.declared, self.t = outputs, declared, types
+        self.lines, self.value, self.rows = [], {}, {}
+        self.sincos = {}
+        self.block = "entry"
+        self.count = 0
+
+    def emit(self, line):
+        self.lines.append(line)
+
+    def tmp(self):
+        self.count += 1
+        return f"%t{self.count}"
+
+    def declare(self, name, ret, args):
+        self.declared.add((name, ret, args))
+
+    def row(self, k, lane):
+        key = (k, lane)
+        if key not in self.rows:
+            v = f"%row{k}.{lane}"
+            self.emit(f"  %rp{k}.{lane} = getelementptr ptr, ptr %rows, i64 "
+                      f"{lane * len(self.inputs) + k}")
+            self.emit(f"  {v} = load ptr, ptr %rp{k}.{lane}")
+            self.rows[key] = v
+        return self.rows[key]
+
+    def ref(self, i):
+        """The IR value of node i (loading inputs and earlier segments' values on first use)."""
+        v = self.value.get(i)
         if v is not None:
             return v
+        g, t = self.g, self.t
         op = g.op[i]
         if op == "const":
-            return _hex(g.value[i][0])
+            return t.const(g.value[i][0])
         if op == "bool_const":
-            return "true" if g.value[i] else "false"
+            return t.bool(g.value[i])
+        v = f"%v{i}"
         if op == "input":
             input_name, index = g.value[i]
-            k = inputs[input_name]
-            if k not in rows:
-                rows.add(k)
-                emit(f"  %rp{k} = getelementptr ptr, ptr %rows, i64 {k}")
-                emit(f"  %row{k} = load ptr, ptr %rp{k}")
-            emit(f"  %a{i}.p = getelementptr double, ptr %row{k}, i64 {index}")
-            emit(f"  %v{i} = load double, ptr %a{i}.p")
+            k = self.inputs[input_name]
+            lanes = []
+            for lane in range(t.width):
+                p = self.tmp()
+                self.emit(f"  {p} = getelementptr double, ptr {self.row(k, lane)}, i64 {index}")
+                x = v if t.width == 1 else self.tmp()
+                self.emit(f"  {x} = load double, ptr {p}")
+                lanes.append(x)
+            if t.width > 1:
+                self.emit(self._insert_lanes(v, lanes))
         else:  # a value of an earlier segment
-            kind = "i1" if g.kind(i) == "b" else "double"
-            if kind == "i1":
-                emit(f"  %x{i}.p = getelementptr double, ptr %scratch, i64 {slots[i]}")
-                emit(f"  %x{i} = load double, ptr %x{i}.p")
-                emit(f"  %v{i} = fcmp une double %x{i}, 0.0")
-            else:
-                emit(f"  %v{i}.p = getelementptr double, ptr %scratch, i64 {slots[i]}")
-                emit(f"  %v{i} = load double, ptr %v{i}.p")
-        value[i] = f"%v{i}"
-        return value[i]
-
-    for i in part:  # loads first: the inputs this segment reads
-        if g.op[i] == "input":
-            ref(i)
-    for i in part:
-        op, args = g.op[i], g.args[i]
-        if op in ("input", "const", "bool_const"):
-            continue
-        a = [ref(x) for x in args]
-        v = f"%v{i}"
-        if op in _BINARY_IR:
-            emit(f"  {v} = {_BINARY_IR[op]} double {a[0]}, {a[1]}")
-        elif op == "neg":
-            emit(f"  {v} = fneg double {a[0]}")
-        elif op in _INTRINSIC_1:
-            declared.add((_INTRINSIC_1[op], 1))
-            emit(f"  {v} = call double @{_INTRINSIC_1[op]}(double {a[0]})")
-        elif op in _INTRINSIC_2:
-            declared.add((_INTRINSIC_2[op], 2))
-            emit(f"  {v} = call double @{_INTRINSIC_2[op]}(double {a[0]}, double {a[1]})")
-        elif op in _FCMP:
-            emit(f"  {v} = fcmp {_FCMP[op]} double {a[0]}, {a[1]}")
-        elif op == "isfinite":
-            declared.add(("llvm.fabs.f64", 1))
-            emit(f"  {v}.abs = call double @llvm.fabs.f64(double {a[0]})")
-            emit(f"  {v} = fcmp one double {v}.abs, 0x7FF0000000000000")
-        elif op == "isnan":
-            emit(f"  {v} = fcmp uno double {a[0]}, 0.0")
-        elif op == "and":
-            emit(f"  {v} = and i1 {a[0]}, {a[1]}")
-        elif op == "or":
-            emit(f"  {v} = or i1 {a[0]}, {a[1]}")
-        elif op == "not":
-            emit(f"  {v} = xor i1 {a[0]}, true")
-        elif op == "select":
-            emit(f"  {v} = select i1 {a[0]}, double {a[1]}, double {a[2]}")
-        elif op == "to_float":
-            emit(f"  {v} = uitofp i1 {a[0]} to double")
-        else:
-            raise NotImplementedError(f"no code for op {op!r}")
-        value[i] = v
-        if i in slots:
-            stored = v
+            p = self.tmp()
+            self.emit(f"  {p} = getelementptr double, ptr %scratch, i64 "
+                      f"{self.slots[i] * t.width}")
             if g.kind(i) == "b":
-                emit(f"  {v}.f = uitofp i1 {v} to double")
-                stored = f"{v}.f"
-            emit(f"  {v}.s = getelementptr double, ptr %scratch, i64 {slots[i]}")
-            emit(f"  store double {stored}, ptr {v}.s")
-    for j, i in outputs:
-        emit(f"  %o{j}.p = getelementptr double, ptr %orow, i64 {j}")
-        emit(f"  store double {ref(i)}, ptr %o{j}.p")
-    return "\n".join(lines) + "\n"
+                x = self.tmp()
+                self.emit(f"  {x} = load {t.f}, ptr {p}, align 8")
+                self.emit(f"  {v} = fcmp une {t.f} {x}, {t.const(0.0)}")
+            else:
+                self.emit(f"  {v} = load {t.f}, ptr {p}, align 8")
+        self.value[i] = v
+        return v
+
+    def _insert_lanes(self, v, lanes):
+        t, acc, lines = self.t, "poison", []
+        for lane, x in enumerate(lanes):
+            target = v if lane == len(lanes) - 1 else self.tmp()
+            lines.append(f"  {target} = insertelement {t.f} {acc}, double {x}, i64 {lane}")
+            acc = target
+        return "\n".join(lines)
+
+    def call_intrinsic(self, name, args, ret=None):
+        t = self.t
+        ret = ret or t.f
+        full = f"{name}.{t.suffix}"
+        self.declare(full, ret, ", ".join([t.f] * len(args)))
+        v = self.tmp()
+        self.emit(f"  {v} = call {ret} @{full}({', '.join(f'{t.f} {a}' for a in args)})")
+        return v
+
+    def call_libm(self, name, args):
+        """A C library function, one call per lane."""
+        t = self.t
+        self.declare(name, "double", ", ".join(["double"] * len(args)))
+        if t.width == 1:
+            v = self.tmp()
+            self.emit(f"  {v} = call double @{name}({', '.join(f'double {a}' for a in args)})")
+            return v
+        results = []
+        for lane in range(t.width):
+            lane_args = []
+            for a in args:
+                x = self.tmp()
+                self.emit(f"  {x} = extractelement {t.f} {a}, i64 {lane}")
+                lane_args.append(f"double {x}")
+            r = self.tmp()
+            self.emit(f"  {r} = call double @{name}({', '.join(lane_args)})")
+            results.append(r)
+        v = self.tmp()
+        self.emit(self._insert_lanes(v, results))
+        return v
+
+    def binary(self, op, a, b):
+        v = self.tmp()
+        self.emit(f"  {v} = {op} {self.t.f} {a}, {b}")
+        return v
+
+    def select(self, c, a, b):
+        v = self.tmp()
+        self.emit(f"  {v} = select {self.t.b} {c}, {self.t.f} {a}, {self.t.f} {b}")
+        return v
+
+    def sincos_of(self, x):
+        """(sin x, cos x), one reduction for both: |x| <= SINCOS_LIMIT by reduction to
+        [-pi/4, pi/4] and polynomials (see the constants above), anything else (large, inf,
+        NaN) by the C library; the choice is made per element, so lanes and single states agree
+        in every bit."""
+        if x in self.sincos:
+            return self.sincos[x]
+        t, c, mul, sub, add = self.t, self.t.const, (lambda a, b: self.binary("fmul", a, b)), \
+            (lambda a, b: self.binary("fsub", a, b)), (lambda a, b: self.binary("fadd", a, b))
+        ax = self.call_intrinsic("llvm.fabs", [x])
+        ok = self.tmp()
+        self.emit(f"  {ok} = fcmp ole {t.f} {ax}, {c(SINCOS_LIMIT)}")
+        xs = self.select(ok, x, c(0.0))
+        fn = self.call_intrinsic("llvm.rint", [mul(xs, c(_TWO_OVER_PI))])
+        r = xs
+        for part in _PIO2:
+            r = sub(r, mul(fn, c(part)))
+        z = mul(r, r)
+        S1, S2, S3, S4, S5, S6 = (c(k) for k in _SIN)
+        poly = add(S2, mul(z, add(S3, mul(z, add(S4, mul(z, add(S5, mul(z, S6))))))))
+        s = add(r, mul(mul(z, r), add(S1, mul(z, poly))))
+        C1, C2, C3, C4, C5, C6 = (c(k) for k in _COS)
+        w2 = mul(z, z)
+        cr = add(mul(z, add(C1, mul(z, add(C2, mul(z, C3))))),
+                 mul(mul(w2, w2), add(C4, mul(z, add(C5, mul(z, C6))))))
+        hz = mul(c(0.5), z)
+        w = sub(c(1.0), hz)
+        co = add(w, add(sub(sub(c(1.0), w), hz), mul(z, cr)))
+        n = self.tmp()
+        self.emit(f"  {n} = fptosi {t.f} {fn} to {t.i}")
+        q = self.tmp()
+        self.emit(f"  {q} = and {t.i} {n}, {t.int(3)}")
+        quadrant = []
+        for k in range(3):
+            e = self.tmp()
+            self.emit(f"  {e} = icmp eq {t.i} {q}, {t.int(k)}")
+            quadrant.append(e)
+        ns, nc = self.tmp(), self.tmp()
+        self.emit(f"  {ns} = fneg {t.f} {s}")
+        self.emit(f"  {nc} = fneg {t.f} {co}")
+        sin = self.select(quadrant[0], s, self.select(quadrant[1], co,
+                                                      self.select(quadrant[2], ns, nc)))
+        cos = self.select(quadrant[0], co, self.select(quadrant[1], ns,
+                                                       self.select(quadrant[2], nc, s)))
+        if t.width == 1:
+            all_ok = ok
+        else:
+            all_ok = self.tmp()
+            name = f"llvm.vector.reduce.and.v{t.width}i1"
+            self.declare(name, "i1", t.b)
+            self.emit(f"  {all_ok} = call i1 @{name}({t.b} {ok})")
+        label = f"sc{self.count}"
+        before = self.block
+        self.emit(f"  br i1 {all_ok}, label %{label}.join, label %{label}.libm")
+        self.emit(f"{label}.libm:")
+        self.block = f"{label}.libm"
+        sin_l, cos_l = self.call_libm("sin", [x]), self.call_libm("cos", [x])
+        sin_f, cos_f = self.select(ok, sin, sin_l), self.select(ok, cos, cos_l)
+        self.emit(f"  br label %{label}.join")
+        self.emit(f"{label}.join:")
+        self.block = f"{label}.join"
+        sin_out, cos_out = self.tmp(), self.tmp()
+        self.emit(f"  {sin_out} = phi {t.f} [ {sin}, %{before} ], [ {sin_f}, %{label}.libm ]")
+        self.emit(f"  {cos_out} = phi {t.f} [ {cos}, %{before} ], [ {cos_f}, %{label}.libm ]")
+        self.sincos[x] = (sin_out, cos_out)
+        return self.sincos[x]
+
+    def ir(self):
+        g, t = self.g, self.t
+        for i in self.part:  # loads first: the inputs this segment reads
+            if g.op[i] == "input":
+                self.ref(i)
+        for i in self.part:
+            op, args = g.op[i], g.args[i]
+            if op in _INPUT_LIKE:
+                continue
+            a = [self.ref(x) for x in args]
+            v = f"%v{i}"
+            if op in _BINARY_IR:
+                self.emit(f"  {v} = {_BINARY_IR[op]} {t.f} {a[0]}, {a[1]}")
+            elif op == "neg":
+                self.emit(f"  {v} = fneg {t.f} {a[0]}")
+            elif op in ("sin", "cos"):
+                v = self.sincos_of(a[0])[0 if op == "sin" else 1]
+            elif op in _INTRINSIC_1 or op in _INTRINSIC_2:
+                v = self.call_intrinsic(_INTRINSIC_1.get(op) or _INTRINSIC_2[op], a)
+            elif op in _LIBM_1 or op in _LIBM_2:
+                v = self.call_libm(_LIBM_1.get(op) or _LIBM_2[op], a)
+            elif op in _FCMP:
+                self.emit(f"  {v} = fcmp {_FCMP[op]} {t.f} {a[0]}, {a[1]}")
+            elif op == "isfinite":
+                ax = self.call_intrinsic("llvm.fabs", a)
+                self.emit(f"  {v} = fcmp one {t.f} {ax}, {t.const(float('inf'))}")
+            elif op == "isnan":
+                self.emit(f"  {v} = fcmp uno {t.f} {a[0]}, {t.const(0.0)}")
+            elif op == "and":
+                self.emit(f"  {v} = and {t.b} {a[0]}, {a[1]}")
+            elif op == "or":
+                self.emit(f"  {v} = or {t.b} {a[0]}, {a[1]}")
+            elif op == "not":
+                self.emit(f"  {v} = xor {t.b} {a[0]}, {t.bool(True)}")
+            elif op == "select":
+                self.emit(f"  {v} = select {t.b} {a[0]}, {t.f} {a[1]}, {t.f} {a[2]}")
+            elif op == "to_float":
+                self.emit(f"  {v} = uitofp {t.b} {a[0]} to {t.f}")
+            else:
+                raise NotImplementedError(f"no code for op {op!r}")
+            self.value[i] = v
+            if i in self.slots:
+                stored = v
+                if g.kind(i) == "b":
+                    stored = self.tmp()
+                    self.emit(f"  {stored} = uitofp {t.b} {v} to {t.f}")
+                p = self.tmp()
+                self.emit(f"  {p} = getelementptr double, ptr %scratch, i64 "
+                          f"{self.slots[i] * t.width}")
+                self.emit(f"  store {t.f} {stored}, ptr {p}, align 8")
+        out_rows = []
+        for lane in range(t.width if self.outputs else 0):
+            rp, row = self.tmp(), self.tmp()
+            self.emit(f"  {rp} = getelementptr ptr, ptr %orows, i64 {lane}")
+            self.emit(f"  {row} = load ptr, ptr {rp}")
+            out_rows.append(row)
+        for j, i in self.outputs:
+            x = self.ref(i)
+            for lane, row in enumerate(out_rows):
+                p = self.tmp()
+                self.emit(f"  {p} = getelementptr double, ptr {row}, i64 {j}")
+                e = x
+                if t.width > 1:
+                    e = self.tmp()
+                    self.emit(f"  {e} = extractelement {t.f} {x}, i64 {lane}")
+                self.emit(f"  store double {e}, ptr {p}")
+        self.emit("  ret void")
+        return "\n".join(self.lines) + "\n"
 
 
 # -- LLVM: initialisation, compilation, loading --------------------------------------------
