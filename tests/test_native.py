@@ -389,6 +389,9 @@ def test_content_hash_follows_the_content():
     c = a.with_joint_parameters(armature=0.1)
     assert cache.content_hash(c) != cache.content_hash(a)
     assert cache.content_hash(-0.0) != cache.content_hash(0.0)
+    for opaque in (lambda t: t, np.sin, object()):  # what a function computes is not its state
+        with pytest.raises(TypeError):
+            cache.content_hash(("reference", opaque))
 
 
 # -- the scalar program -------------------------------------------------------------------------

@@ -24,12 +24,17 @@ per step and holds its output over the step (a zero-order hold: a digital contro
 1/dt); a torque table is always held. ``tau[k]`` and ``qdd[k]`` are the joint forces and the
 acceleration at t_k.
 
-Backends (``backend=``): ``"jax"`` compiles the whole rollout, controller included, into one XLA
+Backends (``backend=``): ``"native"`` traces one step of the integrator, controller and forward
+dynamics included, into machine code (``screwdyn.execution``, the same programs as the public
+functions) and runs the loop over steps in machine code too, for one rollout or a batch (the
+same bits for each rollout either way); the controller's gains are inputs, so new gains reuse
+the program. ``"jax"`` compiles the whole rollout, controller included, into one XLA
 loop (``jax.lax`` loops; compiled once per model, integrator, controller and algebra, then cached;
 dt, the duration and the controller's gains are arguments and change nothing), in float64
 without touching the user's JAX configuration; ``"numpy"`` steps in Python. ``"auto"``
-takes JAX when it is installed and the controller can be traced (built-in controllers can, and so
-can any written with ``screwdyn._backend.namespace``); it falls back to numpy with a warning
+takes native code when llvmlite is installed and the controller can be traced (built-in
+controllers can, and so can any written with ``screwdyn._backend.namespace``, with gains of at
+most one axis), else JAX under the same condition; it falls back to numpy with a warning
 otherwise. A batch of initial states (..., nq) runs as one rollout either way.
 
 Failures never lose the run: a controller returning the wrong shape or a non-finite torque, or a
@@ -51,7 +56,7 @@ from .dynamics import FUNCTIONS, forward_dynamics, kinetic_energy, potential_ene
 from .execution.plan import run_jax
 
 INTEGRATORS = ("rk4", "semi_implicit_euler", "euler")
-BACKENDS = ("auto", "jax", "numpy")
+BACKENDS = ("auto", "native", "jax", "numpy")
 CONTROL = ("continuous", "hold")
 
 # Classical RK4 as a loop over its four stages (stage i starts from the state advanced by
@@ -182,11 +187,12 @@ def _ad(xp, x, u):
 class _Dynamics:
     """What an integrator needs: the array namespace, the model's accelerations and manifold."""
 
-    def __init__(self, xp, model, dt, algebra, gravity):
+    def __init__(self, xp, model, dt, algebra, gravity, loop=False):
         self.xp, self.model, self.dt, self.algebra, self.gravity = xp, model, dt, algebra, gravity
+        self.loop = loop  # the body of an XLA loop (the JAX backend)
 
     def accel(self, q, qd, tau):
-        if self.xp is not np:  # the body of an XLA loop: cut once per body (plan.jax_options)
+        if self.loop:  # cut once per body (plan.jax_options)
             return run_jax(FUNCTIONS["forward_dynamics"], self.model, self.algebra,
                            {"q": q, "qd": qd, "tau": tau, "gravity": self.gravity}, loop=True)
         return forward_dynamics(self.model, q, qd, tau, gravity=self.gravity, algebra=self.algebra)
@@ -386,7 +392,8 @@ def simulate(model, q0, qd0=None, controller=None, t_final=1.0, dt=1e-3, *, inte
                record_every=record_every, limit=divergence_limit, progress=progress,
                control=control)
     chosen = _choose_backend(backend, policy, model, q0, qd0, batch)
-    samples, failure, timing = (_run_jax if chosen == "jax" else _run_numpy)(**run)
+    samples, failure, timing = {"native": _run_native, "jax": _run_jax,
+                                "numpy": _run_numpy}[chosen](**run)
     traj = _make_trajectory(run, samples, chosen, timing)
     if failure is not None:
         reason, step, rollout, *cause = failure
@@ -428,6 +435,12 @@ def _initial_state(model, q0, qd0):
 def _choose_backend(backend, policy, model, q0, qd0, batch):
     if backend == "numpy":
         return "numpy"
+    if backend in ("auto", "native"):
+        why = _native_refusal(policy, model)
+        if why is None:
+            return "native"
+        if backend == "native":
+            raise ValueError(f"backend='native': {why}")
     try:
         import jax
     except ImportError:
@@ -584,6 +597,149 @@ def _stack(Q, QD, QDD, TAU, model, N):
     return tuple(np.stack(a) for a in (Q, QD, QDD, TAU))
 
 
+# -- the native backend: the step in machine code, the loop over steps too -----------------------
+_NATIVE_REFUSALS = {}
+
+
+def _native_refusal(policy, model):
+    """None if the native backend can run this policy on this model, else why not."""
+    from .execution import llvm, plan
+
+    if not plan.native_enabled():
+        return "native code is switched off or llvmlite is not installed"
+    if policy.kind != "table" and any(np.ndim(v) > 1 for v in policy.params.values()):
+        return f"the controller {policy.name} has gains with batch axes"
+    key = (policy.key, model)
+    if key not in _NATIVE_REFUSALS:
+        if len(_NATIVE_REFUSALS) > 256:
+            _NATIVE_REFUSALS.clear()
+        try:
+            from .execution import trace
+
+            def probe(q, qd, time, params):
+                p = _unflatten(params, policy.params)
+                return _torque(policy, p, 0, time[0, 0], q.T, qd.T, trace.xp, (),
+                               model.nv).T
+
+            if policy.kind != "table":
+                trace.trace(probe, {"q": (model.nq,), "qd": (model.nv,), "time": (2,),
+                                    "params": (_param_size(policy.params),)})
+            _NATIVE_REFUSALS[key] = None
+        except _BadOutput:  # a wrong shape: the native run reports it at step 0
+            _NATIVE_REFUSALS[key] = None
+        except Exception as e:  # noqa: BLE001  (not traceable: numpy-only code, control flow)
+            _NATIVE_REFUSALS[key] = (f"the controller {policy.name} cannot be traced "
+                                     f"({type(e).__name__}: {str(e).splitlines()[0][:200]})")
+    return _NATIVE_REFUSALS[key]
+
+
+def _param_size(params):
+    return int(sum(np.size(v) for v in params.values()))
+
+
+def _unflatten(flat, params):
+    """The controller's gains as traced arrays, in the shapes of ``params``, from the flat
+    traced input (p, 1)."""
+    out, start = {}, 0
+    for name in sorted(params):
+        shape = np.shape(params[name])
+        size = int(np.prod(shape, dtype=int))
+        out[name] = flat[start:start + size, 0].reshape(shape)
+        start += size
+    return out
+
+
+def _native_step(model, policy, integrator, algebra, gravity, control, limit):
+    """The step function the native backend traces (see ``execution.rollout``)."""
+    stepper = _STEPPERS[integrator]
+
+    def step(q, qd, time, tau=None, params=None):
+        from .execution import trace
+
+        xp = trace.xp
+        qp, qdp, t, dt = q.T, qd.T, time[0, 0], time[1, 0]
+        dyn = _Dynamics(xp, model, dt, algebra, gravity)
+        if policy.kind == "table":
+            held = tau.T
+            force = lambda t, q, qd: held  # noqa: E731
+        else:
+            p = _unflatten(params, policy.params) if params is not None else {}
+            force = _force(policy, p, 0, t, qp, qdp, xp, (), model.nv, control)
+        q1, qd1, qdd, tau_out, tau_ok = stepper(dyn, t, qp, qdp, force)
+        code = _bad_flags(xp, tau_ok, qdd, q1, qd1, limit)
+        code = xp.reshape(code, (1, 1)) * 1.0
+        return xp.concatenate([xp.broadcast_to(q1, (1, model.nq)),
+                               xp.broadcast_to(qd1, (1, model.nv)),
+                               xp.broadcast_to(qdd, (1, model.nv)),
+                               xp.broadcast_to(tau_out, (1, model.nv)), code], axis=-1).T
+
+    return step
+
+
+def _run_native(model, q0, qd0, batch, policy, dt, integrator, algebra, gravity, n_records,
+                record_every, limit, progress, control):
+    from .execution import cache, rollout
+
+    n_steps = n_records * record_every
+    total = n_records + 1  # samples, the final state included
+    N = q0.shape[0]
+    table = policy.kind == "table"
+    n_params = 0 if table else _param_size(policy.params)
+    t0 = _time.perf_counter()
+    static = (integrator, algebra, gravity, control, limit, table, n_params)
+    try:  # a name valid in every process, for the disk cache
+        disk = ("simulate", cache.content_hash(model), static, policy.kind,
+                f"{type(policy.fn).__module__}.{type(policy.fn).__qualname__}"
+                if not table else "table",
+                cache.content_hash(policy.key[2] if not table else ()))
+    except (TypeError, IndexError, AttributeError):
+        disk = None
+    try:
+        program = rollout.get(disk, (model, static, policy.key), model.nq, model.nv, table,
+                              n_params, _native_step(model, policy, integrator, algebra,
+                                                     gravity, control, limit), vector=N > 1)
+    except _BadOutput as e:
+        return _stack([], [], [], [], model, N), (str(e), 0, ()), \
+            {"wall_time": 0.0, "compile_time": _time.perf_counter() - t0}
+    compile_time = _time.perf_counter() - t0
+    params = None
+    if not table and n_params:
+        params = np.concatenate([np.ravel(np.asarray(policy.params[k], dtype=float))
+                                 for k in sorted(policy.params)])
+    table_rows = None
+    if table:
+        table_rows = np.broadcast_to(policy.table, batch + policy.table.shape[-2:]).reshape(
+            (N,) + policy.table.shape[-2:]) if policy.table.ndim > 2 else policy.table
+        last = table_rows[..., -1:, :]  # past the last row (the final sample) the last row holds
+        table_rows = np.ascontiguousarray(np.concatenate(
+            [table_rows, np.repeat(last, max(0, n_steps + 1 - table_rows.shape[-2]), axis=-2)],
+            axis=-2))
+    q, qd = np.array(q0, dtype=float, order="C"), np.array(qd0, dtype=float, order="C")
+    chunk = _chunk_length(N, model.nq + 3 * model.nv)
+    outputs, bad_step, bad_code = [], np.full(N, -1, np.int64), np.zeros(N, np.int64)
+    t1 = _time.perf_counter()
+    done = 0
+    with np.errstate(all="ignore"):
+        while done < total:
+            n = min(chunk, total - done)
+            # the last sample is the state after the last step: one step more, kept unrecorded
+            samples, step, code = program.run(q, qd, done * record_every, n, record_every, dt,
+                                              table_rows, params)
+            new = (bad_step < 0) & (step >= 0)
+            bad_step[new], bad_code[new] = step[new], code[new]
+            outputs.append(samples)
+            done += n
+            if progress is not None:
+                progress(min(done * record_every, n_steps), n_steps)
+            if done < total and _first_failure(bad_step, bad_code, n_steps) is not None:
+                break  # a rollout failed: stop here, keep what came before
+    samples = tuple(np.concatenate([o[i] for o in outputs]) for i in range(4))
+    wall = _time.perf_counter() - t1
+    return _cut_at_failure(samples, bad_step, bad_code, batch, n_steps, record_every), \
+        _failure(samples, bad_step, bad_code, batch, n_steps, record_every), \
+        {"wall_time": wall, "compile_time": compile_time}
+
+
 # -- the JAX backend: the rollout is a compiled loop, run in chunks ---------------------------
 _COMPILED = OrderedDict()
 _COMPILED_MAX = 32
@@ -661,7 +817,7 @@ def _chunk_function(model, policy, integrator, algebra, gravity, chunk, record_e
     stepper = _STEPPERS[integrator]
 
     def chunk_fn(carry, params, dt, count):
-        dyn = _Dynamics(jnp, model, dt, algebra, gravity)
+        dyn = _Dynamics(jnp, model, dt, algebra, gravity, loop=True)
 
         def step(q, qd, k, bad_step, bad_code):
             t = k * dt

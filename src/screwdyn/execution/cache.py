@@ -145,7 +145,10 @@ def _canonical(x, out):
                 _canonical(f.name, out)
                 _canonical(getattr(x, f.name), out)
         out.append(b";")
-    elif hasattr(x, "__dict__") or hasattr(type(x), "__slots__"):
+    elif (type(x).__module__.split(".")[0] == "screwdyn" and not isinstance(x, type)
+          and (hasattr(x, "__dict__") or hasattr(type(x), "__slots__"))):
+        # screwdyn's own objects (joints, ...) by their state; any other object (a function, a
+        # user's callable) has no content hash: what it computes is not in its state
         state = dict(getattr(x, "__dict__", {}))
         for name in getattr(type(x), "__slots__", ()):
             if hasattr(x, name):

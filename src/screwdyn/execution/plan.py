@@ -229,7 +229,7 @@ class General:
                             f"({', '.join(self.names)}), got {len(args)}")
         given = dict(zip(self.names, args))
         xp = _backend.namespace(*args)
-        if xp is not np:
+        if xp is not np:  # JAX, or a trace (a function that calls this one is being compiled)
             return run_jax(self.function, self.model, self.algebra, given, self.static)
         path = decide(self.function, self.model, self.algebra, "numpy",
                       self.names[len(self.function.inputs):])[0]
@@ -266,15 +266,16 @@ def run_native(program, model, given):
 
 
 def run_jax(function, model, algebra, given, static=(), loop=False):
-    """The kernel on jax.numpy (see ``jax_options``)."""
+    """The kernel on jax.numpy (see ``jax_options``), or on the traced arrays of
+    ``trace`` (the caller's own program is being compiled: the recursion joins it)."""
     call = _call(function, model, algebra, given, loop)
     return call.vector(function.kernel(call, *static))
 
 
 def _call(function, model, algebra, given, loop=False):
     xp, arrays, batch, N = parse(model, given)
-    if xp is np:
-        return Call(model, algebra, function.algebra(algebra, np), np, arrays, batch, N)
+    if xp is np or getattr(xp, "traced", False):
+        return Call(model, algebra, function.algebra(algebra, xp), xp, arrays, batch, N)
     options = jax_options(function, model, _jax_backend(), loop)
     ns = xla.namespace(options["cut_sines"])
     alg = function.algebra(algebra, ns, checkpoints=options["checkpoints"])

@@ -331,6 +331,9 @@ class SymArray:
             return _reduce(op, inputs[0], kwargs.get("axis", 0), kwargs.get("keepdims", False))
         return NotImplemented
 
+    def __array_namespace__(self, api_version=None):
+        return xp
+
     def __array_function__(self, func, types, args, kwargs):
         ours = getattr(xp, func.__name__, None)
         if ours is None or not callable(ours):
@@ -428,6 +431,7 @@ class _Namespace:
     """The array namespace of traced programs (what ``numpy`` is to the numpy path)."""
 
     linalg = _Linalg()
+    traced = True  # arrays of this namespace are symbolic (see _backend.as_float_array)
     float64, float32, floating, bool_, int64 = np.float64, np.float32, np.floating, np.bool_, \
         np.int64
     pi, inf, nan, newaxis = np.pi, np.inf, np.nan, None
