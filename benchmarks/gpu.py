@@ -41,7 +41,8 @@ def measure(model, name, algebra, args, repeat):
     import screwdyn as sd
 
     N = args[0].shape[0]
-    f = sd.compile(model, name, algebra=algebra, batch_shape=(N,), dtype=args[0].dtype)
+    f = sd.compile(model, name, algebra=algebra, batch_shape=(N,), dtype=args[0].dtype,
+                   backend="jax")
     inputs = args[:len(f.input_names)]
     result = f(*inputs).block_until_ready()
     times = []
