@@ -136,8 +136,12 @@ FUNCTIONS = {f.name: f for f in (
     Function("potential_energy", _potential_energy, ("q",), lambda m: (), ("gravity",)),
     Function("center_of_mass", _center_of_mass, ("q",), lambda m: (3,)),
     Function("jacobian", _jacobian, ("q",), lambda m, link, frame: (6, m.nv)),
+    # d tau / d(q, qd, qdd): (nv, nq + 2 nv), native only (screwdyn.derivatives)
+    Function("inverse_dynamics_derivatives", _inverse_dynamics, ("q", "qd", "qdd"),
+             lambda m: (m.nv, m.nq + 2 * m.nv), ("gravity",), entries=True,
+             jacobian=("q", "qd", "qdd")),
 )}
-_FK, _ID, _BIAS, _GRAV, _FD, _M, _C, _T, _V, _COM, _J = FUNCTIONS.values()
+_FK, _ID, _BIAS, _GRAV, _FD, _M, _C, _T, _V, _COM, _J, _DID = FUNCTIONS.values()
 
 
 # -- the public functions ---------------------------------------------------------------------

@@ -237,11 +237,9 @@ def _elements(I):
 
 
 def _constant(values):
-    """Entries of a constant (an array or entries): Python floats, zeros as ZERO, round-off
-    zeros too (|x| < 1e-14: a motor of a quarter turn has cos(pi/4)^2 - sin(pi/4)^2 = 2e-16 in its
-    images), as the spatial algebra snaps its placements."""
+    """Entries of a constant (an array or entries): Python floats, exact zeros as ZERO."""
     flat = values if isinstance(values, tuple) else np.ravel(values)
-    return tuple(v if v is ZERO else constant(v, 1e-14) for v in flat)
+    return tuple(v if v is ZERO else constant(v) for v in flat)
 
 
 def _wrench_matrix():

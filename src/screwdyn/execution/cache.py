@@ -23,6 +23,7 @@ import os
 import struct
 import tempfile
 import warnings
+import weakref
 
 import numpy as np
 
@@ -161,10 +162,26 @@ def _canonical(x, out):
 
 def content_hash(x):
     """A SHA-256 hex digest of the content of ``x`` (a Model, its bodies and joints, numbers,
-    arrays): equal in every process for equal content, unlike ``hash``."""
+    arrays): equal in every process for equal content, unlike ``hash``. Frozen screwdyn objects
+    (models) are hashed once per object."""
+    frozen = dataclasses.is_dataclass(x) and type(x).__dataclass_params__.frozen
+    if frozen:
+        try:
+            return _HASHES[x]
+        except (KeyError, TypeError):
+            pass
     out = []
     _canonical(x, out)
-    return hashlib.sha256(b"|".join(out)).hexdigest()
+    digest = hashlib.sha256(b"|".join(out)).hexdigest()
+    if frozen:
+        try:
+            _HASHES[x] = digest
+        except TypeError:  # not weakly referenceable
+            pass
+    return digest
+
+
+_HASHES = weakref.WeakKeyDictionary()
 
 
 _SOURCES = ("algebra", "algorithms", "execution", "dynamics.py", "model", "_backend.py",

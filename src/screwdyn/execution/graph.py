@@ -477,3 +477,90 @@ class Program:
                 values[i] = _ieee(op, *(values[a] for a in args))
         out = np.array([values[i] for i in self.outputs], dtype=float)
         return out.reshape(self.output_shape)
+
+
+def jacobian(program, wrt):
+    """The program of the derivatives of ``program``'s outputs with respect to the scalars of
+    the inputs named ``wrt`` (forward mode, in the same graph: derivatives share nodes with the
+    values and each other): outputs of shape ``output_shape + (n,)``, column j the derivative
+    with respect to the j-th scalar of the ``wrt`` inputs in order. Exact rules per operation
+    (d sin a = cos a da, ...); comparisons and floor have none, ``select`` selects derivatives."""
+    g, h = program.graph, program.graph._handles
+    sizes = dict(program.inputs)
+    columns = {}
+    for name in wrt:
+        for k in range(sizes[name]):
+            columns[g.input(name, k).i] = len(columns)
+    n = len(columns)
+    tangent = {}
+    zero = {}
+
+    def t(i):
+        return tangent.get(i, zero)
+
+    def scale(d, c):
+        return {j: c * v for j, v in d.items()}
+
+    def combine(a, b, sign=1.0):
+        out = dict(a)
+        for j, v in b.items():
+            out[j] = out[j] + v if j in out and sign > 0 else (out[j] - v if j in out else
+                                                               (v if sign > 0 else -v))
+        return out
+
+    for i in program.schedule():
+        op, args = g.op[i], g.args[i]
+        y = h[i]
+        a = [h[x] for x in args]
+        if op == "input":
+            d = {columns[i]: g.constant(1.0)} if i in columns else {}
+        elif op in ("const", "bool_const", "floor", "to_float") or OPS[op][1] == "b":
+            d = {}
+        elif op == "neg":
+            d = scale(t(args[0]), -1.0)
+        elif op == "add":
+            d = combine(t(args[0]), t(args[1]))
+        elif op == "sub":
+            d = combine(t(args[0]), t(args[1]), -1.0)
+        elif op == "mul":
+            d = combine(scale(t(args[0]), a[1]), scale(t(args[1]), a[0]))
+        elif op == "div":
+            d = combine(scale(t(args[0]), 1.0 / a[1]), scale(t(args[1]), y / a[1]), -1.0)
+        elif op == "sqrt":
+            d = scale(t(args[0]), 0.5 / y)
+        elif op == "sin":
+            d = scale(t(args[0]), g.apply("cos", a[0]))
+        elif op == "cos":
+            d = scale(t(args[0]), -g.apply("sin", a[0]))
+        elif op == "tan":
+            d = scale(t(args[0]), 1.0 + y * y)
+        elif op == "exp":
+            d = scale(t(args[0]), y)
+        elif op == "log":
+            d = scale(t(args[0]), 1.0 / a[0])
+        elif op == "fabs":
+            d = {j: g.apply("select", g.apply("ge", a[0], 0.0), v, -v)
+                 for j, v in t(args[0]).items()}
+        elif op == "pow":
+            if g.cval[args[1]] is None:
+                raise NotImplementedError("derivative of x ** y with a traced exponent")
+            c = g.cval[args[1]]
+            d = scale(t(args[0]), c * g.apply("pow", a[0], c - 1.0))
+        elif op == "atan2":
+            r2 = a[0] * a[0] + a[1] * a[1]
+            d = combine(scale(t(args[0]), a[1] / r2), scale(t(args[1]), a[0] / r2), -1.0)
+        elif op in ("max", "min", "select"):
+            if op == "select":
+                cond, first, second = args
+            else:
+                cond = g.apply("ge" if op == "max" else "le", a[0], a[1]).i
+                first, second = args
+            keys = set(t(first)) | set(t(second))
+            d = {j: g.apply("select", h[cond], t(first).get(j, 0.0), t(second).get(j, 0.0))
+                 for j in keys}
+        else:
+            raise NotImplementedError(f"no derivative for op {op!r}")
+        if d:
+            tangent[i] = d
+    outputs = [t(i).get(j, 0.0) for i in program.outputs for j in range(n)]
+    return Program(g, program.inputs, outputs, program.output_shape + (n,))

@@ -27,7 +27,7 @@ import time
 
 import numpy as np
 
-from . import cache, entry, llvm, trace
+from . import cache, entry, graph, llvm, trace
 from .call import Call, core_shape
 
 VERSION = 1  # of the program format (bump when the kernel's calling convention changes)
@@ -145,7 +145,8 @@ def _bound_key(bound):
 
 def key(function, model, algebra, inputs, bound, static):
     """The cache key of a program (see ``cache``)."""
-    return cache.key("screwdyn-native", VERSION, function.name, cache.content_hash(model),
+    return cache.key("screwdyn-native", VERSION, function.name, function.jacobian,
+                     cache.content_hash(model),
                      algebra, tuple(inputs), _bound_key(bound), static, llvm.host(),
                      llvm.version(), sys.version_info[:2], cache.source_fingerprint())
 
@@ -195,7 +196,8 @@ def _make(k, function, model, algebra, inputs, bound, static):
 
 
 def trace_program(function, model, algebra, inputs, bound=None, static=()):
-    """The ``graph.Program`` of ``function``'s kernel on one symbolic state."""
+    """The ``graph.Program`` of ``function``'s kernel on one symbolic state (its derivatives
+    for a ``function.jacobian``)."""
     bound = dict(bound or {})
 
     def run(**arrays):
@@ -207,7 +209,8 @@ def trace_program(function, model, algebra, inputs, bound=None, static=()):
         return function.kernel(call, *static)
 
     shapes = {name: core_shape(model, name) for name in inputs}
-    return trace.trace(run, shapes)
+    program = trace.trace(run, shapes)
+    return graph.jacobian(program, function.jacobian) if function.jacobian else program
 
 
 # -- the background thread that compiles optimised code ---------------------------------------
