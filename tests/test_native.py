@@ -461,3 +461,57 @@ def test_tracing_handles_where_sqrt_and_small_linear_algebra():
     out = np.empty((1, 9))
     entry.caller(lib.address("kernel"))([A.reshape(-1), b], out, 1)
     np.testing.assert_allclose(out[0], want, rtol=1e-12)
+
+
+def test_jacobians_of_programs_are_exact():
+    """graph.jacobian against central differences of the compiled program, on every operation
+    it differentiates."""
+    def f(x):
+        xp = trace.xp
+        a, b, c = x[0], x[1], x[2]
+        return xp.stack([xp.sin(a) * b / (c + 3.0), xp.sqrt(a * a + 1.0) - xp.cos(b * c),
+                         xp.where(a > b, a * c, xp.exp(b) - xp.log(c + 4.0)),
+                         xp.arctan2(a, c + 2.0) + xp.abs(b) + xp.tan(c) + a ** 3,
+                         xp.maximum(a, c) - xp.minimum(b, c)])
+
+    program = trace.trace(f, {"x": (3,)})
+    J = graph.jacobian(program, ("x",))
+    assert J.output_shape == (5, 3)
+    nodes = [program.graph._handles[i] for i in program.outputs + J.outputs]
+    lib = llvm.Library(llvm.compile_object(llvm.kernel_ir(graph.Program(
+        program.graph, program.inputs, nodes, (20,))), 0))
+    call = entry.caller(lib.address("kernel"))
+    for x in ([0.3, -0.7, 0.4], [1.2, 0.5, -0.2], [-0.4, 0.9, 0.8]):
+        x = np.array(x)
+        out = np.empty((1, 20))
+        call([x], out, 1)
+        value, jac = out[0, :5], out[0, 5:].reshape(5, 3)
+        h = 1e-6
+        for k in range(3):
+            e = np.eye(3)[k] * h
+            plus, minus = np.empty((1, 20)), np.empty((1, 20))
+            call([x + e], plus, 1)
+            call([x - e], minus, 1)
+            np.testing.assert_allclose(jac[:, k], (plus[0, :5] - minus[0, :5]) / (2 * h),
+                                       rtol=1e-7, atol=1e-7)
+
+
+def test_native_derivatives_equal_the_jax_path():
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    model = random_tree(42, n=5, floating_base=True)
+    q, qd, u = random_state(model, 14, batch=(3,))
+    for kw in ({"qdd": u}, {"tau": u}):
+        native_d = sd.dynamics_derivatives(model, q, qd, **kw)
+        jax_d = sd.dynamics_derivatives(model, jax.numpy.asarray(q), qd, **kw)
+        for a, b in zip(native_d, jax_d):
+            assert isinstance(a, np.ndarray)
+            np.testing.assert_allclose(a, np.asarray(b), rtol=1e-10, atol=1e-10)
+    F = sd.dynamics.FUNCTIONS["inverse_dynamics_derivatives"]
+    assert plan.decide(F, model)[0] == "native"
+    previous = plan.use_native(False)
+    try:
+        with pytest.raises(plan.NativeUnavailable):
+            plan.run(F, model, "spatial", (q, qd, u), (None,))
+    finally:
+        plan.use_native(previous)
