@@ -515,3 +515,24 @@ def test_native_derivatives_equal_the_jax_path():
             plan.run(F, model, "spatial", (q, qd, u), (None,))
     finally:
         plan.use_native(previous)
+
+
+def test_a_kernel_that_does_not_trace_runs_on_numpy_with_one_warning(tree):
+    """Python control flow on a traced value cannot be compiled: the plan says so once
+    (NativeCompileWarning), remembers it, and runs the numpy path with the right result."""
+    def kernel(call):
+        q = call["q"]
+        if float(np.asarray(q).reshape(-1)[0]) > 0:  # data-dependent: no straight-line code
+            return 2.0 * q
+        return -q
+
+    function = plan.Function("data_dependent", kernel, ("q",), lambda m: (m.nq,))
+    q = np.abs(random_state(tree, 15)[0]) + 0.1
+    with pytest.warns(plan.NativeCompileWarning, match="could not be compiled"):
+        out = plan.run(function, tree, "spatial", (q,))
+    np.testing.assert_array_equal(out, 2.0 * q)
+    assert plan.decide(function, tree)[0] == "numpy"
+    assert "could not be compiled" in " ".join(plan.decide(function, tree)[1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", plan.NativeCompileWarning)
+        np.testing.assert_array_equal(plan.run(function, tree, "spatial", (-q,)), q)
