@@ -111,7 +111,8 @@ def test_default_chunk_size_bounds_intermediates():
                 16 * model.nv ** 2 * (name == "mass_matrix")
             assert size * per_state <= (256 << 20) or size == 2048
     ID = functions["inverse_dynamics"]
-    assert plan.chunk_size(large, ID, "cga") < plan.chunk_size(large, ID, "spatial")  # CGA keeps more
+    # CGA keeps more intermediates per body
+    assert plan.chunk_size(large, ID, "cga") < plan.chunk_size(large, ID, "spatial")
     assert plan.chunk_size(large, functions["mass_matrix"]) < \
         plan.chunk_size(large, functions["forward_dynamics"])
 

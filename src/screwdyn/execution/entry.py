@@ -202,7 +202,8 @@ alloc:
   %extra = phi i64 [ 0, %dims1 ], [ 1, %dimsN ]
   %ndim64 = add i64 %ond, %extra
   %ndim = trunc i64 %ndim64 to i32
-  %out = call ptr @screwdyn_PyArray_New(ptr %type, i32 %ndim, ptr %dims, i32 {_NPY_DOUBLE}, ptr null, ptr null, i32 0, i32 0, ptr null)
+  %out = call ptr @screwdyn_PyArray_New(ptr %type, i32 %ndim, ptr %dims, i32 {_NPY_DOUBLE},
+                                        ptr null, ptr null, i32 0, i32 0, ptr null)
   %failed = icmp eq ptr %out, null
   br i1 %failed, label %fail, label %run
 run:

@@ -415,7 +415,8 @@ class Program:
         self.outputs = [graph.operand(o).i for o in outputs]
         self.output_shape = tuple(output_shape)
         if any(graph.kind(i) != "f" for i in self.outputs):
-            self.outputs = [i if graph.kind(i) == "f" else graph.apply("to_float", graph._handles[i]).i
+            self.outputs = [i if graph.kind(i) == "f"
+                            else graph.apply("to_float", graph._handles[i]).i
                             for i in self.outputs]
 
     def schedule(self):

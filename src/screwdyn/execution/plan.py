@@ -220,7 +220,8 @@ class General:
         """The native program, compiled (or loaded) now; None if the function cannot be
         compiled (reported once with a ``NativeCompileWarning``)."""
         if self._program is None:
-            key = (self.function.name, self.model, self.algebra, self.names[len(self.function.inputs):])
+            key = (self.function.name, self.model, self.algebra,
+                   self.names[len(self.function.inputs):])
             try:
                 self._program = native.get(self.function, self.model, self.algebra, self.names,
                                            static=self.static)
