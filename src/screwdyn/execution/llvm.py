@@ -51,9 +51,10 @@ def _hex(x):
 
 
 def vector_width():
-    """States per iteration of a kernel's vector loop on this CPU: 4 with AVX (also with
-    AVX-512: on a Zen 4, 8 lanes ran the Panda's forward dynamics 1.4x slower than 4, spilling
-    registers), else 2."""
+    """States per iteration of a kernel's vector loop on this CPU: 4 with AVX, else 2. On a
+    Zen 4 (AVX-512), 8 lanes ran the Talos's forward dynamics and mass matrix as fast as 4 and
+    the Panda's programs up to 1.3x faster, within the noise of a shared machine; 4 keeps the
+    code smaller and the same on AVX2 and AVX-512 machines."""
     return 4 if _llvm().get_host_cpu_features().get("avx") else 2
 
 
@@ -125,7 +126,8 @@ def kernel_ir(program, name="kernel", segment=SEGMENT, width=1):
             f"nounwind {{",
             "entry:",
             f"  %rows = alloca [{k_in * widths[0]} x ptr]",
-            f"  %orows = alloca [{widths[0]} x ptr]",
+            "  %orows = alloca [1 x ptr]",
+            f"  %vout = alloca [{max(size, 1) * widths[0]} x double], align 64",
             f"  %scratch = alloca [{max(len(slots), 1) * widths[0]} x double], align 64"]
     for input_name in used:
         k = inputs[input_name]
@@ -139,21 +141,35 @@ def kernel_ir(program, name="kernel", segment=SEGMENT, width=1):
                  "  %anyvec = icmp sgt i64 %nvec, 0",
                  "  br i1 %anyvec, label %vloop, label %scheck",
                  "vloop:",
-                 "  %sv = phi i64 [ 0, %entry ], [ %sv.next, %vloop ]"]
+                 "  %sv = phi i64 [ 0, %entry ], [ %sv.next, %vlatch ]"]
         for lane in range(width):
             head.append(f"  %sv{lane} = add i64 %sv, {lane}")
             head += _row_pointers(used, inputs, f"%sv{lane}", f"v{lane}", lane * k_in)
-            head += [f"  %vo{lane}.off = mul i64 %sv{lane}, {size}",
-                     f"  %vo{lane} = getelementptr double, ptr %out, i64 %vo{lane}.off",
-                     f"  %vo{lane}.p = getelementptr ptr, ptr %orows, i64 {lane}",
-                     f"  store ptr %vo{lane}, ptr %vo{lane}.p"]
-        head += [f"  call void @{name}.w{width}.seg{s}(ptr %rows, ptr %scratch, ptr %orows)"
+        head += [f"  call void @{name}.w{width}.seg{s}(ptr %rows, ptr %scratch, ptr %vout)"
                  for s in range(len(segments))]
-        head += [f"  %sv.next = add i64 %sv, {width}",
+        # the buffer (output-major, lanes inner) to the output rows of the states sv, sv + 1, ...
+        head += [f"  %vbase = mul i64 %sv, {size}",
+                 "  br label %vcopy",
+                 "vcopy:",
+                 "  %vj = phi i64 [ 0, %vloop ], [ %vj.next, %vcopy ]",
+                 f"  %vsrc.i = mul i64 %vj, {width}"]
+        for lane in range(width):
+            head += [f"  %vsrc{lane}.i = add i64 %vsrc.i, {lane}",
+                     f"  %vsrc{lane} = getelementptr double, ptr %vout, i64 %vsrc{lane}.i",
+                     f"  %vval{lane} = load double, ptr %vsrc{lane}",
+                     f"  %vdst{lane}.i = add i64 %vbase, {lane * size}",
+                     f"  %vdst{lane}.j = add i64 %vdst{lane}.i, %vj",
+                     f"  %vdst{lane} = getelementptr double, ptr %out, i64 %vdst{lane}.j",
+                     f"  store double %vval{lane}, ptr %vdst{lane}"]
+        head += ["  %vj.next = add i64 %vj, 1",
+                 f"  %vjdone = icmp sge i64 %vj.next, {size}",
+                 "  br i1 %vjdone, label %vlatch, label %vcopy",
+                 "vlatch:",
+                 f"  %sv.next = add i64 %sv, {width}",
                  "  %vdone = icmp sge i64 %sv.next, %nvec",
                  "  br i1 %vdone, label %scheck, label %vloop",
                  "scheck:",
-                 "  %sstart = phi i64 [ 0, %entry ], [ %nvec, %vloop ]"]
+                 "  %sstart = phi i64 [ 0, %entry ], [ %nvec, %vlatch ]"]
     else:
         head += ["  br label %scheck", "scheck:", "  %sstart = add i64 0, 0"]
     head += ["  %anys = icmp slt i64 %sstart, %n",
@@ -191,8 +207,10 @@ def _row_pointers(used, inputs, state, tag, base):
 class _Segment:
     """The body of one segment function at one lane count: loads of its inputs and of earlier
     segments' values, its nodes, stores of its values that later segments use and of its
-    outputs. Lanes: %rows holds the row pointers of lane l at [l * inputs + k], %orows the
-    output rows, %scratch ``width`` doubles per slot."""
+    outputs. Lanes: %rows holds the row pointers of lane l at [l * inputs + k], %scratch
+    ``width`` doubles per slot; %orows is the output row (one state) or, with lanes, a buffer of
+    ``width`` doubles per output that the kernel then copies to the rows (with one vector store
+    per output instead of one store per lane, a 38-DoF mass matrix compiled 3x faster)."""
 
     def __init__(self, g, part, inputs, slots, outputs, declared, types):
         self.g, self.part, self.inputs, self.slots = g, part, inputs, slots
@@ -425,22 +443,19 @@ class _Segment:
                 self.emit(f"  {p} = getelementptr double, ptr %scratch, i64 "
                           f"{self.slots[i] * t.width}")
                 self.emit(f"  store {t.f} {stored}, ptr {p}, align 8")
-        out_rows = []
-        for lane in range(t.width if self.outputs else 0):
-            rp, row = self.tmp(), self.tmp()
-            self.emit(f"  {rp} = getelementptr ptr, ptr %orows, i64 {lane}")
-            self.emit(f"  {row} = load ptr, ptr {rp}")
-            out_rows.append(row)
-        for j, i in self.outputs:
-            x = self.ref(i)
-            for lane, row in enumerate(out_rows):
+        if t.width > 1:  # lanes: one vector store per output into the buffer %orows
+            for j, i in self.outputs:
+                p = self.tmp()
+                self.emit(f"  {p} = getelementptr double, ptr %orows, i64 {j * t.width}")
+                self.emit(f"  store {t.f} {self.ref(i)}, ptr {p}, align 8")
+        else:
+            row = self.tmp()
+            if self.outputs:
+                self.emit(f"  {row} = load ptr, ptr %orows")
+            for j, i in self.outputs:
                 p = self.tmp()
                 self.emit(f"  {p} = getelementptr double, ptr {row}, i64 {j}")
-                e = x
-                if t.width > 1:
-                    e = self.tmp()
-                    self.emit(f"  {e} = extractelement {t.f} {x}, i64 {lane}")
-                self.emit(f"  store double {e}, ptr {p}")
+                self.emit(f"  store double {self.ref(i)}, ptr {p}")
         self.emit("  ret void")
         return "\n".join(self.lines) + "\n"
 
