@@ -405,6 +405,44 @@ def ratio(x, base):
     return f"{x:.2f} ({x / base:.2f}x)" if base else f"{x:.2f}"
 
 
+def markdown(results):
+    """The tables of a run as Markdown (what docs/performance.md shows)."""
+    out = []
+    load = results["load_average_start"][0], results["load_average_end"][0]
+    out.append(f"Load average {load[0]:.1f} at the start and {load[1]:.1f} at the end, "
+               f"{results['cpus']} CPUs. Median over rounds, microseconds per call (CPU time); "
+               "in brackets: over Pinocchio.")
+    for name, table in results.get("single_state_us", {}).items():
+        rows = [k for k in next(iter(table.values()))]
+        out.append(f"\n**{name}**, one state per call from Python\n")
+        out.append("| | " + " | ".join(f for f in table if "fastest" not in f) + " |")
+        out.append("|---|" + "---|" * len([f for f in table if "fastest" not in f]))
+        for row in rows:
+            cells = []
+            for f, values in table.items():
+                if "fastest" in f:
+                    continue
+                base = values.get("pinocchio")
+                v = values.get(row)
+                cells.append("" if v is None else f"{v:.2f}" + (f" ({v / base:.2f}x)" if base
+                                                                 else ""))
+            out.append(f"| {row} | " + " | ".join(cells) + " |")
+    if "batch_us" in results:
+        out.append("\n**Panda, 10,000 states in one call** (microseconds per state)\n")
+        table = results["batch_us"]
+        out.append("| | " + " | ".join(table) + " |")
+        out.append("|---|" + "---|" * len(table))
+        for row in next(iter(table.values())):
+            cells = []
+            for values in table.values():
+                base = values.get("pinocchio loop")
+                v = values[row]
+                cells.append(f"{v:.3f}" + (f" ({base / v:.0f}x faster)" if base and
+                                           row != "pinocchio loop" else ""))
+            out.append(f"| {row} | " + " | ".join(cells) + " |")
+    return "\n".join(out) + "\n"
+
+
 def print_table(title, table):
     print(f"\n{title}")
     for f, row in table.items():
@@ -461,6 +499,8 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "latency.json"), "w") as f:
         json.dump(results, f, indent=1)
+    with open(os.path.join(args.out, "latency.md"), "w") as f:
+        f.write(markdown(results))
 
 
 if __name__ == "__main__":
