@@ -324,6 +324,7 @@ import numpy as np
 sys.path.insert(0, sys.argv[1])
 import screwdyn as sd
 from screwdyn import dynamics
+from screwdyn.execution import plan
 from screwdyn.model import robots
 
 
@@ -350,7 +351,8 @@ peak = tracemalloc.get_traced_memory()[1] / 1e6
 tracemalloc.stop()
 print({"states": N, "tracemalloc_peak_mb": peak, "result_mb": tau.nbytes / 1e6,
        "inputs_mb": inputs_mb, "rss_before_call_mb": rss0, "peak_rss_mb": rss_mb("VmHWM"),
-       "seconds": seconds, "chunk_states": dynamics.chunk_size(model, "inverse_dynamics")})
+       "seconds": seconds,
+       "chunk_states": plan.chunk_size(model, dynamics.FUNCTIONS["inverse_dynamics"])})
 """
 
 

@@ -1,5 +1,7 @@
 """A fixed-base branched robot of 24 DoF composed of 8 subsystems (the branched-robot paper's first
-validation), its inverse dynamics by modular composition, and a subsystem replaced by a black box.
+validation): its inverse dynamics by modular composition against Featherstone's RNEA in Pinocchio
+(accuracy and time per call), every subsystem's W_i evaluated in its own process (and Ray actor)
+from serialized connection-point data, and subsystems, nested or not, replaced by black boxes.
 
     torso         2  waist yaw, waist pitch                        (built in code)
     ├── left_arm      6  UR5                                       (example-robot-data URDF)
@@ -11,7 +13,7 @@ validation), its inverse dynamics by modular composition, and a subsystem replac
     │   └── camera    1  prismatic zoom slide                      (code)
     └── lidar         1  continuous spin, on the torso's back      (code)
 
-Run: python examples/branched_24dof.py   (needs: pip install example-robot-data)
+Run: python examples/branched_24dof.py   (needs example-robot-data and pinocchio; Ray optional)
 """
 import time
 from importlib import metadata
@@ -19,6 +21,7 @@ from importlib import metadata
 import numpy as np
 
 import screwdyn as sd
+from pinocchio_reference import PinocchioState, pinocchio_assembly
 from screwdyn.composition import Assembly, BlackBox
 from screwdyn.model.builder import rpy_to_matrix
 
@@ -121,37 +124,137 @@ def build(urdf=example_robot_data):
     return robot
 
 
+def pinocchio_twin(robot, urdf=example_robot_data):
+    """The robot rebuilt by Pinocchio (``pinocchio.appendModel``; the UR5s parsed by Pinocchio
+    from their URDF) and the map of its states (``pinocchio_reference``)."""
+    import pinocchio as pin
+
+    ur5 = urdf("ur_description/urdf/ur5_robot.urdf")
+    reference = pinocchio_assembly(pin, robot, {"left_arm": ur5, "right_arm": ur5})
+    return reference, PinocchioState(pin, reference, robot.to_model())
+
+
+def accuracy(robot, states=1000, urdf=example_robot_data):
+    """The composed inverse dynamics (dual quaternions: every subsystem's W_i at the centres of
+    mass) against Pinocchio's RNEA at random states: (largest |difference| N m, largest
+    |tau| N m)."""
+    import pinocchio as pin
+
+    reference, state = pinocchio_twin(robot, urdf)
+    data = reference.createData()
+    q, qd, qdd = random_states(robot, states)
+    tau = robot.inverse_dynamics(q, qd, qdd, algebra="dq")
+    expected = np.array([pin.rnea(reference, data, state.q(a), state.v(b), state.v(c))[
+        state.order] for a, b, c in zip(q, qd, qdd)])
+    return float(np.abs(tau - expected).max()), float(np.abs(expected).max())
+
+
+def random_states(robot, n, seed=0):
+    flat = robot.configuration_model
+    rng = np.random.default_rng(seed)
+    q = np.stack([sd.random_configuration(flat, seed + k) for k in range(n)])
+    return q, rng.normal(size=(n, flat.nv)), rng.normal(size=(n, flat.nv))
+
+
+def time_per_call(robot, states=10_000, repeat=5, urdf=example_robot_data):
+    """{method: (seconds per call, seconds per state)}: Pinocchio's RNEA (one state per call,
+    C++), the composed inverse dynamics of the assembly on numpy (one state, and a batch), the
+    flat model's RNEA (spatial algebra, batch), and the assembly under jax.jit (one state, and
+    a batch). Best of ``repeat``."""
+    import pinocchio as pin
+
+    reference, state = pinocchio_twin(robot, urdf)
+    data = reference.createData()
+    q, qd, qdd = random_states(robot, states)
+    flat = robot.to_model()
+    one = [x[0] for x in (q, qd, qdd)]
+    pin_one = (state.q(one[0]), state.v(one[1]), state.v(one[2]))
+    runs = {
+        "Pinocchio rnea, one state (C++)": (lambda: pin.rnea(reference, data, *pin_one), 1, 2000),
+        "assembly, numpy, one state": (lambda: robot.inverse_dynamics(*one, algebra="dq"), 1,
+                                       20),
+        f"assembly, numpy, {states} states": (lambda: robot.inverse_dynamics(q, qd, qdd,
+                                                                             algebra="dq"),
+                                              states, 1),
+        f"flat model (spatial), numpy, {states} states": (
+            lambda: sd.inverse_dynamics(flat, q, qd, qdd), states, 1),
+    }
+    try:
+        import jax
+
+        jax.config.update("jax_enable_x64", True)
+        jitted = jax.jit(robot.inverse_dynamics)
+        one_j = [jax.numpy.asarray(x) for x in one]
+        many_j = [jax.numpy.asarray(x) for x in (q, qd, qdd)]
+        jitted(*one_j).block_until_ready(), jitted(*many_j).block_until_ready()  # compile
+        runs["assembly, jax.jit, one state"] = (lambda: jitted(*one_j).block_until_ready(), 1,
+                                                200)
+        runs[f"assembly, jax.jit, {states} states"] = (
+            lambda: jitted(*many_j).block_until_ready(), states, 3)
+    except ImportError:
+        pass
+    out = {}
+    for label, (run, n, loops) in runs.items():
+        run()
+        best = np.inf
+        for _ in range(repeat):
+            start = time.perf_counter()
+            for _ in range(loops):
+                run()
+            best = min(best, (time.perf_counter() - start) / loops)
+        out[label] = (best, best / n)
+    return out
+
+
+def distributed(robot, engines=("processes", "ray"), states=100):
+    """{engine: True when the torques computed with every subsystem in its own process (or Ray
+    actor), from serialized connection-point data only, equal the in-process ones bit for bit}
+    (engines that are not installed are left out)."""
+    from screwdyn.composition.distributed import DistributedAssembly
+
+    q, qd, qdd = random_states(robot, states, seed=1)
+    tau = robot.inverse_dynamics(q, qd, qdd, algebra="dq")
+    out = {}
+    for engine in engines:
+        if engine == "ray":
+            try:
+                import ray  # noqa: F401
+            except ImportError:
+                continue
+        with DistributedAssembly(robot, engine, algebra="dq") as workers:
+            out[engine] = bool(np.array_equal(workers.inverse_dynamics(q, qd, qdd), tau))
+    return out
+
+
 def main():
     robot = build()
     flat = robot.to_model()
     print(robot, "\n", flat)
-    rng = np.random.default_rng(0)
-    N = 10_000
-    q = np.stack([sd.random_configuration(flat, s) for s in range(N)])
-    qd, qdd = rng.normal(size=(N, flat.nv)), rng.normal(size=(N, flat.nv))
-
-    tau = robot.inverse_dynamics(q, qd, qdd)  # dual quaternions, subsystem by subsystem
-    tau_flat = sd.inverse_dynamics(flat, q, qd, qdd)
-    print(f"assembly vs flat model: max relative difference "
-          f"{np.abs(tau - tau_flat).max() / np.abs(tau_flat).max():.1e}")
-    for name, part in robot.split_v(tau[0]).items():
-        print(f"  {name:22s} tau = {np.round(part, 2)}")
+    error, scale = accuracy(robot)
+    print(f"composed ID (dq) vs Pinocchio RNEA, 1000 random states: largest difference "
+          f"{error:.1e} N m (largest torque {scale:.0f} N m)")
+    for engine, same in distributed(robot).items():
+        print(f"every subsystem's W_i in its own {engine} worker, connection-point data only: "
+              f"{'bit for bit equal' if same else 'DIFFERENT'}")
 
     # the right gripper as a black box: only its wrench at the connection point is known, e.g.
     # from a force/torque sensor on the UR5's flange; here, the real gripper's
+    q, qd, qdd = random_states(robot, 100)
     wrench = robot.connection_points(q, qd, qdd)["right_gripper"].wrench
     boxed = robot.replaced("right_gripper", BlackBox(wrench))
+    tau = robot.inverse_dynamics(q, qd, qdd)
     tau_boxed = boxed.inverse_dynamics(*(keep(robot, boxed, x) for x in (q, qd, qdd)))
     print(f"right gripper as a black box: the other {boxed.nv} joint forces differ by "
           f"{np.abs(tau_boxed - keep(robot, boxed, tau)).max():.1e} N m at most")
-
-    for label, run in (("assembly (dq)", lambda: robot.inverse_dynamics(q, qd, qdd)),
-                       ("flat model (dq)",
-                        lambda: sd.inverse_dynamics(flat, q, qd, qdd, algebra="dq")),
-                       ("flat model (spatial)", lambda: sd.inverse_dynamics(flat, q, qd, qdd))):
-        start = time.perf_counter()
-        run()
-        print(f"{label:22s} {N} states: {(time.perf_counter() - start) * 1e3:7.1f} ms")
+    # the whole head (a nested assembly: neck and camera) as one black box
+    head = robot.replaced("head", BlackBox(robot.connection_points(q, qd, qdd)["head/neck"].wrench))
+    tau_head = head.inverse_dynamics(*(keep(robot, head, x) for x in (q, qd, qdd)))
+    print(f"head assembly as one black box: the other {head.nv} joint forces differ by "
+          f"{np.abs(tau_head - keep(robot, head, tau)).max():.1e} N m at most")
+    print("| inverse dynamics, 24 DoF | per call | per state |")
+    print("|---|---|---|")
+    for label, (call, state) in time_per_call(robot).items():
+        print(f"| {label} | {call * 1e6:,.0f} us | {state * 1e6:,.2f} us |")
 
 
 def keep(robot, part, x):

@@ -8,6 +8,10 @@ import pytest
 
 import screwdyn as sd
 
+# the examples that reproduce the papers are imported by the tests that check them (and import
+# their Pinocchio twin, examples/pinocchio_reference.py, from there)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), os.pardir, "examples"))
+
 
 def erd_robots_dir():
     """The robots/ folder of the example-robot-data package, or None if it is not installed."""
@@ -82,4 +86,48 @@ def pin_configuration(model, pin_model, q):
         joint = pin_model.joints[pin_model.getJointId(body.joint)]
         parts.append([np.cos(q[sl][0]), np.sin(q[sl][0])] if joint.nq == 2 and body.nq == 1
                      else q[sl])
+    return np.concatenate(parts) if parts else np.zeros(0)
+
+
+def joint_tree(seed, kinds, floating_base=False):
+    """A random tree with one joint of each of ``kinds`` (type names or JointModels), attached
+    to random earlier links at random placements, axes and pitches."""
+    rng = np.random.default_rng(seed)
+    b = sd.ModelBuilder(f"joints{seed}")
+    b.add_link("base", mass=1.0, com=rng.normal(size=3) * 0.1, inertia=_random_inertia(rng))
+    links = ["base"]
+    for i, kind in enumerate(kinds):
+        name = f"l{i}"
+        b.add_link(name, mass=rng.uniform(0.5, 2.0), com=rng.normal(size=3) * 0.2,
+                   inertia=_random_inertia(rng), inertia_rotation=_random_rotation(rng))
+        b.add_joint(f"j{i}", kind, parent=links[rng.integers(len(links))], child=name,
+                    xyz=rng.normal(size=3) * 0.3, rpy=rng.uniform(-np.pi, np.pi, 3),
+                    axis=rng.normal(size=3), pitch=rng.uniform(-0.2, 0.2))
+        links.append(name)
+    return b.build(floating_base=floating_base)
+
+
+def pinocchio_model(model):
+    """The same tree as a Pinocchio model, joint by joint (``examples/pinocchio_reference.py``):
+    an independent reference for every joint type Pinocchio has."""
+    import pinocchio as pin
+    from pinocchio_reference import pinocchio_model as convert
+
+    return convert(pin, model)
+
+
+def pinocchio_q(model, q):
+    """Pinocchio's configuration of screwdyn's q (``pinocchio_model`` or a URDF model): a
+    continuous or planar angle as (cos, sin), a scalar-first quaternion reordered."""
+    from screwdyn.model import joints as J
+
+    parts = []
+    for b, sl in zip(model.active_bodies, model.q_slices):
+        jm, qj = b.joint_model, q[sl]
+        if isinstance(jm, J.Planar):
+            parts.append([qj[0], qj[1], np.cos(qj[2]), np.sin(qj[2])])
+        elif isinstance(jm, J.Spherical) and jm.scalar_first:
+            parts.append(np.roll(qj, -1))
+        else:
+            parts.append(qj)
     return np.concatenate(parts) if parts else np.zeros(0)

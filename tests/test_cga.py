@@ -486,3 +486,82 @@ def test_massless_subtree_gives_a_clear_error_not_nan():
         sd.forward_dynamics(model, [0.1, 0.2], [0.0, 0.0], [0.0, 0.0], algebra="cga")
     assert np.all(np.isfinite(sd.inverse_dynamics(model, [0.1, 0.2], [1, 2], [3, 4],
                                                   algebra="cga")))
+
+
+# -- the public API of the paper's objects: adjoint matrices, articulated and inverse inertia ------
+def _blade_map():
+    """P with Twist/Wrench coefficients = P @ the public 6-vector (gafro's signs)."""
+    from screwdyn.algebra.cga import _FROM_VECTOR
+
+    P = np.zeros((6, 6))
+    for row, (k, sign) in enumerate(_FROM_VECTOR):
+        P[row, k] = sign
+    return P
+
+
+def test_adjoint_matrices_are_pinocchios_action_matrices():
+    """Motor.adjoint/coadjoint are SE3.action/dualAction, Twist.ad/coad are Motion.action/
+    dualAction (crm and crf), in blade coordinates; batched, and Ad M V = M V ~M."""
+    pin = pytest.importorskip("pinocchio")
+    P = _blade_map()
+    rng = np.random.default_rng(7)
+    for _ in range(3):
+        T = pin.SE3.Random()
+        M = cga.Motor.from_matrix(T.homogeneous)
+        np.testing.assert_allclose(P.T @ M.adjoint() @ P, T.toActionMatrix(), atol=1e-14)
+        np.testing.assert_allclose(P.T @ M.coadjoint() @ P, T.toDualActionMatrix(), atol=1e-14)
+        v = rng.normal(size=6)
+        V = cga.Twist.from_vector(v)
+        np.testing.assert_allclose(P.T @ V.ad() @ P, pin.Motion(v).action, atol=1e-14)
+        np.testing.assert_allclose(P.T @ V.coad() @ P, pin.Motion(v).dualAction, atol=1e-14)
+    Ms = random_motor(rng, (4,))
+    Vs = cga.Twist(rng.normal(size=(4, 6)))
+    assert Ms.adjoint().shape == (4, 6, 6)
+    np.testing.assert_allclose(np.einsum("bij,bj->bi", Ms.adjoint(), Vs.coefficients),
+                               Ms.apply(Vs).coefficients, atol=1e-13)
+    W = cga.Wrench(rng.normal(size=6))  # the pairing: coad is -ad^T, Ad* is Ad^-T
+    np.testing.assert_allclose(Vs[0].coad(), -Vs[0].ad().T, atol=1e-15)
+    np.testing.assert_allclose(Ms[0].coadjoint(), np.linalg.inv(Ms[0].adjoint()).T, atol=1e-13)
+    assert W.shape == ()
+
+
+def test_articulated_inertia_is_pinocchios_and_transmits_no_force_along_the_axis():
+    """Leaf to root on a real UR5, the paper's articulated-body inertia, with this API only:
+    IA = I + sum M * Ia_child, Ia = IA.articulated(S); each Ia equals Pinocchio's (data.Yaba
+    after aba holds Ia for every joint but the first) and Ia[S] = 0."""
+    pin = pytest.importorskip("pinocchio")
+    from conftest import erd_urdf
+
+    P = _blade_map()
+    model = pin.buildModelFromUrdf(erd_urdf("ur_description/urdf/ur5_robot.urdf"))
+    data = model.createData()
+    q = pin.randomConfiguration(model)
+    pin.aba(model, data, q, np.zeros(model.nv), np.zeros(model.nv))
+    n = model.njoints - 1
+    IA = cga.InertiaTensor(P @ model.inertias[n].matrix() @ P.T)
+    for j in range(n, 1, -1):
+        S = cga.Twist.from_vector(np.asarray(data.joints[j].S).reshape(-1))
+        Ia = IA.articulated(S)
+        np.testing.assert_allclose(Ia.matrix(), data.Yaba[j], atol=1e-12)
+        assert np.abs(Ia(S).coefficients).max() < 1e-12
+        M = cga.Motor.from_matrix(data.liMi[j].homogeneous)
+        IA = cga.InertiaTensor(P @ model.inertias[j - 1].matrix() @ P.T) + M.apply(Ia)
+    two = IA.articulated([cga.Twist.from_vector(e) for e in np.eye(6)[[3, 4]]])  # two axes
+    assert np.abs(two(cga.Twist.from_vector(np.eye(6)[4])).coefficients).max() < 1e-12
+    with pytest.raises(ValueError, match="axis as a Twist"):
+        IA.articulated(cga.Wrench(np.zeros(6)))
+
+
+def test_inverse_inertia_map():
+    rng = np.random.default_rng(8)
+    I = cga.InertiaTensor.from_mass(rng.uniform(1, 3, 5), com=rng.normal(size=(5, 3)) * 0.1,
+                                    inertia=np.diag([0.02, 0.03, 0.04]))
+    W = cga.Wrench.from_vector(rng.normal(size=(5, 6)))
+    V = I.inverse()(W)
+    assert isinstance(V, cga.Twist) and V.shape == (5,)
+    np.testing.assert_allclose(I(V).coefficients, W.coefficients, atol=1e-12)
+    np.testing.assert_allclose(I.inverse().matrix(), np.linalg.inv(I.matrix()), atol=1e-10)
+    with pytest.raises(ValueError, match="singular"):
+        cga.InertiaTensor.from_mass(0.0).inverse()
+    with pytest.raises(ValueError, match="maps a Wrench to a Twist"):
+        I.inverse()(V)

@@ -16,7 +16,7 @@ PENDULUM = """<robot name="pendulum">
   <link name="tip"><inertial><origin xyz="0 0 -0.2"/><mass value="0.5"/>
     <inertia ixx="0.01" ixy="0" ixz="0" iyy="0.01" iyz="0" izz="0.001"/></inertial></link>
   <joint name="hinge" type="revolute"><parent link="base"/><child link="rod"/>
-    <axis xyz="1 0 0"/></joint>
+    <axis xyz="1 0 0"/><limit lower="-3" upper="3" effort="50" velocity="4"/></joint>
   <joint name="wrist" type="continuous"><parent link="rod"/><child link="tip"/>
     <origin xyz="0 0 -1"/><axis xyz="0 1 0"/></joint>
 </robot>"""

@@ -1,7 +1,7 @@
 """Modular composition (the branched-robot paper): assemblies against their flat model and against
-Pinocchio's appendModel, black boxes (measured, callable, parent), nesting, bad input."""
-import importlib.util
-import pathlib
+Pinocchio's appendModel, W_i per subsystem (in this process, in separate processes, in Ray),
+black boxes (measured, logged, callable, nested, parent), reconfiguration, splitting a model,
+bad input."""
 from dataclasses import replace
 
 import numpy as np
@@ -10,22 +10,15 @@ import pytest
 import screwdyn as sd
 from conftest import erd_urdf, random_state, random_tree
 from screwdyn.algebra import dualquat as dq
-from screwdyn.composition import Assembly, BlackBox, ConnectionState
+from screwdyn.composition import Assembly, BlackBox, ConnectionState, WrenchLog
 
-EXAMPLES = pathlib.Path(__file__).resolve().parents[1] / "examples"
+import branched_24dof as branched  # noqa: E402  (the examples, see conftest)
+import mobile_manipulator_30dof as mobile  # noqa: E402
+import reconfigurable_modules as modules  # noqa: E402
+from pinocchio_reference import PinocchioState, pinocchio_assembly  # noqa: E402
+
 G = 9.81
 NO_BASE = (0.0, (0.0, 0.0, 0.0), (0.0,) * 9)  # a Model.base_inertia: nothing welded to the base
-
-
-def _example(name):
-    spec = importlib.util.spec_from_file_location(name, EXAMPLES / f"{name}.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-branched = _example("branched_24dof")
-mobile = _example("mobile_manipulator_30dof")
 
 
 def _rel(a, b):
@@ -54,7 +47,7 @@ def test_24dof_robot_of_8_subsystems(robot24):
     assert robot24.joint_names == robot24.to_model().joint_names
 
 
-@pytest.mark.parametrize("algebra", ["dq", "spatial"])
+@pytest.mark.parametrize("algebra", ["dq", "spatial", "cga"])
 def test_24dof_assembly_equals_flat_model(robot24, algebra):
     flat = robot24.to_model()
     q, qd, qdd = _state(robot24, 0, batch=(2, 3))
@@ -69,48 +62,65 @@ def test_24dof_assembly_equals_flat_model(robot24, algebra):
     tau = robot24.inverse_dynamics(q, qd, qdd, f_ext=f_ext, gravity=gravity, algebra=algebra)
     assert tau.shape == (2, 3, 24)
     expected = sd.inverse_dynamics(flat, q, qd, qdd, f_ext=flat_f_ext, gravity=gravity)
-    assert _rel(tau, expected) < 1e-10
+    assert _rel(tau, expected) < 1e-12
 
 
 def test_24dof_matches_pinocchio_append_model(robot24):
     pin = pytest.importorskip("pinocchio")
     ur5 = erd_urdf("ur_description/urdf/ur5_robot.urdf")
-    reference = _pinocchio_assembly(pin, robot24, {"left_arm": ur5, "right_arm": ur5})
+    reference = pinocchio_assembly(pin, robot24, {"left_arm": ur5, "right_arm": ur5})
     _compare_with_pinocchio(pin, robot24, reference, seeds=range(3))
 
 
-def test_mobile_manipulator_of_3_subsystems(mobile_robot):
-    assert (mobile_robot.nv, len(mobile_robot.subsystems)) == (33, 3)
-    assert mobile_robot["payload"].black_box is not None
+def test_mobile_manipulator_is_30_dof_of_3_subsystems_and_matches_pinocchio(mobile_robot):
+    """The PR2 cut at its left shoulder, on a holonomic base; Pinocchio parses the same URDF text
+    and appends it to its own base (``mobile.PinocchioRobot``): inverse dynamics and the mass
+    matrix at random states."""
+    pytest.importorskip("pinocchio")
+    assert (mobile_robot.nv, len(mobile_robot.subsystems)) == (30, 3)
+    assert [s.model.nv for s in mobile_robot.subsystems] == [3, 14, 13]
+    twin = mobile.PinocchioRobot(mobile_robot, erd_urdf)
+    pin = twin.pin
+    for seed in range(2):
+        q, qd, qdd = random_state(mobile_robot.configuration_model, seed)
+        assert _rel(mobile_robot.inverse_dynamics(q, qd, qdd), twin.rnea(q, qd, qdd)) < 1e-12
+        M = pin.crba(twin.model, twin.data, twin.state.q(q))
+        M = (np.triu(M) + np.triu(M, 1).T)[np.ix_(twin.order, twin.order)]
+        assert _rel(mobile_robot.mass_matrix(q), M) < 1e-12
 
 
-def test_mobile_manipulator_without_payload_equals_flat_model(mobile_robot):
-    bare = _without_payload(mobile_robot)
-    flat = bare.to_model()
-    q, qd, qdd = random_state(flat, 1, batch=(4,))
-    assert _rel(bare.inverse_dynamics(q, qd, qdd), sd.inverse_dynamics(flat, q, qd, qdd)) < 1e-10
-    assert _rel(bare.mass_matrix(q), sd.mass_matrix(flat, q)) < 1e-10
+PAYLOAD = dict(mass=2.0, com=np.array([0.08, 0.0, 0.01]), inertia=np.diag([0.004, 0.006, 0.005]))
 
 
-def test_mobile_manipulator_with_black_box_payload_matches_pinocchio(mobile_robot):
-    """The payload is a black box to screwdyn (a callable wrench); Pinocchio gets its inertia,
-    appended to the gripper like a model without joints."""
+def payload_wrench(twist, twist_derivative):
+    """The wrench a rigid payload exerts on the frame holding it (the note's Newton-Euler wrench at
+    the centre of mass, zeta_c = II(xidot_c) + cross(xi_c, II(xi_c)), moved to the frame and
+    negated: the holder feels the reaction), from the frame's twist and twist derivative."""
+    x_c = dq.from_matrix(np.block([[np.eye(3), PAYLOAD["com"][:, None]], [np.zeros((1, 3)), 1]]))
+    xi_c = dq.Ad(dq.conj(x_c), dq.twist(twist))  # the payload's twist at its centre of mass
+    xidot_c = dq.Ad(dq.conj(x_c), dq.twist(twist_derivative))
+
+    def II(h):  # II(omega + eps v) = m v + eps I omega
+        return np.concatenate([PAYLOAD["mass"] * h[..., 3:], h[..., :3] @ PAYLOAD["inertia"]], -1)
+
+    return -dq.Ad(x_c, II(xidot_c) + dq.cross(xi_c, II(xi_c)))
+
+
+def test_callable_black_box_payload_matches_pinocchio():
+    """A payload in a UR5's gripper is a black box to screwdyn (a callable wrench, in dual
+    quaternions); Pinocchio gets its inertia, appended to the flange like a model without
+    joints."""
     pin = pytest.importorskip("pinocchio")
-    reference = _pinocchio_assembly(pin, _without_payload(mobile_robot),
-                                    {"pr2": erd_urdf("pr2_description/urdf/pr2.urdf")})
+    path = erd_urdf("ur_description/urdf/ur5_robot.urdf")
+    robot = Assembly(sd.load_urdf(path), name="arm")
+    robot.attach(BlackBox(payload_wrench, name="payload"), parent="arm", link="tool0")
+    bare = Assembly(robot["arm"].model, name="arm")
+    reference = pinocchio_assembly(pin, bare, {"arm": path})
     payload = pin.Model()
-    payload.inertias[0] = pin.Inertia(mobile.PAYLOAD["mass"], mobile.PAYLOAD["com"],
-                                      mobile.PAYLOAD["inertia"])
-    frame = reference.getFrameId("pr2/r_gripper_tool_frame", pin.BODY)
-    reference = pin.appendModel(reference, payload, frame, pin.SE3.Identity())
-    _compare_with_pinocchio(pin, mobile_robot, reference, seeds=range(3),
-                            flat=_without_payload(mobile_robot).to_model())
-
-
-def _without_payload(robot):
-    bare = Assembly(robot["base"].model, name="base")
-    bare.attach(robot["pr2"].model, parent="base", link="chassis", name="pr2")
-    return bare
+    payload.inertias[0] = pin.Inertia(PAYLOAD["mass"], PAYLOAD["com"], PAYLOAD["inertia"])
+    reference = pin.appendModel(reference, payload, reference.getFrameId("arm/tool0", pin.BODY),
+                                pin.SE3.Identity())
+    _compare_with_pinocchio(pin, robot, reference, seeds=range(3), flat=bare.to_model())
 
 
 # -- links welded to a subsystem's base ------------------------------------------------------------
@@ -140,7 +150,7 @@ def test_links_welded_to_a_subsystems_base_load_its_parent(algebra):
     arm, waist = robot["arm"].v_slice, robot["torso"].v_slice
     assert _rel(tau[..., arm], bare[..., arm]) < 1e-12
     assert np.abs(tau[..., waist] - bare[..., waist]).max(axis=0).min() > 0.1  # N m: it loads both
-    _compare_with_pinocchio(pin, robot, _pinocchio_assembly(pin, robot, {"arm": path}),
+    _compare_with_pinocchio(pin, robot, pinocchio_assembly(pin, robot, {"arm": path}),
                             seeds=range(3))
     # at rest, the arm's wrench on the chest is its weight, base_link included
     rest = np.zeros_like(qd)
@@ -268,8 +278,8 @@ def test_force_torque_sensor_reading_of_a_held_payload():
     # the payload's callable wrench (the mobile example's, in dual quaternions) in motion
     _, qd, qdd = random_state(ur5, 8)
     moving = Assembly(ur5)
-    moving.attach(BlackBox(mobile.payload_wrench, name="payload"), parent="ur5", link="tool0")
-    reference = sd.load_urdf(text.replace("</robot>", _payload_urdf(mobile.PAYLOAD)))
+    moving.attach(BlackBox(payload_wrench, name="payload"), parent="ur5", link="tool0")
+    reference = sd.load_urdf(text.replace("</robot>", _payload_urdf(PAYLOAD)))
     expected = sd.inverse_dynamics(reference, q, qd, qdd)
     assert _rel(moving.inverse_dynamics(q, qd, qdd), expected) < 1e-12
 
@@ -319,14 +329,6 @@ def test_floating_bases_and_links_welded_to_a_base(algebra):
     assert _rel(robot.forward_dynamics(q, qd, tau, algebra=algebra), qdd) < 1e-9
 
 
-def test_mass_matrix_columns_are_computed_without_gravity(robot24):
-    """Pitfall 2 of the note: Newton-Euler columns with gravity on would each carry g(q)."""
-    q, _, _ = _state(robot24, 6, batch=(2,))
-    M = robot24.mass_matrix(q)
-    assert _rel(M, sd.mass_matrix(robot24.to_model(), q)) < 1e-10
-    assert np.abs(sd.gravity_torques(robot24.to_model(), q)).max() > 1  # gravity would show
-
-
 def test_nested_assembly_is_its_subsystems_attached_one_by_one(robot24):
     direct = Assembly(branched.torso(), name="torso")
     for s in robot24.subsystems[1:]:
@@ -361,16 +363,6 @@ def test_connection_points_against_flat_kinematics(robot24):
         R = static[name].pose[:, :3, :3]
         np.testing.assert_allclose(static[name].wrench[:, :3],
                                    np.einsum("bji,j->bi", R, [0, 0, -mass * G]), atol=1e-9)
-
-
-def test_jit_equals_numpy(robot24):
-    jax = pytest.importorskip("jax")
-    jax.config.update("jax_enable_x64", True)
-    q, qd, qdd = _state(robot24, 9, batch=(3,))
-    expected = robot24.inverse_dynamics(q, qd, qdd)
-    traced = jax.jit(robot24.inverse_dynamics)(*map(jax.numpy.asarray, (q, qd, qdd)))
-    assert isinstance(traced, jax.Array)
-    assert _rel(np.asarray(traced), expected) < 1e-12
 
 
 def test_parent_given_as_the_model_attached():
@@ -420,8 +412,6 @@ def test_bad_attachments_name_the_subsystem_and_connection_point(robot24):
         robot.attach(arm, parent="tool", link="flange", name="arm2")
     with pytest.raises(sd.ModelError, match="black box"):
         robot.to_model()
-    with pytest.raises(sd.ModelError, match="black box"):
-        robot.mass_matrix(np.zeros(robot.nq))
 
 
 def test_black_box_wrench_of_the_wrong_shape():
@@ -441,71 +431,295 @@ def test_black_box_wrench_of_the_wrong_shape():
         robot.inverse_dynamics(q, qd, qdd, f_ext={"tool": np.zeros((1, 6))})
 
 
-# -- the Pinocchio reference: pinocchio.appendModel over the same subsystems -----------------------
-def _pinocchio_assembly(pin, robot, urdfs):
-    """``robot`` rebuilt with pinocchio.appendModel: each subsystem's model parsed by Pinocchio
-    from its URDF (``urdfs[name]``) or else converted from its screwdyn Model, names prefixed
-    ``name/``. Universe inertias are kept: appendModel adds the inertia of the links a part welds
-    to its base to the parent's body it is mounted on (the root's stays with the world)."""
-    model = pin.Model()
+# -- W_i: every subsystem on its own ---------------------------------------------------------------
+def _compose_in_public(robot, q, qd, qdd, algebra="dq"):
+    """Whole-body torques from every subsystem's W_i called on its own, in the public layout: the
+    two sweeps of the paper with only connection-point arrays passed between the calls."""
+    functions = {s.name: robot.function(s.name, algebra) for s in robot.models}
+    g = robot.connection_points(q, qd, qdd)[robot.subsystems[0].name].twist_derivative
+    passes, wrench, tau = {}, {}, {}
     for s in robot.subsystems:
-        part = pin.buildModelFromUrdf(urdfs[s.name]) if s.name in urdfs else _pinocchio_model(
-            pin, s.model)
-        for i in range(1, part.njoints):
-            part.names[i] = f"{s.name}/{part.names[i]}"
-        for i, frame in enumerate(part.frames):
-            frame.name = f"{s.name}/{frame.name}"
-            part.frames[i] = frame
-        frame = 0 if s.parent is None else model.getFrameId(f"{s.parent}/{s.link}", pin.BODY)
-        model = pin.appendModel(model, part, frame, pin.SE3(s.placement))
-    return model
+        twist, derivative = (None, g) if s.parent is None else passes[s.parent].motion[s.name]
+        passes[s.name] = functions[s.name].forward(q[..., s.q_slice], qd[..., s.v_slice],
+                                                   qdd[..., s.v_slice], twist, derivative)
+    children = robot.children()
+    for s in reversed(robot.subsystems):
+        tau[s.name], wrench[s.name] = functions[s.name].backward(
+            passes[s.name], {c.name: wrench[c.name] for c in children[s.name]})
+    return np.concatenate([tau[s.name] for s in robot.models], axis=-1), wrench
 
 
-def _pinocchio_model(pin, model):
-    """A screwdyn Model built in code, as a Pinocchio model (joints, inertias, link frames)."""
-    out, joints = pin.Model(), []
-    mass, com, inertia = model.base_inertia
-    out.inertias[0] = pin.Inertia(mass, np.array(com), np.reshape(inertia, (3, 3)))
-    for b in model.bodies:
-        kind = {"prismatic": pin.JointModelPrismaticUnaligned}.get(b.kind,
-                                                                   pin.JointModelRevoluteUnaligned)
-        joints.append(out.addJoint(0 if b.parent < 0 else joints[b.parent], kind(np.array(b.axis)),
-                                   pin.SE3(np.reshape(b.rotation, (3, 3)), np.array(b.translation)),
-                                   b.joint))
-        out.appendBodyToJoint(joints[-1], pin.Inertia(b.mass, np.array(b.com),
-                                                      np.reshape(b.inertia, (3, 3))),
-                              pin.SE3.Identity())
-    for link in model.links:
-        placement = pin.SE3(np.reshape(link.rotation, (3, 3)), np.array(link.translation))
-        out.addFrame(pin.Frame(link.name, 0 if link.body < 0 else joints[link.body], placement,
-                               pin.FrameType.BODY))
-    return out
+@pytest.mark.parametrize("algebra", ["dq", "spatial", "cga"])
+def test_whole_body_torques_are_the_subsystems_w_i_composed_bit_for_bit(robot24, algebra):
+    q, qd, qdd = _state(robot24, 20, batch=(7,))
+    tau, wrench = _compose_in_public(robot24, q, qd, qdd, algebra)
+    assert np.array_equal(tau, robot24.inverse_dynamics(q, qd, qdd, algebra=algebra))
+    states = robot24.connection_points(q, qd, qdd, algebra=algebra)
+    for name in ("left_gripper", "head/neck", "lidar"):
+        assert np.array_equal(wrench[name], states[name].wrench)
+    assert _rel(tau, sd.inverse_dynamics(robot24.to_model(), q, qd, qdd)) < 1e-12
 
 
+def test_w_i_of_one_subsystem_from_the_paper_inputs_only(robot24):
+    """The right UR5 alone: its joint state, the twist and twist derivative at its connection
+    point and the wrench of its successor (the gripper) give its torques and the wrench it
+    passes to the torso, as in the whole robot; it has no other input."""
+    q, qd, qdd = _state(robot24, 21, batch=(3,))
+    states = robot24.connection_points(q, qd, qdd)
+    arm = robot24["right_arm"]
+    W = robot24.function("right_arm")
+    assert [n for n, _, _ in W.successors] == ["right_gripper"]
+    tau, wrench = W(q[..., arm.q_slice], qd[..., arm.v_slice], qdd[..., arm.v_slice],
+                    states["right_arm"].twist, states["right_arm"].twist_derivative,
+                    {"right_gripper": states["right_gripper"].wrench})
+    assert _rel(tau, robot24.inverse_dynamics(q, qd, qdd)[..., arm.v_slice]) < 1e-13
+    assert _rel(wrench, states["right_arm"].wrench) < 1e-13
+    import pickle
+
+    assert pickle.loads(pickle.dumps(W)).successors == W.successors  # it can travel
+    with pytest.raises(ValueError, match="'right_arm'.*no wrench given for its successors "
+                                         r"\['right_gripper'\]"):
+        W(q[..., arm.q_slice], qd[..., arm.v_slice], qdd[..., arm.v_slice], None,
+          states["right_arm"].twist_derivative, {})
+    with pytest.raises(sd.ModelError, match="'right_gripper' is a black box: it has no W_i"):
+        boxed = robot24.replaced("right_gripper", BlackBox(np.zeros(6), name="tool"))
+        boxed.function("right_gripper")
+
+
+def test_every_subsystem_in_its_own_process_from_serialized_data_bit_for_bit(robot24):
+    """One spawned Python process per subsystem with a model, receiving only npz bytes of its
+    joint state and of the motion and wrenches at its connection points."""
+    from screwdyn.composition.distributed import DistributedAssembly
+
+    q, qd, qdd = _state(robot24, 22, batch=(20,))
+    with DistributedAssembly(robot24, "processes") as workers:
+        assert len(workers.engine.workers) == len(robot24.models) == 8
+        tau = workers.inverse_dynamics(q, qd, qdd)
+    assert np.array_equal(tau, robot24.inverse_dynamics(q, qd, qdd))
+
+
+@pytest.mark.slow  # starting Ray takes 15 to 40 s here
+def test_every_subsystem_as_a_ray_actor_bit_for_bit(robot24):
+    pytest.importorskip("ray")
+    from screwdyn.composition.distributed import DistributedAssembly
+
+    q, qd, qdd = _state(robot24, 23, batch=(20,))
+    with DistributedAssembly(robot24, "ray") as workers:
+        tau = workers.inverse_dynamics(q, qd, qdd)
+    assert np.array_equal(tau, robot24.inverse_dynamics(q, qd, qdd))
+
+
+# -- black boxes: nested, logged, measured independently -------------------------------------------
+def test_a_nested_assembly_replaced_by_one_black_box(robot24):
+    """The head (an assembly: neck and camera) becomes one black box at the neck's connection
+    point, fed the wrench the real head exerts there: the other 21 torques are exact."""
+    q, qd, qdd = _state(robot24, 24, batch=(4,))
+    wrench = robot24.connection_points(q, qd, qdd)["head/neck"].wrench
+    boxed = robot24.replaced("head", BlackBox(wrench, name="head"))
+    assert "head" in boxed.names and "head/neck" not in boxed.names and boxed.nv == 21
+    assert boxed["head"].parent == "torso" and "head" not in boxed.groups
+    kept = [branched.keep(robot24, boxed, x) for x in (q, qd, qdd)]
+    expected = branched.keep(robot24, boxed, robot24.inverse_dynamics(q, qd, qdd))
+    assert _rel(boxed.inverse_dynamics(*kept), expected) < 1e-12
+    assert "head" in robot24.groups and robot24.nv == 24  # the original is untouched
+
+
+@pytest.mark.parametrize("suffix", [".csv", ".npz"])
+def test_black_box_driven_by_a_force_torque_log_along_a_trajectory(robot24, tmp_path, suffix):
+    """The right gripper's wrench on the flange, logged along a trajectory (what a sensor there
+    would record) and saved as CSV or npz; the black box reads the log at the states' times."""
+    T = np.linspace(0.0, 1.0, 41)
+    q, qd, qdd = (np.sin(np.outer(T, np.arange(1, 25) * 0.7) + k) for k in range(3))
+    logged = robot24.connection_points(q, qd, qdd)["right_gripper"].wrench
+    path = tmp_path / f"flange_ft{suffix}"
+    WrenchLog(T, logged, name="flange F/T").save(path)
+    boxed = robot24.replaced("right_gripper", BlackBox(WrenchLog.load(path)))
+    kept = [branched.keep(robot24, boxed, x) for x in (q, qd, qdd)]
+    expected = branched.keep(robot24, boxed, robot24.inverse_dynamics(q, qd, qdd))
+    assert _rel(boxed.inverse_dynamics(*kept, time=T), expected) < 1e-12
+    between = boxed.inverse_dynamics(*(x[:2] for x in kept), time=[T[0], (T[0] + T[1]) / 2])
+    assert np.allclose(WrenchLog.load(path).at((T[0] + T[1]) / 2), (logged[0] + logged[1]) / 2)
+    assert between.shape == (2, 21)
+    with pytest.raises(ValueError, match=r"black box 'right_gripper' at connection point "
+                                         r"'right_arm'/'tool0'.*covers t = 0 to 1 s.*to 1\.5 s"):
+        boxed.inverse_dynamics(*kept, time=T * 1.5)  # the log is shorter than the trajectory
+    with pytest.raises(ValueError, match="'right_gripper'.*pass the times of the states"):
+        boxed.inverse_dynamics(*kept)
+
+
+def test_wrench_logs_reject_bad_files(tmp_path):
+    bad = tmp_path / "bad.csv"
+    bad.write_text("t,fx,fy,fz\n0,1,2,3\n")
+    with pytest.raises(ValueError, match="header must name the columns t, fx, fy, fz, tx"):
+        WrenchLog.load(bad)
+    with pytest.raises(ValueError, match="times must increase strictly; sample 2"):
+        WrenchLog([0.0, 1.0, 1.0], np.zeros((3, 6)))
+    with pytest.raises(ValueError, match=r"sample 1 \(t = 1.0\) is not finite"):
+        WrenchLog([0.0, 1.0], [[0.0] * 6, [np.nan] + [0.0] * 5])
+    with pytest.raises(ValueError, match=r"wrenches must have shape \(2, 6\)"):
+        WrenchLog([0.0, 1.0], np.zeros((2, 3)))
+
+
+def test_black_box_fed_by_an_independent_measurement(robot24):
+    """The right gripper's wrench is measured in a separate simulation of the hidden subsystem
+    alone: Pinocchio's RNEA of the gripper on a free-flying base that moves as the flange does
+    (the flange's pose, twist and acceleration taken from Pinocchio's model of the whole
+    robot). Nothing of screwdyn's gripper model enters; the other 21 torques equal Pinocchio's
+    whole-robot RNEA."""
+    pin = pytest.importorskip("pinocchio")
+    from pinocchio_reference import pinocchio_model
+
+    ur5 = erd_urdf("ur_description/urdf/ur5_robot.urdf")
+    whole = pinocchio_assembly(pin, robot24, {"left_arm": ur5, "right_arm": ur5})
+    data, state = whole.createData(), PinocchioState(pin, whole, robot24.to_model())
+    hidden = pin.Model()
+    flyer = hidden.addJoint(0, pin.JointModelFreeFlyer(), pin.SE3.Identity(), "flyer")
+    hidden.addFrame(pin.Frame("point", flyer, pin.SE3.Identity(), pin.FrameType.BODY))
+    hidden = pin.appendModel(hidden, pinocchio_model(pin, robot24["right_gripper"].model),
+                             hidden.getFrameId("point"), pin.SE3.Identity())
+    hidden_data = hidden.createData()
+    s = robot24["right_gripper"]
+    point = whole.addFrame(pin.Frame("right_gripper_point", whole.frames[whole.getFrameId(
+        "right_arm/tool0")].parentJoint, whole.frames[whole.getFrameId(
+            "right_arm/tool0")].placement * pin.SE3(s.placement), pin.FrameType.OP_FRAME))
+    data = whole.createData()
+    boxes, expected, kept_states = [], [], []
+    for seed in range(3):
+        q, qd, qdd = _state(robot24, 30 + seed)
+        qp, vp, ap = state.q(q), state.v(qd), state.v(qdd)
+        tau = pin.rnea(whole, data, qp, vp, ap)[state.order]
+        pin.forwardKinematics(whole, data, qp, vp, ap)
+        pin.updateFramePlacements(whole, data)
+        pose = data.oMf[point]
+        v = pin.getFrameVelocity(whole, data, point, pin.LOCAL).vector
+        a = pin.getFrameAcceleration(whole, data, point, pin.LOCAL).vector
+        g_q = np.concatenate([pose.translation, pin.Quaternion(pose.rotation).coeffs(),
+                              q[s.q_slice]])  # the gripper's own joints follow their state
+        measured = -pin.rnea(hidden, hidden_data, g_q, np.concatenate([v, qd[s.v_slice]]),
+                             np.concatenate([a, qdd[s.v_slice]]))[:6]
+        boxes.append(measured)
+        expected.append(tau)
+        kept_states.append((q, qd, qdd))
+    boxed = robot24.replaced("right_gripper", BlackBox(np.array(boxes)))
+    q, qd, qdd = (np.array(x) for x in zip(*kept_states))
+    kept = [branched.keep(robot24, boxed, x) for x in (q, qd, qdd)]
+    assert _rel(boxed.inverse_dynamics(*kept), branched.keep(robot24, boxed,
+                                                             np.array(expected))) < 1e-12
+
+
+# -- reconfiguration ----------------------------------------------------------------------------------
+def _fingerprint(robot):
+    """Everything that defines an assembly's structure."""
+    return (robot.name, robot.nq, robot.nv, robot.version,
+            [(s.name, s.parent, s.link, s.q_slice, s.v_slice, s.body, s.mount, id(s.item))
+             for s in robot.subsystems], robot.groups, {n: [c.name for c in cs]
+                                                       for n, cs in robot.children().items()})
+
+
+def test_attach_touches_no_other_subsystem():
+    """Attaching a module adds its record and leaves every other record as it was (the same
+    objects): its cost is the module's, whatever the robot's size."""
+    robot = modules.chain(50)
+    before = {s.name: s for s in robot.subsystems}
+    new = robot.attach(modules.MODULE, parent="m49", link="tip", name="extra")
+    assert all(robot[name] is record for name, record in before.items())
+    assert (new.q_slice, new.v_slice) == (slice(100, 102), slice(100, 102))
+    assert modules.agreement(robot) < 1e-12
+    calls = modules.attach_calls((10, 200))  # Python calls made by one attach: no loop over
+    assert calls[10] == calls[200] < 100  # the robot's modules
+
+
+def test_detach_reattach_and_replace_on_a_built_robot():
+    for what, difference in modules.reconfigure():
+        assert difference < 1e-12, what
+    robot = modules.chain(6)
+    tail = robot.detach("m3")  # m3, m4, m5
+    assert robot.names == ("m0", "m1", "m2") and tail.names == ("m3", "m4", "m5")
+    assert tail["m3"].parent is None and tail.nv == 6
+    robot.attach(tail, parent="m0", link="tip", name="arm")  # a branch of three, now a group
+    assert robot.groups["arm"] == ("arm/m3", "arm/m4", "arm/m5")
+    assert modules.agreement(robot) < 1e-12
+    stiff = replace(modules.MODULE, bodies=tuple(replace(b, armature=0.1)
+                                                 for b in modules.MODULE.bodies), _hash_cache=[])
+    first = robot["m2"]
+    robot.replace("arm/m4", stiff)  # in place; arm/m5 stays attached to its tip
+    assert robot["arm/m5"].parent == "arm/m4" and robot["m2"] is first
+    assert robot.groups["arm"] == ("arm/m3", "arm/m4", "arm/m5")
+    assert modules.agreement(robot) < 1e-12
+    assert robot.to_model().armature.tolist().count(0.1) == 2
+
+
+def test_bad_reconfigurations_name_the_subsystem_and_change_nothing(robot24):
+    robot = robot24.copy()
+    unchanged = _fingerprint(robot)
+    robot.attach(branched.camera(), parent="torso", link="chest", name="rig/camera")
+    unchanged = _fingerprint(robot)
+    nested = Assembly(branched.neck(), name="neck")  # its second subsystem's name is taken
+    nested.attach(branched.camera(), parent="neck", link="head", name="camera")
+    bad = [
+        (lambda: robot.detach("torso"), r"cannot detach 'torso': it is the root"),
+        (lambda: robot.detach("elbow"), r"no subsystem or group named 'elbow'"),
+        (lambda: robot.attach(branched.lidar(), parent="torso", link="knee", name="lidar2"),
+         r"'lidar2' at connection point 'torso'/'knee'.*no link 'knee'"),
+        (lambda: robot.attach(branched.lidar(), parent="lidar", link="rotor", name="lidar"),
+         r"'lidar' at connection point 'lidar'/'rotor': a subsystem attached to itself is a "
+         r"cycle"),
+        (lambda: robot.attach(robot, parent="torso", link="chest", name="again"), "cycle"),
+        (lambda: robot.attach(branched.lidar(), parent="torso", link="chest", name="head"),
+         r"'head' is already attached"),  # a group's name
+        (lambda: robot.attach(nested, parent="torso", link="chest", name="rig"),
+         r"'rig/camera' at connection point 'rig/neck'/'head': a subsystem named 'rig/camera' "
+         r"is already attached"),
+        (lambda: robot.attach(BlackBox(np.full(6, np.nan)), parent="lidar", link="rotor",
+                              name="sensor"),
+         r"'sensor' at connection point 'lidar'/'rotor': black box wrench is not finite"),
+        (lambda: robot.attach(BlackBox(np.zeros((4, 5))), parent="lidar", link="rotor",
+                              name="sensor"),
+         r"'sensor'.*black box wrench must have shape \(\.\.\., 6\)"),
+        (lambda: robot.replace("right_arm", BlackBox(np.zeros(6), name="arm")),
+         r"'right_gripper' at connection point 'right_arm'/'tool0': black box 'right_arm' has "
+         r"no connection point 'tool0'"),
+        (lambda: robot.replace("right_arm", branched.lidar()),
+         r"'right_gripper' at connection point 'right_arm'/'tool0': the replacement of "
+         r"'right_arm' \(model 'lidar'\) has no link 'tool0'"),
+    ]
+    for change, message in bad:
+        with pytest.raises(sd.ModelError, match=message):
+            change()
+        assert _fingerprint(robot) == unchanged, message
+
+
+# -- a flat model cut into subsystems ----------------------------------------------------------------
+def test_split_model_is_the_model():
+    model = random_tree(5, 9, floating_base=True)
+    robot = Assembly.split(model, {"arm": "j0", "hand": "j5"}, name="body")
+    assert robot["hand"].parent == "arm" and robot["arm"].parent == "body"
+    assert sorted(robot.configuration_model.link_names) == sorted(
+        f"{s.name}/{link}" for s in robot.subsystems for link in s.model.link_names)
+    order = [model.joint_names.index(j.split("/", 1)[1]) for j in robot.joint_names]
+    qi, vi = (np.concatenate([np.arange(model_slices[i].start, model_slices[i].stop)
+                              for i in order]) for model_slices in (model.q_slices,
+                                                                    model.v_slices))
+    q, qd, qdd = random_state(model, 3, batch=(4,))
+    tau = sd.inverse_dynamics(model, q, qd, qdd)
+    assert _rel(robot.inverse_dynamics(q[..., qi], qd[..., vi], qdd[..., vi]), tau[..., vi]) \
+        < 1e-12
+    with pytest.raises(sd.ModelError, match="subsystem 'x': model 'random5' has no moving joint "
+                                            "'elbow'"):
+        Assembly.split(model, {"x": "elbow"})
+
+
+# -- the Pinocchio reference: pinocchio.appendModel over the same subsystems -----------------------
 def _compare_with_pinocchio(pin, robot, reference, seeds, flat=None):
+    """Inverse dynamics (and, without black boxes, the mass matrix) against Pinocchio's."""
     flat = flat or robot.to_model()
     data = reference.createData()
+    state = PinocchioState(pin, reference, flat)
     for seed in seeds:
         q, qd, qdd = random_state(flat, seed)
-        qp, vp, ap, order = _pinocchio_state(pin, reference, flat, q, qd, qdd)
-        tau = pin.rnea(reference, data, qp, vp, ap)[order]
-        assert _rel(robot.inverse_dynamics(q, qd, qdd), tau) < 1e-9
+        tau = pin.rnea(reference, data, state.q(q), state.v(qd), state.v(qdd))[state.order]
+        assert _rel(robot.inverse_dynamics(q, qd, qdd), tau) < 1e-12
         if not any(s.black_box for s in robot.subsystems):
-            M = pin.crba(reference, data, qp)
+            M = pin.crba(reference, data, state.q(q))
             M = np.triu(M) + np.triu(M, 1).T
-            assert _rel(robot.mass_matrix(q), M[np.ix_(order, order)]) < 1e-9
-
-
-def _pinocchio_state(pin, reference, flat, q, qd, qdd):
-    """Pinocchio's q, v, a of a screwdyn state, joints matched by name (continuous joints take
-    cos, sin in Pinocchio), and the Pinocchio index of each screwdyn velocity."""
-    qp, vp, ap = pin.neutral(reference), np.zeros(reference.nv), np.zeros(reference.nv)
-    order = np.zeros(flat.nv, dtype=int)
-    for b, qs, vs in zip(flat.bodies, flat.q_slices, flat.v_slices):
-        joint = reference.joints[reference.getJointId(b.joint)]
-        angle = joint.nq == 2 and b.nq == 1
-        qp[joint.idx_q:joint.idx_q + joint.nq] = [np.cos(q[qs][0]), np.sin(q[qs][0])] if angle \
-            else q[qs]
-        order[vs] = np.arange(joint.idx_v, joint.idx_v + joint.nv)
-        vp[order[vs]], ap[order[vs]] = qd[vs], qdd[vs]
-    return qp, vp, ap, order
+            assert _rel(robot.mass_matrix(q), M[np.ix_(state.order, state.order)]) < 1e-12

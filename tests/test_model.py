@@ -23,7 +23,7 @@ def test_names_sizes_and_layout():
     assert (model.nq, model.nv, model.nbodies, model.nlinks) == (2, 2, 2, 4)
     assert model.joint_names == ("shoulder", "slide")
     assert model.link_names == ("base", "upper", "sensor", "slider")
-    assert model.bodies[1].axis == (0.0, 0.0, 1.0)  # normalised
+    assert model.bodies[1].joint_model.axis == (0.0, 0.0, 1.0)  # normalised
     assert model.bodies[0].mass == pytest.approx(1.5)  # the sensor is merged into "upper"
     floating = arm(floating_base=True)
     assert floating.joint_names[0] == "root_joint" and floating.has_floating_base
@@ -88,8 +88,8 @@ def test_builder_rejects_bad_arguments():
         b.add_link("c", inertia=[[1, 2, 0], [0, 1, 0], [0, 0, 1]])
     with pytest.raises(sd.ModelError, match="not a rotation matrix"):
         b.add_link("d", inertia=np.eye(3), inertia_rotation=np.eye(3) * 2)
-    with pytest.raises(sd.ModelError, match="unknown joint type 'ball'"):
-        b.add_joint("j", "ball", "a", "a")
+    with pytest.raises(sd.ModelError, match="unknown joint type 'universal'"):
+        b.add_joint("j", "universal", "a", "a")
     with pytest.raises(sd.ModelError, match="centre of mass must have shape"):
         b.add_link("e", com=(0, 0))
     with pytest.raises(sd.ModelError, match="negative armature"):

@@ -202,6 +202,50 @@ def test_nan_and_inf_make_the_same_pattern_as_the_numpy_path(tree):
         assert np.isfinite(got[5]).all(), name  # the clean state is untouched
 
 
+def test_a_non_finite_input_never_gives_a_finite_result():
+    """A NaN or inf in a state's inputs makes every finite output of that state NaN, on every
+    path. The Panda's first axis is vertical: at rest its gravity torques never meet sin(q0) and
+    cos(q0) (products with the model's exact zeros are left out), so a NaN q0 gave finite
+    torques before the rule (``execution.call.propagate_non_finite``)."""
+    panda = sd.robots.load("panda")
+    q = np.stack([sd.random_configuration(panda, seed) for seed in range(4)])
+    zero = np.zeros((4, panda.nv))
+    clean = sd.inverse_dynamics(panda, q[:1], zero[:1], zero[:1])
+    assert np.isfinite(clean).all()
+    q[1, 0], q[2, 0] = np.nan, np.inf
+    qd = zero.copy()
+    qd[3, 0] = np.nan  # joint 0's rate: it meets only exact zeros at rest too
+    ID = sd.compile(panda, "inverse_dynamics")
+    for native in (True, False):
+        previous = plan.use_native(native)
+        try:
+            results = dict(_calls(panda), compiled=lambda q, qd, u, a: ID(q, qd, u),
+                           derivatives=lambda q, qd, u, a: sd.dynamics_derivatives(
+                               panda, q, qd, qdd=u).dq)
+            for name, f in results.items():
+                if name in ("forward_kinematics", "jacobian", "jacobian_local",
+                            "center_of_mass", "mass_matrix", "gravity_torques",
+                            "potential_energy"):
+                    bad = (1, 2)  # functions of q alone
+                else:
+                    bad = (1, 2, 3)
+                with np.errstate(all="ignore"):
+                    out = np.asarray(f(q, qd, zero, "spatial"))
+                for state in range(4):
+                    assert np.isnan(out[state]).all() == (state in bad), (name, native, state)
+                np.testing.assert_allclose(out[0], np.asarray(f(q[:1], zero[:1], zero[:1],
+                                                                "spatial"))[0], rtol=1e-13,
+                                           atol=1e-13, err_msg=name)
+        finally:
+            plan.use_native(previous)
+    import jax.numpy as jnp
+
+    with np.errstate(all="ignore"):
+        tau = np.asarray(sd.inverse_dynamics(panda, jnp.asarray(q), jnp.asarray(qd),
+                                             jnp.asarray(zero)))
+    assert np.isnan(tau[1:]).all() and np.isfinite(tau[0]).all()
+
+
 # -- bad input through the fast entry -----------------------------------------------------------
 def test_wrong_inputs_get_the_public_value_errors(tree):
     q, qd, u = random_state(tree, 8, batch=(4,))

@@ -54,7 +54,7 @@ def test_dh_robots_carry_their_table():
     for name, prismatic in (("puma560", ()), ("stanford", (2,))):
         model = robots.load(name)
         assert model.dh_convention == "standard" and len(model.dh) == 6
-        assert [i for i, b in enumerate(model.bodies) if b.kind == "prismatic"] == list(prismatic)
+        assert [i for i, b in enumerate(model.bodies) if b.joint_model.type_name == "prismatic"] == list(prismatic)
         assert np.all(model.armature > 0) and np.all(model.damping == 0)
     for name in ("panda", "ur5", "dual_arm"):
         assert robots.load(name).dh == ()

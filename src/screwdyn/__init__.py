@@ -3,7 +3,7 @@ dual quaternions, batched over states, on numpy or JAX."""
 from ._backend import Float32Warning
 from .algebra import cga_types as cga
 from .algebra import dualquat as dq
-from .composition import Assembly, BlackBox, ConnectionState
+from .composition import Assembly, BlackBox, ConnectionState, WrenchLog
 from .compiled import compile  # noqa: A004  (sd.compile: a jitted function bound to a model)
 from .derivatives import dynamics_derivatives
 from .dynamics import (bias_forces, center_of_mass, coriolis_matrix, forward_dynamics,
@@ -11,11 +11,13 @@ from .dynamics import (bias_forces, center_of_mass, coriolis_matrix, forward_dyn
                        kinetic_energy, mass_matrix, plan, potential_energy)
 from . import execution  # noqa: E402  (sd.execution.use_native, set_directory)
 from .errors import InertiaWarning, ModelError
-from .model import (DHLink, Model, ModelBuilder, from_dh, load_dh_table, load_urdf, robots,
-                    save_dh_table)
+from .model import (DHLink, Model, ModelBuilder, from_dh, from_mujoco, joints, load_dh_table,
+                    load_mjcf, load_urdf, robots, save_dh_table)
+from .model.configuration import difference
 from .model.model import random_configuration
 from .simulate import SimulationError, Trajectory, integrate, simulate
 from . import controllers, plot  # noqa: E402  (plot imports matplotlib only when drawing)
+from .viewer import view  # viser and trimesh are imported only when a view opens
 
 __version__ = "0.1.0"
 
@@ -25,5 +27,6 @@ __all__ = [
     "inverse_dynamics", "jacobian", "kinetic_energy", "load_urdf", "mass_matrix",
     "potential_energy", "random_configuration", "robots", "from_dh", "load_dh_table",
     "save_dh_table", "simulate", "Trajectory", "SimulationError", "integrate", "controllers",
-    "plot", "compile", "dynamics_derivatives", "plan", "execution",
+    "plot", "compile", "dynamics_derivatives", "load_mjcf", "from_mujoco", "joints", "difference",
+    "view", "WrenchLog", "plan", "execution",
 ]

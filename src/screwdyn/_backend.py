@@ -95,6 +95,21 @@ def broadcast_batch(arrays_and_cores):
         raise ValueError(f"batch shapes do not broadcast ({detail})") from None
 
 
+def jax_float64():
+    """A context in which JAX computes in float64, without changing the user's global setting
+    (``jax.enable_x64``; a no-op when x64 is on already)."""
+    import contextlib
+
+    import jax
+
+    if getattr(jax.config, "jax_enable_x64", False):
+        return contextlib.nullcontext()
+    manager = getattr(jax, "enable_x64", None)
+    if manager is None:  # older JAX
+        from jax.experimental import enable_x64 as manager
+    return manager(True)
+
+
 _allocator = []
 
 

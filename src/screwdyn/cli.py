@@ -4,6 +4,7 @@
     screwdyn dynamics MODEL --q 0 0.5 -1 ... [--qd ...] [--qdd ...] [--algebra cga] [--json]
     screwdyn demo
     screwdyn simulate MODEL --duration 5 --dt 1e-3 --controller gravity --out traj.npz
+    screwdyn view MODEL [--trajectory traj.npz]
 
 MODEL is a bundled robot name (``screwdyn info --list``), a URDF file or a DH table (.csv).
 Errors print one line and exit with status 2.
@@ -23,7 +24,8 @@ from .errors import InertiaWarning, ModelError
 
 
 def resolve_model(spec, floating_base=False):
-    """A Model from a bundled robot name, a URDF path (or XML string) or a DH table file."""
+    """A Model from a bundled robot name, a URDF or MJCF path (or URDF XML text) or a DH table
+    file; an MJCF file is one whose root element is <mujoco> (loaded through MuJoCo)."""
     from .model import load_urdf
     from .model import robots
 
@@ -35,10 +37,28 @@ def resolve_model(spec, floating_base=False):
         from .model.dh import load_dh_table
 
         return load_dh_table(spec)
+    if os.path.isfile(spec) and _root_tag(spec) == "mujoco":
+        from .model import load_mjcf
+
+        if floating_base:
+            raise ModelError("--floating-base applies to URDF files: an MJCF file declares its "
+                             "own free joints")
+        return load_mjcf(spec)
     if os.path.exists(spec) or spec.lstrip().startswith("<"):
         return load_urdf(spec, floating_base=floating_base)
     raise ModelError(f"{spec!r} is neither a bundled robot ({', '.join(robots.names())}) "
                      "nor an existing URDF or DH table (.csv) file")
+
+
+def _root_tag(path):
+    """The name of the first element of an XML file (reads its first 4 KiB), or ''."""
+    import re
+
+    with open(path, "rb") as f:
+        head = f.read(4096).decode("utf-8", "replace")
+    head = re.sub(r"<\?.*?\?>|<!--.*?-->|<!DOCTYPE[^>]*>", "", head, flags=re.S)
+    match = re.search(r"<\s*([\w:.-]+)", head)
+    return match.group(1) if match else ""
 
 
 def available_algebras():
@@ -110,11 +130,9 @@ def cmd_dynamics(args):
 
 
 def _dof_names(model):
-    names = []
-    for b in model.bodies:
-        names += ([f"{b.joint}.{c}" for c in ("vx", "vy", "vz", "wx", "wy", "wz")]
-                  if b.kind == "free" else [b.joint])
-    return names
+    from .simulate import coordinate_names
+
+    return coordinate_names(model)[1]
 
 
 # -- demo -------------------------------------------------------------------------------
@@ -190,6 +208,9 @@ def build_parser():
         pass
     else:
         cli_simulate.add_parser(sub)
+    from . import cli_view
+
+    cli_view.add_parser(sub)
     return parser
 
 
@@ -208,7 +229,7 @@ def main(argv=None):
     except BrokenPipeError:  # the reader went away (screwdyn info x | head): nothing to say
         sys.stdout = open(os.devnull, "w")
         return 0
-    except (ModelError, ValueError, OSError) as e:
+    except (ModelError, ValueError, OSError, ImportError) as e:  # ImportError: an extra missing
         first = str(e).splitlines()[0] if str(e) else type(e).__name__
         print(f"screwdyn: error: {first}", file=sys.stderr)
         return 2

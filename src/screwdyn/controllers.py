@@ -87,28 +87,29 @@ class Identity:
 
 
 def actuated(model, tau):
-    """tau with the entries of free joints (a floating base) set to zero."""
-    if not any(b.kind == "free" for b in model.bodies):
+    """tau with the entries of floating joints (a floating base) set to zero."""
+    if not any(b.joint_model.floating for b in model.active_bodies):
         return tau
     xp = _backend.namespace(tau)
-    parts = [0 * tau[..., s] if b.kind == "free" else tau[..., s]
-             for b, s in zip(model.bodies, model.v_slices)]
+    parts = [0 * tau[..., s] if b.joint_model.floating else tau[..., s]
+             for b, s in zip(model.active_bodies, model.v_slices)]
     return xp.concatenate(parts, axis=-1)
 
 
 def joint_error(model, q_ref, q):
-    """q_ref - q as a velocity-sized vector (..., nv); zero on free joints (whose configuration
-    is not a vector: use ``pinocchio.difference`` style errors for a base if you actuate one)."""
-    if model.nq == model.nv:
+    """q_ref (-) q as a velocity-sized vector (..., nv): each joint's own difference on its
+    manifold (``screwdyn.model.configuration.difference``), zero on floating joints (an
+    unactuated base)."""
+    if all(b.joint_model.euclidean for b in model.active_bodies):
         return q_ref - q
     xp = _backend.namespace(q_ref, q)
+    shape = np.broadcast_shapes(xp.shape(q_ref)[:-1], xp.shape(q)[:-1])
     parts = []
-    for b, qs, vs in zip(model.bodies, model.q_slices, model.v_slices):
-        diff = q_ref[..., qs] - q[..., qs]
-        parts.append(0 * diff[..., :6] if b.kind == "free" else diff)
-    return xp.concatenate([xp.broadcast_to(p, np.broadcast_shapes(xp.shape(q_ref)[:-1],
-                                                                  xp.shape(q)[:-1])
-                                           + p.shape[-1:]) for p in parts], axis=-1)
+    for b, qs in zip(model.active_bodies, model.q_slices):
+        diff = b.joint_model.difference(xp, q[..., qs], q_ref[..., qs])
+        diff = 0 * diff if b.joint_model.floating else diff
+        parts.append(xp.broadcast_to(diff, shape + diff.shape[-1:]))
+    return xp.concatenate(parts, axis=-1)
 
 
 class ZeroTorque(Controller):

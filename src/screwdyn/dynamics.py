@@ -15,8 +15,14 @@ order, the wrench [force; torque] that the environment applies to the link, expr
 link's frame, the torque taken about the link's origin (Pinocchio's local convention).
 
 Each kernel below takes a ``Call`` (the inputs in the internal layout: components first, one
-trailing batch axis; see ``screwdyn.execution.call``) and returns its result in that layout.
+trailing batch axis; see ``screwdyn.execution.call``) and returns its result in that layout. For
+a coupled model (mimic joints tied to their sources) the recursions run on the whole tree
+(``call.model``) and ``call.reduce`` brings their results back to the model's coordinates.
 """
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Optional, Union
+
 import numpy as np
 
 from .algorithms import aba as _aba
@@ -24,8 +30,14 @@ from .algorithms import crba as _crba
 from .algorithms import kinematics as _kin
 from .algorithms import rnea as _rnea
 from .execution import plan as _plan
-from .execution.call import GRAVITY  # noqa: F401  (re-exported: the default gravity)
+from .execution.native import TANGENT
 from .execution.plan import Function
+from .model.model import GRAVITY  # noqa: F401  (the default of Model.gravity)
+from .typing import AlgebraName, Array, ArrayLike
+
+if TYPE_CHECKING:
+    from .execution.plan import Plan
+    from .model import Model
 
 
 # -- kernels ----------------------------------------------------------------------------------
@@ -39,28 +51,39 @@ def _forward_kinematics(call):
 
 
 def _newton_euler(call, qd, qdd):
+    """RNEA (or the DH recursion, or the dual-quaternion Newton-Euler at the centres of mass)
+    on the call's tree: (tree nv, N)."""
     if call.alg is None:
         from .algorithms.newton_euler_dh import newton_euler_dh
 
         return newton_euler_dh(call, qd, qdd)
+    if call.algebra_name == "dq":  # the paper's Newton-Euler at the centres of mass
+        from .algorithms.dq_newton_euler import inverse_dynamics as newton_euler_com
+
+        return newton_euler_com(call.alg, call.model, call["q"], qd, qdd, call.gravity_twist(),
+                                call.body_wrenches())
     return _rnea.rnea(call.alg, call.model, call["q"], qd, qdd, call.gravity_twist(),
                       call.body_wrenches())
 
 
 def _inverse_dynamics(call):
-    return _newton_euler(call, call["qd"], call["qdd"])
+    return call.reduce(_newton_euler(call, call["qd"], call["qdd"]))
 
 
 def _bias_forces(call):
-    return _newton_euler(call, call["qd"], call.xp.zeros_like(call["qd"]))
+    return call.reduce(_newton_euler(call, call["qd"], call.xp.zeros_like(call["qd"])))
 
 
 def _gravity_torques(call):
     zero = call.xp.zeros((call.model.nv, call.N))
-    return _newton_euler(call, zero, zero)
+    return call.reduce(_newton_euler(call, zero, zero))
 
 
 def _forward_dynamics(call):
+    if call.coupling is not None:  # M qdd = tau - b in the model's (reduced) coordinates
+        b = call.reduce(_newton_euler(call, call["qd"], call.xp.zeros_like(call["qd"])))
+        M = call.reduce(_crba.crba(call.alg, call.model, call["q"]), axes=2)
+        return _solve(call.xp, M, call["tau"] - b)
     if call.alg is None:
         from .algorithms.newton_euler_dh import forward_dynamics_dh
 
@@ -69,18 +92,28 @@ def _forward_dynamics(call):
                     call.gravity_twist(), call.body_wrenches())
 
 
+def _solve(xp, M, rhs):
+    """x (n, N) with M x = rhs for M (n, n, N)."""
+    x = xp.linalg.solve(xp.moveaxis(M, -1, 0), xp.moveaxis(rhs, -1, 0)[..., None])[..., 0]
+    return xp.moveaxis(x, 0, -1)
+
+
+def _check_forward_dynamics(model):
+    _aba.check_defined(model.tree)
+
+
 def _mass_matrix(call):
     if call.alg is None:
         from .algorithms.newton_euler_dh import mass_matrix_dh
 
-        return mass_matrix_dh(call)
-    return _crba.crba(call.alg, call.model, call["q"])
+        return call.reduce(mass_matrix_dh(call), axes=2)
+    return call.reduce(_crba.crba(call.alg, call.model, call["q"]), axes=2)
 
 
 def _coriolis_matrix(call):
     from .algorithms.coriolis import coriolis
 
-    return coriolis(call.alg, call.model, call["q"], call["qd"])
+    return call.reduce(coriolis(call.alg, call.model, call["q"], call["qd"]), axes=2)
 
 
 def _kinetic_energy(call):
@@ -92,7 +125,7 @@ def _kinetic_energy(call):
 def _potential_energy(call):
     from .algorithms.energy import center_of_mass_moment
 
-    g = call.arrays.get("gravity", np.array(GRAVITY)[:, None])
+    g = call.arrays.get("gravity", np.array(call.model.gravity)[:, None])
     return -(g * center_of_mass_moment(call.alg, call.model, call["q"])).sum(axis=0)
 
 
@@ -105,7 +138,8 @@ def _center_of_mass(call):
 def _jacobian(call, link, frame):
     from .algorithms.jacobian import link_jacobian
 
-    return link_jacobian(call.alg, call.model, call["q"], link, frame)
+    J = link_jacobian(call.alg, call.model, call["q"], link, frame)  # (6, tree nv, N)
+    return call.xp.moveaxis(call.reduce(call.xp.moveaxis(J, 1, 0)), 0, 1)
 
 
 def _nv(model):
@@ -128,7 +162,7 @@ FUNCTIONS = {f.name: f for f in (
     Function("gravity_torques", _gravity_torques, ("q",), _nv, ("gravity",), entries=True,
              bytes_per_body=256),
     Function("forward_dynamics", _forward_dynamics, ("q", "qd", "tau"), _nv, _EXTERNAL,
-             entries=True, check=_aba.check_defined, bytes_per_body=512),
+             entries=True, check=_check_forward_dynamics, bytes_per_body=512),
     Function("mass_matrix", _mass_matrix, ("q",), _nv_nv, entries=True, many_outputs=True,
              bytes_per_body=384),
     Function("coriolis_matrix", _coriolis_matrix, ("q", "qd"), _nv_nv, many_outputs=True),
@@ -136,88 +170,290 @@ FUNCTIONS = {f.name: f for f in (
     Function("potential_energy", _potential_energy, ("q",), lambda m: (), ("gravity",)),
     Function("center_of_mass", _center_of_mass, ("q",), lambda m: (3,)),
     Function("jacobian", _jacobian, ("q",), lambda m, link, frame: (6, m.nv)),
-    # d tau / d(q, qd, qdd): (nv, nq + 2 nv), native only (screwdyn.derivatives)
+    # d tau / d(q (+) e, qd, qdd) at e = 0: (nv, 3 nv), the derivative in q's tangent space;
+    # native only (screwdyn.derivatives)
     Function("inverse_dynamics_derivatives", _inverse_dynamics, ("q", "qd", "qdd"),
-             lambda m: (m.nv, m.nq + 2 * m.nv), ("gravity",), entries=True,
-             jacobian=("q", "qd", "qdd")),
+             lambda m: (m.nv, 3 * m.nv), ("gravity",), entries=True,
+             jacobian=(TANGENT, "qd", "qdd")),
 )}
 _FK, _ID, _BIAS, _GRAV, _FD, _M, _C, _T, _V, _COM, _J, _DID = FUNCTIONS.values()
 
 
+def _kinematic_algebra(algebra):
+    """Kinematic quantities of algebra="vector" (DH frames, which are the model's link frames)
+    are composed in the spatial algebra, as ``forward_kinematics`` does."""
+    return "spatial" if algebra == "vector" else algebra
+
+
 # -- the public functions ---------------------------------------------------------------------
-def forward_kinematics(model, q, algebra="spatial"):
-    """World poses of every link, (..., nlinks, 4, 4), in ``model.link_names`` order (composed
-    as the algebra's poses: rotation matrices, motors or unit dual quaternions)."""
-    if algebra == "vector":
-        algebra = "spatial"  # DH frames are the model's link frames: one composition of poses
-    return _plan.run(_FK, model, algebra, (q,))
+def forward_kinematics(model: Model, q: ArrayLike, algebra: AlgebraName = "spatial") -> Array:
+    """World poses of every link, in ``model.link_names`` order.
+
+    Composed as the algebra's poses (rotation matrices, motors or unit dual quaternions) and
+    returned as homogeneous matrices.
+
+    Args:
+        model: the robot.
+        q: configuration (..., nq): joint angles (rad) and displacements (m); a free joint takes
+            (x, y, z, qx, qy, qz, qw) (Pinocchio's layout).
+        algebra: ``"spatial"`` (default), ``"cga"``, ``"dq"`` (``"vector"``: as ``"spatial"``).
+
+    Returns:
+        (..., nlinks, 4, 4): T such that p_world = T[l] @ p_link for a point given in link l's
+        frame (metres).
+
+    Example:
+        ```python
+        import screwdyn as sd
+
+        panda = sd.robots.load("panda")
+        T = sd.forward_kinematics(panda, panda.neutral)
+        print(T[panda.link_index("panda_hand"), :3, 3])   # the hand's origin in the world, m
+        ```
+    """
+    return _plan.run(_FK, model, _kinematic_algebra(algebra), (q,))
 
 
-def inverse_dynamics(model, q, qd, qdd, f_ext=None, gravity=None, algebra="spatial"):
-    """Joint forces tau (..., nv) that produce accelerations qdd: M(q) qdd + b(q, qd) - J^T f_ext,
-    plus armature * qdd and damping * qd when the model has them (RNEA, O(n))."""
+def inverse_dynamics(model: Model, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike,
+                     f_ext: Optional[ArrayLike] = None, gravity: Optional[ArrayLike] = None,
+                     algebra: AlgebraName = "spatial") -> Array:
+    """Joint forces that produce the accelerations ``qdd``: the recursive Newton-Euler
+    algorithm, O(n).
+
+    tau = M(q) qdd + b(q, qd) - J(q)^T f_ext, plus the joints' own forces when the model has
+    them (armature * qdd, damping * qd, Coulomb friction).
+
+    Args:
+        model: the robot.
+        q: configuration (..., nq) (rad, m; a free joint: position and quaternion xyzw).
+        qd: joint velocities (..., nv) (rad/s, m/s; a free joint: linear and angular velocity of
+            the base in the base frame).
+        qdd: joint accelerations (..., nv) (rad/s^2, m/s^2).
+        f_ext: external wrenches (..., nlinks, 6), one per link in ``model.link_names`` order:
+            [force (N); torque (N m) about the link origin], in the link frame. Default none.
+        gravity: gravity (..., 3) in the world frame (m/s^2); default ``model.gravity``.
+        algebra: the algebra the recursion runs in: ``"spatial"`` (default), ``"cga"``,
+            ``"dq"``, or ``"vector"`` (Corke's DH recursion, for models made by ``from_dh``).
+
+    Returns:
+        tau (..., nv): joint torques (N m) and forces (N); the batch dimensions of the inputs,
+        broadcast. numpy in, numpy out; a JAX array in, a JAX array out.
+
+    Example:
+        ```python
+        import numpy as np
+        import screwdyn as sd
+
+        puma = sd.robots.load("puma560")
+        tau = sd.inverse_dynamics(puma, np.zeros(6), np.zeros(6), np.zeros(6))  # = gravity
+        taus = sd.inverse_dynamics(puma, np.random.default_rng(0).normal(size=(100, 6)),
+                                   np.zeros(6), np.zeros(6))                   # (100, 6)
+        ```
+    """
     return _plan.run(_ID, model, algebra, (q, qd, qdd), (f_ext, gravity))
 
 
-def forward_dynamics(model, q, qd, tau, f_ext=None, gravity=None, algebra="spatial"):
-    """Joint accelerations qdd (..., nv) under joint forces tau (articulated-body algorithm,
-    O(n); ``algebra="vector"`` solves M qdd = tau - b with the DH recursion instead)."""
+def forward_dynamics(model: Model, q: ArrayLike, qd: ArrayLike, tau: ArrayLike,
+                     f_ext: Optional[ArrayLike] = None, gravity: Optional[ArrayLike] = None,
+                     algebra: AlgebraName = "spatial") -> Array:
+    """Joint accelerations under the joint forces ``tau``: the articulated-body algorithm,
+    O(n).
+
+    Solves M(q) qdd = tau - b(q, qd) + J(q)^T f_ext (``algebra="vector"`` and coupled models
+    solve it with the mass matrix instead). ``ModelError`` when a moving subtree has no mass
+    (the mass matrix is singular).
+
+    Args:
+        model: the robot.
+        q: configuration (..., nq) (rad, m; a free joint: position and quaternion xyzw).
+        qd: joint velocities (..., nv) (rad/s, m/s).
+        tau: joint torques (N m) and forces (N) (..., nv).
+        f_ext: external wrenches (..., nlinks, 6), [force; torque about the link origin] in
+            each link's frame. Default none.
+        gravity: gravity (..., 3) in the world frame (m/s^2); default ``model.gravity``.
+        algebra: ``"spatial"`` (default), ``"cga"``, ``"dq"`` or ``"vector"``.
+
+    Returns:
+        qdd (..., nv): joint accelerations (rad/s^2, m/s^2).
+
+    Example:
+        ```python
+        import numpy as np
+        import screwdyn as sd
+
+        panda = sd.robots.load("panda")
+        qdd = sd.forward_dynamics(panda, panda.neutral, np.zeros(9), np.zeros(9))  # it falls
+        ```
+    """
     return _plan.run(_FD, model, algebra, (q, qd, tau), (f_ext, gravity))
 
 
-def mass_matrix(model, q, algebra="spatial"):
-    """Joint-space inertia matrix M(q) (..., nv, nv), symmetric positive definite (CRBA)."""
+def mass_matrix(model: Model, q: ArrayLike, algebra: AlgebraName = "spatial") -> Array:
+    """The joint-space inertia matrix M(q): the composite-rigid-body algorithm.
+
+    Args:
+        model: the robot.
+        q: configuration (..., nq).
+        algebra: ``"spatial"`` (default), ``"cga"``, ``"dq"`` or ``"vector"``.
+
+    Returns:
+        M (..., nv, nv), symmetric positive definite (kg m^2, kg, kg m); armature on the
+        diagonal when the model has it. Kinetic energy is qd^T M qd / 2.
+    """
     return _plan.run(_M, model, algebra, (q,))
 
 
-def bias_forces(model, q, qd, gravity=None, algebra="spatial"):
-    """b(q, qd) = C(q, qd) qd + g(q) (+ damping * qd): inverse dynamics at zero acceleration."""
+def bias_forces(model: Model, q: ArrayLike, qd: ArrayLike, gravity: Optional[ArrayLike] = None,
+                algebra: AlgebraName = "spatial") -> Array:
+    """b(q, qd) = C(q, qd) qd + g(q) (+ joint friction): inverse dynamics at zero acceleration.
+
+    Args:
+        model: the robot.
+        q: configuration (..., nq).
+        qd: joint velocities (..., nv).
+        gravity: gravity (..., 3) in the world frame (m/s^2); default ``model.gravity``.
+        algebra: ``"spatial"`` (default), ``"cga"``, ``"dq"`` or ``"vector"``.
+
+    Returns:
+        b (..., nv): N m and N.
+    """
     return _plan.run(_BIAS, model, algebra, (q, qd), (gravity,))
 
 
-def gravity_torques(model, q, gravity=None, algebra="spatial"):
-    """g(q): the joint forces that hold the robot still against gravity."""
+def gravity_torques(model: Model, q: ArrayLike, gravity: Optional[ArrayLike] = None,
+                    algebra: AlgebraName = "spatial") -> Array:
+    """g(q): the joint forces that hold the robot still against gravity.
+
+    Args:
+        model: the robot.
+        q: configuration (..., nq).
+        gravity: gravity (..., 3) in the world frame (m/s^2); default ``model.gravity``.
+        algebra: ``"spatial"`` (default), ``"cga"``, ``"dq"`` or ``"vector"``.
+
+    Returns:
+        g (..., nv): N m and N; for 1-DoF joints, the gradient of ``potential_energy``.
+    """
     return _plan.run(_GRAV, model, algebra, (q,), (gravity,))
 
 
-def coriolis_matrix(model, q, qd):
-    """C(q, qd) (..., nv, nv) with C qd = b - g and dM/dt - 2C skew-symmetric."""
-    return _plan.run(_C, model, "spatial", (q, qd))
+def coriolis_matrix(model: Model, q: ArrayLike, qd: ArrayLike,
+                    algebra: AlgebraName = "spatial") -> Array:
+    """The Coriolis and centrifugal matrix C(q, qd) (the one Pinocchio computes).
+
+    Args:
+        model: the robot.
+        q: configuration (..., nq).
+        qd: joint velocities (..., nv).
+        algebra: the algebra the recursion runs in (``"vector"``: spatial).
+
+    Returns:
+        C (..., nv, nv) with C qd = b - g and dM/dt - 2C skew-symmetric.
+    """
+    return _plan.run(_C, model, _kinematic_algebra(algebra), (q, qd))
 
 
-def kinetic_energy(model, q, qd):
-    """T = qd^T M(q) qd / 2, summed over bodies as v_i . I_i v_i / 2 (armature included)."""
-    return _plan.run(_T, model, "spatial", (q, qd))
+def kinetic_energy(model: Model, q: ArrayLike, qd: ArrayLike,
+                   algebra: AlgebraName = "spatial") -> Array:
+    """Kinetic energy T = qd^T M(q) qd / 2, summed over bodies as v_i . I_i v_i / 2 (armature
+    included).
+
+    Args:
+        model: the robot.
+        q: configuration (..., nq).
+        qd: joint velocities (..., nv).
+        algebra: the algebra the recursion runs in (``"vector"``: spatial).
+
+    Returns:
+        T (...): joules.
+    """
+    return _plan.run(_T, model, _kinematic_algebra(algebra), (q, qd))
 
 
-def potential_energy(model, q, gravity=None):
-    """V = -sum_i m_i g . c_i, zero when every centre of mass is at the world origin's height."""
-    return _plan.run(_V, model, "spatial", (q,), (gravity,))
+def potential_energy(model: Model, q: ArrayLike, gravity: Optional[ArrayLike] = None,
+                     algebra: AlgebraName = "spatial") -> Array:
+    """Gravitational potential energy V = -sum_i m_i g . c_i, zero when every centre of mass is
+    at the world origin's height.
+
+    Args:
+        model: the robot.
+        q: configuration (..., nq).
+        gravity: gravity (..., 3) in the world frame (m/s^2); default ``model.gravity``.
+        algebra: the algebra the recursion runs in (``"vector"``: spatial).
+
+    Returns:
+        V (...): joules.
+    """
+    return _plan.run(_V, model, _kinematic_algebra(algebra), (q,), (gravity,))
 
 
-def center_of_mass(model, q):
-    """The robot's centre of mass in the world frame (..., 3)."""
+def center_of_mass(model: Model, q: ArrayLike) -> Array:
+    """The robot's centre of mass, in the world frame.
+
+    Args:
+        model: the robot.
+        q: configuration (..., nq).
+
+    Returns:
+        c (..., 3): metres, world frame (the moving bodies' masses; links welded to the world
+        are not included).
+    """
     return _plan.run(_COM, model, "spatial", (q,))
 
 
-def jacobian(model, q, link, frame="world", algebra="spatial"):
-    """The link's Jacobian (..., 6, nv), rows [linear; angular]: the velocity of the link origin
-    and the link's angular velocity, in world axes (``frame="world"``) or link axes
-    (``"local"``)."""
+def jacobian(model: Model, q: ArrayLike, link: Union[str, int], frame: str = "world",
+             algebra: AlgebraName = "spatial") -> Array:
+    """The link's Jacobian: its velocity per unit rate of each velocity coordinate.
+
+    Args:
+        model: the robot.
+        q: configuration (..., nq).
+        link: the link's name or index (``model.link_names``).
+        frame: ``"world"``: the velocity of the link origin and the link's angular velocity in
+            world axes; ``"local"``: the same in the link's axes.
+        algebra: ``"spatial"`` (default), ``"cga"``, ``"dq"`` (``"vector"``: as ``"spatial"``).
+
+    Returns:
+        J (..., 6, nv), rows [linear (m/s); angular (rad/s)]: [v; w] = J @ qd.
+
+    Example:
+        ```python
+        import screwdyn as sd
+
+        panda = sd.robots.load("panda")
+        J = sd.jacobian(panda, panda.neutral, "panda_hand")   # (6, 9)
+        ```
+    """
     if frame not in ("world", "local"):
         raise ValueError(f"frame must be 'world' or 'local', got {frame!r}")
-    algebra = "spatial" if algebra == "vector" else algebra
-    return _plan.run(_J, model, algebra, (q,), static=(model.link_index(link), frame))
+    return _plan.run(_J, model, _kinematic_algebra(algebra), (q,),
+                     static=(model.link_index(link), frame))
 
 
-def plan(model, function, algebra="spatial", inputs="numpy", gravity=False, f_ext=False,
-         backend=None):
-    """How a call of the public function ``function`` (a name, e.g. ``"forward_dynamics"``)
-    runs for ``model`` in ``algebra`` with ``inputs`` ("numpy" or "jax"), with or without the
-    optional ``gravity`` and ``f_ext`` arrays: a ``screwdyn.execution.plan.Plan``, whose
-    ``explain()`` says which path, why, and what compiling costs, and whose ``compile()``
-    compiles the native program ahead of the first call. ``backend``: JAX's platform (default:
-    ``jax.default_backend()``)."""
+def plan(model: Model, function: str, algebra: AlgebraName = "spatial", inputs: str = "numpy",
+         gravity: bool = False, f_ext: bool = False, backend: Optional[str] = None) -> Plan:
+    """How a call of a public function runs: machine code, numpy or JAX, and why.
+
+    Args:
+        model: the robot.
+        function: a public function's name, e.g. ``"forward_dynamics"``.
+        algebra: ``"spatial"`` (default), ``"cga"``, ``"dq"`` or ``"vector"``.
+        inputs: ``"numpy"`` or ``"jax"``: the kind of arrays the call gets.
+        gravity: whether the call passes the optional ``gravity`` array.
+        f_ext: whether the call passes the optional ``f_ext`` array.
+        backend: JAX's platform (default: ``jax.default_backend()``).
+
+    Returns:
+        A ``screwdyn.execution.plan.Plan``: ``explain()`` says which path, why, and what
+        compiling costs; ``compile()`` compiles the native program ahead of the first call.
+
+    Example:
+        ```python
+        import screwdyn as sd
+
+        panda = sd.robots.load("panda")
+        print(sd.plan(panda, "forward_dynamics").explain())
+        ```
+    """
     if function not in FUNCTIONS:
         raise ValueError(f"unknown function {function!r}; valid: {', '.join(FUNCTIONS)}")
     if inputs not in ("numpy", "jax"):
@@ -230,7 +466,8 @@ def plan(model, function, algebra="spatial", inputs="numpy", gravity=False, f_ex
     return _plan.Plan(f, model, algebra, inputs, options, backend, False, ())
 
 
-def _Call(model, algebra="spatial", entries=False, many_outputs=False, **arrays):
+def _Call(model, algebra="spatial", entries=False, many_outputs=False, loop=False, **arrays):
     """The inputs ``arrays`` of a call on ``model`` in the internal layout, with the algebra a
-    recursion runs in (its entries mode for ``entries``): ``screwdyn.execution.plan.call``."""
-    return _plan.call(model, algebra, arrays, entries, many_outputs)
+    recursion runs in (its entries mode for ``entries``; ``loop``: the recursion is the body of
+    an XLA loop, cut once per body under JAX): ``screwdyn.execution.plan.call``."""
+    return _plan.call(model, algebra, arrays, entries, many_outputs, loop)

@@ -1,4 +1,7 @@
-"""The two ways screwdyn tells a user that a model is wrong."""
+"""How screwdyn tells a user that a model is wrong or dubious."""
+import os
+import sys
+import warnings
 
 
 class ModelError(ValueError):
@@ -7,3 +10,15 @@ class ModelError(ValueError):
 
 class InertiaWarning(UserWarning):
     """Links whose inertia is physically inconsistent (loaded anyway, as Pinocchio does)."""
+
+
+_PACKAGE = os.path.dirname(os.path.abspath(__file__))
+
+
+def warn(message, category=UserWarning):
+    """Warn, pointing at the first line outside screwdyn (the user's call), whatever the depth
+    of the library's own calls."""
+    level, frame = 2, sys._getframe(1)  # stacklevel 2 is the caller of warn()
+    while frame is not None and os.path.abspath(frame.f_code.co_filename).startswith(_PACKAGE):
+        level, frame = level + 1, frame.f_back
+    warnings.warn(message, category, stacklevel=level)

@@ -86,112 +86,27 @@ class SimulationError(RuntimeError):
 # ============================================================================================
 # Configuration space: integrate on the manifold
 # ============================================================================================
-def integrate(model, q, v):
-    """q (+) v: the configuration reached from q (..., nq) by the velocity v (..., nv) held for one
-    unit of time, as ``pinocchio.integrate``: q + v for 1-DoF joints; for a free joint the pose
-    times exp(v), the SE(3) exponential of the body twist v = (linear, angular), with the
-    quaternion renormalised. numpy or JAX, leading batch dimensions broadcast."""
-    xp = _backend.namespace(q, v)
-    q = _backend.as_float_array(q, xp, "q")
-    v = _backend.as_float_array(v, xp, "v")
-    _backend.check_last_dim(q, model.nq, "q", "configuration, nq")
-    _backend.check_last_dim(v, model.nv, "v", "velocity, nv")
-    return _integrate(xp, model, q, v)
-
-
-def _integrate(xp, model, q, v):
-    if not _has_free(model):
-        return q + v
-    parts = []
-    for b, qs, vs in zip(model.bodies, model.q_slices, model.v_slices):
-        if b.kind == "free":
-            parts.append(_se3_exp_integrate(xp, q[..., qs], v[..., vs]))
-        else:
-            parts.append(q[..., qs] + v[..., vs])
-    shape = np.broadcast_shapes(q.shape[:-1], v.shape[:-1])
-    return xp.concatenate([xp.broadcast_to(p, shape + p.shape[-1:]) for p in parts], axis=-1)
-
-
-def _has_free(model):
-    return any(b.kind == "free" for b in model.bodies)
-
-
-def _cross(xp, a, b):
-    return xp.stack([a[..., 1] * b[..., 2] - a[..., 2] * b[..., 1],
-                     a[..., 2] * b[..., 0] - a[..., 0] * b[..., 2],
-                     a[..., 0] * b[..., 1] - a[..., 1] * b[..., 0]], axis=-1)
-
-
-def _dot(a, b):
-    return (a * b).sum(axis=-1, keepdims=True)
-
-
-def _quat_rotate(xp, quat, x):
-    """R(quat) x for a unit quaternion (x, y, z, w)."""
-    u, w = quat[..., :3], quat[..., 3:]
-    t = 2 * _cross(xp, u, x)
-    return x + w * t + _cross(xp, u, t)
-
-
-def _se3_exp_integrate(xp, q7, twist):
-    """(p, quat) exp(twist) for twist = (rho, phi) in the body frame (Pinocchio's exp6)."""
-    p, quat = q7[..., :3], q7[..., 3:]
-    rho, phi = twist[..., :3], twist[..., 3:]
-    th2 = _dot(phi, phi)
-    small = th2 < 1e-4  # theta < 1e-2: Taylor series, exact to rounding there
-    th2_safe = xp.where(small, 1.0, th2)
-    th = xp.sqrt(th2_safe)
-    s_half, c_half = xp.sin(th / 2), xp.cos(th / 2)
-    half_sinc = xp.where(small, 0.5 - th2 / 48 + th2 * th2 / 3840, s_half / th)  # sin(th/2)/th
-    A = xp.where(small, 0.5 - th2 / 24 + th2 * th2 / 720 - th2 ** 3 / 40320,
-                 2 * s_half * s_half / th2_safe)  # (1 - cos th) / th^2
-    B = xp.where(small, 1 / 6 - th2 / 120 + th2 * th2 / 5040 - th2 ** 3 / 362880,
-                 (th - xp.sin(th)) / (th2_safe * th))  # (th - sin th) / th^3
-    c_half = xp.where(small, 1 - th2 / 8 + th2 * th2 / 384, c_half)
-    phi_x_rho = _cross(xp, phi, rho)
-    V_rho = rho + A * phi_x_rho + B * _cross(xp, phi, phi_x_rho)  # the SE(3) left Jacobian
-    dquat = xp.concatenate([half_sinc * phi, c_half], axis=-1)
-    u1, w1, u2, w2 = quat[..., :3], quat[..., 3:], dquat[..., :3], dquat[..., 3:]
-    new_quat = xp.concatenate([w1 * u2 + w2 * u1 + _cross(xp, u1, u2), w1 * w2 - _dot(u1, u2)],
-                              axis=-1)
-    new_quat = new_quat / xp.sqrt(_dot(new_quat, new_quat))
-    return xp.concatenate([p + _quat_rotate(xp, quat, V_rho), new_quat], axis=-1)
-
-
-def _dexpinv(xp, model, xi, v):
-    """The velocity of the exponential coordinates xi when the body twist is v, to third order:
-    v + [xi, v] / 2 + [xi, [xi, v]] / 12 on free joints (the Lie bracket of se(3), ad_xi = crm),
-    v elsewhere. Enough for RK4 to keep its order (Munthe-Kaas)."""
-    if not _has_free(model):
-        return v
-    parts = []
-    for b, vs in zip(model.bodies, model.v_slices):
-        if b.kind != "free":
-            parts.append(v[..., vs])
-            continue
-        x, u = xi[..., vs], v[..., vs]
-        ad1 = _ad(xp, x, u)
-        parts.append(u + ad1 / 2 + _ad(xp, x, ad1) / 12)
-    return xp.concatenate(parts, axis=-1)
-
-
-def _ad(xp, x, u):
-    """[x, u] in se(3), twists (linear, angular): (w x u_v + v x u_w, w x u_w)."""
-    return xp.concatenate([_cross(xp, x[..., 3:], u[..., :3]) + _cross(xp, x[..., :3], u[..., 3:]),
-                           _cross(xp, x[..., 3:], u[..., 3:])], axis=-1)
+from .model.configuration import dexpinv as _dexpinv  # noqa: E402
+from .model.configuration import integrate  # noqa: E402,F401  (sd.integrate)
+from .model.configuration import integrate_arrays as _integrate  # noqa: E402
 
 
 # ============================================================================================
 # Integrators: one step of (q, qd) under the held joint forces tau; written once for numpy and JAX
 # ============================================================================================
 class _Dynamics:
-    """What an integrator needs: the array namespace, the model's accelerations and manifold."""
+    """What an integrator needs: the array namespace, the model's accelerations and manifold.
+    ``system``: None, or what simulates in the model's stead (``_system``)."""
 
-    def __init__(self, xp, model, dt, algebra, gravity, loop=False):
+    def __init__(self, xp, model, dt, algebra, gravity, system=None, loop=False):
         self.xp, self.model, self.dt, self.algebra, self.gravity = xp, model, dt, algebra, gravity
+        self.system = system
         self.loop = loop  # the body of an XLA loop (the JAX backend)
 
-    def accel(self, q, qd, tau):
+    def accel(self, q, qd, tau, t):
+        if self.system is not None:
+            return self.system.forward_dynamics(q, qd, tau, gravity=self.gravity,
+                                                algebra=self.algebra, time=t)
         if self.loop:  # cut once per body (plan.jax_options)
             return run_jax(FUNCTIONS["forward_dynamics"], self.model, self.algebra,
                            {"q": q, "qd": qd, "tau": tau, "gravity": self.gravity}, loop=True)
@@ -227,7 +142,7 @@ def rk4(dyn, t, q, qd, force):
         xi = (a * dt) * K_prev
         q_i, qd_i = dyn.integrate(q, xi), qd + (a * dt) * A_prev
         tau_i = force(t + a * dt, q_i, qd_i)
-        A_i = dyn.accel(q_i, qd_i, tau_i)
+        A_i = dyn.accel(q_i, qd_i, tau_i, t + a * dt)
         K_i = dyn.dexpinv(xi, qd_i)
         finite = finite & xp.all(xp.isfinite(tau_i), axis=-1)
         return (K_i, A_i, K_sum + b * K_i, A_sum + b * A_i, xp.where(first > 0, A_i, A_first),
@@ -242,7 +157,7 @@ def rk4(dyn, t, q, qd, force):
 def semi_implicit_euler(dyn, t, q, qd, force):
     """qd1 = qd + dt qdd(q, qd); q1 = q exp(dt qd1)."""
     tau = force(t, q, qd)
-    qdd = dyn.accel(q, qd, tau)
+    qdd = dyn.accel(q, qd, tau, t)
     qd1 = qd + dyn.dt * qdd
     return dyn.integrate(q, dyn.dt * qd1), qd1, qdd, tau, _finite(dyn.xp, tau)
 
@@ -250,7 +165,7 @@ def semi_implicit_euler(dyn, t, q, qd, force):
 def euler(dyn, t, q, qd, force):
     """q1 = q exp(dt qd); qd1 = qd + dt qdd(q, qd)."""
     tau = force(t, q, qd)
-    qdd = dyn.accel(q, qd, tau)
+    qdd = dyn.accel(q, qd, tau, t)
     return dyn.integrate(q, dyn.dt * qd), qd + dyn.dt * qdd, qdd, tau, _finite(dyn.xp, tau)
 
 
@@ -361,6 +276,7 @@ def simulate(model, q0, qd0=None, controller=None, t_final=1.0, dt=1e-3, *, inte
     whole recorded intervals). Returns a ``Trajectory``; raises ``SimulationError`` (carrying
     the trajectory so far) if the controller or the dynamics fail on the way.
     """
+    system, model = _system(model)
     integrator = str(integrator).replace("-", "_").lower()
     if integrator not in INTEGRATORS:
         raise ValueError(f"unknown integrator {integrator!r}; valid: {', '.join(INTEGRATORS)}")
@@ -391,14 +307,28 @@ def simulate(model, q0, qd0=None, controller=None, t_final=1.0, dt=1e-3, *, inte
                integrator=integrator, algebra=algebra, gravity=gravity, n_records=n_records,
                record_every=record_every, limit=divergence_limit, progress=progress,
                control=control)
-    chosen = _choose_backend(backend, policy, model, q0, qd0, batch)
-    samples, failure, timing = {"native": _run_native, "jax": _run_jax,
-                                "numpy": _run_numpy}[chosen](**run)
+    chosen = _choose_backend(backend, policy, model, q0, qd0, batch, system)
+    if chosen == "native":
+        samples, failure, timing = _run_native(**run)
+    else:
+        samples, failure, timing = (_run_jax if chosen == "jax" else _run_numpy)(**run,
+                                                                                 system=system)
+    run["system"] = system
     traj = _make_trajectory(run, samples, chosen, timing)
     if failure is not None:
         reason, step, rollout, *cause = failure
         raise SimulationError(reason, step, step * dt, rollout, traj) from (cause or [None])[0]
     return traj
+
+
+def _system(model):
+    """(system, model): a Model simulates itself (system None). An object with its own
+    ``forward_dynamics(q, qd, tau, gravity=, algebra=, time=)``, ``kinetic_energy``,
+    ``potential_energy``, a ``version`` (changed when it changes) and a ``configuration_model``
+    (a Model of its q and v layout), as a ``screwdyn.composition.Assembly`` has, is simulated
+    through them."""
+    layout = getattr(model, "configuration_model", None)
+    return (None, model) if layout is None else (model, layout)
 
 
 def _positive(x, name):
@@ -419,24 +349,24 @@ def _initial_state(model, q0, qd0):
     batch = _backend.broadcast_batch([("q0", q0, 1), ("qd0", qd0, 1)])
     if not (np.all(np.isfinite(q0)) and np.all(np.isfinite(qd0))):
         raise ValueError("q0 and qd0 must be finite")
-    for b, qs in zip(model.bodies, model.q_slices):
-        if b.kind == "free":
-            quat = q0[..., qs][..., 3:]
-            norm = np.linalg.norm(quat, axis=-1, keepdims=True)
-            if np.any(np.abs(norm - 1) > 1e-6):
-                raise ValueError(f"q0: the quaternion of free joint {b.joint!r} (q[{qs.start + 3}:"
-                                 f"{qs.stop}], x y z w) must have unit norm, got {norm.ravel()[0]}")
-            q0[..., qs.start + 3:qs.stop] = quat / norm
+    for b, qs in zip(model.active_bodies, model.q_slices):
+        unit = b.joint_model.normalize(np, q0[..., qs])
+        if np.any(np.abs(unit - q0[..., qs]) > 1e-6):
+            raise ValueError(f"q0: the quaternion of joint {b.joint!r} (q[{qs.start}:{qs.stop}], "
+                             f"{' '.join(b.joint_model.position_names())}) must have unit norm")
+        q0[..., qs] = unit
     N = int(np.prod(batch, dtype=int))
     return (np.broadcast_to(q0, batch + (model.nq,)).reshape(N, model.nq),
             np.broadcast_to(qd0, batch + (model.nv,)).reshape(N, model.nv), batch)
 
 
-def _choose_backend(backend, policy, model, q0, qd0, batch):
+def _choose_backend(backend, policy, model, q0, qd0, batch, system=None):
     if backend == "numpy":
         return "numpy"
     if backend in ("auto", "native"):
-        why = _native_refusal(policy, model)
+        why = (_native_refusal(policy, model) if system is None else
+               "an assembly simulates through its own forward dynamics, which has no native "
+               "program")
         if why is None:
             return "native"
         if backend == "native":
@@ -520,8 +450,8 @@ def _bad_flags(xp, tau_ok, qdd, q1, qd1, limit):
 
 # -- the numpy backend: a Python loop, every step checked as it happens ----------------------
 def _run_numpy(model, q0, qd0, batch, policy, dt, integrator, algebra, gravity, n_records,
-               record_every, limit, progress, control):
-    dyn = _Dynamics(np, model, dt, algebra, gravity)
+               record_every, limit, progress, control, system=None):
+    dyn = _Dynamics(np, model, dt, algebra, gravity, system)
     stepper = _STEPPERS[integrator]
     n_steps = n_records * record_every
     q, qd = q0, qd0
@@ -603,7 +533,7 @@ _NATIVE_REFUSALS = {}
 
 def _native_refusal(policy, model):
     """None if the native backend can run this policy on this model, else why not."""
-    from .execution import llvm, plan
+    from .execution import plan
 
     if not plan.native_enabled():
         return "native code is switched off or llvmlite is not installed"
@@ -754,7 +684,7 @@ def _chunk_length(N, width):
 
 
 def _run_jax(model, q0, qd0, batch, policy, dt, integrator, algebra, gravity, n_records,
-             record_every, limit, progress, control):
+             record_every, limit, progress, control, system=None):
     import jax
     import jax.numpy as jnp
 
@@ -765,7 +695,8 @@ def _run_jax(model, q0, qd0, batch, policy, dt, integrator, algebra, gravity, n_
     with _x64():
         params = {k: jnp.asarray(v) for k, v in policy.params.items()}
         key = (model, integrator, algebra, gravity, policy.key, record_every, chunk, limit,
-               batch, control, tuple((k, v.shape) for k, v in sorted(params.items())))
+               batch, control, tuple((k, v.shape) for k, v in sorted(params.items())),
+               system, getattr(system, "version", None))
         carry = (jnp.asarray(q0), jnp.asarray(qd0), jnp.zeros((), jnp.int64),
                  jnp.full((N,), -1, jnp.int64), jnp.zeros((N,), jnp.int64))
         dt_arg, count = jnp.asarray(dt), jnp.asarray(min(chunk, total), jnp.int64)
@@ -774,7 +705,7 @@ def _run_jax(model, q0, qd0, batch, policy, dt, integrator, algebra, gravity, n_
         if compiled is None:
             t0 = _time.perf_counter()
             fn = _chunk_function(model, policy, integrator, algebra, gravity, chunk,
-                                 record_every, limit, batch, control)
+                                 record_every, limit, batch, control, system)
             try:
                 compiled = jax.jit(fn).lower(carry, params, dt_arg, count).compile()
             except _BadOutput as e:
@@ -808,7 +739,7 @@ def _run_jax(model, q0, qd0, batch, policy, dt, integrator, algebra, gravity, n_
 
 
 def _chunk_function(model, policy, integrator, algebra, gravity, chunk, record_every, limit,
-                    batch, control):
+                    batch, control, system=None):
     """chunk_fn(carry, params, dt, count): ``count`` (<= chunk) samples, each followed by
     ``record_every`` steps; dt and count are arguments, so one compilation serves them all."""
     import jax
@@ -817,7 +748,7 @@ def _chunk_function(model, policy, integrator, algebra, gravity, chunk, record_e
     stepper = _STEPPERS[integrator]
 
     def chunk_fn(carry, params, dt, count):
-        dyn = _Dynamics(jnp, model, dt, algebra, gravity, loop=True)
+        dyn = _Dynamics(jnp, model, dt, algebra, gravity, system, loop=True)
 
         def step(q, qd, k, bad_step, bad_code):
             t = k * dt
@@ -903,7 +834,7 @@ def _make_trajectory(run, samples, backend, timing):
 
     q, qd = public(Q), public(QD)
     T_len = Q.shape[0]
-    kinetic, potential = _energies(model, q, qd, run["gravity"], backend)
+    kinetic, potential = _energies(model, q, qd, run["gravity"], backend, system=run["system"])
     return Trajectory(
         t=np.arange(T_len) * run["dt"] * run["record_every"], q=q, qd=qd, qdd=public(QDD),
         tau=public(TAU), kinetic=kinetic, potential=potential, model=model,
@@ -927,9 +858,12 @@ def _energy_floor(model, q, gravity):
     return 1e-3 * g * model.total_mass * float(extent)
 
 
-def _energies(model, q, qd, gravity, backend, block=8192):
+def _energies(model, q, qd, gravity, backend, block=8192, system=None):
     """Kinetic and potential energy of every sample, in numpy blocks (fast: 8192 Puma states take
-    about 15 ms; bounded memory for long batches)."""
+    about 15 ms; bounded memory for long batches); a ``system``'s own (``_system``)."""
+    if system is not None:
+        return (system.kinetic_energy(q, qd, algebra="spatial"),
+                system.potential_energy(q, gravity=gravity, algebra="spatial"))
     shape = q.shape[:-1]
     qf, qdf = q.reshape(-1, model.nq), qd.reshape(-1, model.nv)
     T, V = np.empty(len(qf)), np.empty(len(qf))
@@ -1125,16 +1059,16 @@ class Trajectory:
 
 
 def coordinate_names(model):
-    """Names of the q and v coordinates: a joint's name, or ``joint.x`` ... ``joint.qw`` and
-    ``joint.vx`` ... ``joint.wz`` for a free joint."""
+    """Names of the q and v coordinates: a 1-DoF joint's name, or ``joint.x`` ... ``joint.qw``
+    and ``joint.vx`` ... ``joint.wz`` for a multi-DoF joint (its ``position_names`` and
+    ``velocity_names``)."""
+    def names(joint, suffixes):
+        return [f"{joint}.{c}" if c else joint for c in suffixes]
+
     q_names, v_names = [], []
-    for b in model.bodies:
-        if b.kind == "free":
-            q_names += [f"{b.joint}.{c}" for c in ("x", "y", "z", "qx", "qy", "qz", "qw")]
-            v_names += [f"{b.joint}.{c}" for c in ("vx", "vy", "vz", "wx", "wy", "wz")]
-        else:
-            q_names.append(b.joint)
-            v_names.append(b.joint)
+    for b in model.active_bodies:
+        q_names += names(b.joint, b.joint_model.position_names())
+        v_names += names(b.joint, b.joint_model.velocity_names())
     return q_names, v_names
 
 

@@ -3,7 +3,8 @@
 An algebra is a small set of operations on its own objects (poses, twists, wrenches, inertias),
 the same set for every algebra, so each algorithm in ``screwdyn.algorithms`` is written once:
 
-    pose(R, p), identity(), revolute(axis, angle), prismatic(axis, d), free(q7)   joint motion
+    pose(R, p), identity(), revolute(axis, angle), prismatic(axis, d),
+    translation(p3), rotation(quaternion xyzw)                                    joint motion
     compose(A, B), inverse(X), to_matrix(X)                                        poses
     twist(v6) / twist_vector(V), wrench(f6) / wrench_vector(F)                     public <-> algebra
     act_twist(X, V), inv_act_twist(X, V), act_wrench(X, F), inv_act_wrench(X, F)   change of frame
@@ -87,18 +88,15 @@ def get_algebra(name, xp=np):
 
 @lru_cache(maxsize=64)
 def body_constants(algebra, model):
-    """Per body: the joint placement (pose), the motion subspace S (list of twists, body frame)
-    and the body inertia, in ``algebra``'s representation. Computed once per model."""
+    """Per body: the joint placement (pose), the motion subspace S (list of twists, body frame;
+    None for a joint whose S depends on q, see ``algorithms.kinematics.motion_subspaces``) and
+    the body inertia, in ``algebra``'s representation. Computed once per model."""
     out = []
     for b in model.bodies:
         placement = algebra.pose(np.reshape(b.rotation, (3, 3)), np.array(b.translation))
-        if b.kind == "free":
-            axes = list(np.eye(6))
-        elif b.kind == "prismatic":
-            axes = [np.concatenate([b.axis, np.zeros(3)])]
-        else:
-            axes = [np.concatenate([np.zeros(3), b.axis])]
-        S = [algebra.twist(np.asarray(a)[:, None]) for a in axes]
+        joint = b.joint_model
+        S = None if joint.configuration_dependent else [
+            algebra.twist(np.asarray(axis, dtype=float)[:, None]) for axis in joint.subspace()]
         inertia = algebra.inertia(b.mass, np.array(b.com), np.reshape(b.inertia, (3, 3)))
         out.append((placement, S, inertia))
     return tuple(out)

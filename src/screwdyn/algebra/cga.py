@@ -35,8 +35,8 @@ import numpy as np
 
 from . import Algebra
 from . import _cga_products as products
-from .entries import (ZERO, EntriesMode, components, constant, inverse_norm, like, lin, sin_cos,
-                      sub_outer)
+from .entries import (ZERO, EntriesMode, components, constant, like, lin, scalar, sin_cos,
+                      sub_outer, unit)
 
 
 # twist / wrench components from the public [linear; angular] 6-vector: (index, sign)
@@ -108,11 +108,13 @@ class CGA(Algebra):
         """The translator 1 - distance * axis ei / 2."""
         return Pose(translator([a * distance for a in _constant(axis)]))
 
-    def free(self, q):
-        """The motor T R of (x, y, z, qx, qy, qz, qw); the quaternion is normalised."""
-        quat = q[3:7] * inverse_norm(self.xp, q[3:7])
-        return Pose(products.geometric_motor_motor(translator(q[0:3]),
-                                                   rotor_from_quaternion(quat)))
+    def translation(self, p):
+        """The translator 1 - p ei / 2 of a translation by p (3 entries)."""
+        return Pose(translator([scalar(e) for e in p]))
+
+    def rotation(self, quat):
+        """The rotor of the quaternion (x, y, z, w) (4 entries), normalised."""
+        return Pose(rotor_from_quaternion(unit(self.xp, quat)))
 
     def compose(self, A, B):
         """A B: first B (child in the middle frame), then A (middle frame in the parent). For a

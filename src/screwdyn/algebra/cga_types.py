@@ -198,6 +198,17 @@ class Twist(Multivector):
         """The public [linear; angular] 6-vectors (..., 6)."""
         return _to_vector(self)
 
+    def ad(self):
+        """The adjoint matrix of the Lie algebra, ad_V (..., 6, 6), on Twist coefficients: column
+        j is the bracket of V with the blade e_j, X x V (eqs. 10-11; Featherstone's v x, crm)."""
+        return _matrix_of(lambda X: X.commutator(self).project(Twist), Twist, self)
+
+    def coad(self):
+        """The co-adjoint matrix (..., 6, 6) on Wrench coefficients: W -> -<V x W>_wrench, the
+        force cross product (Featherstone's v x*, crf); with the pairing p = -V . W it is
+        -ad_V^T."""
+        return _matrix_of(lambda W: -self.commutator(W).project(Wrench), Wrench, self)
+
 
 class Wrench(Multivector):
     """A wrench bivector (eq. 8): torque on e23, e13, e12, force on e01, e02, e03. The power of
@@ -284,6 +295,18 @@ class Motor(Multivector):
         raise ValueError(f"a motor applies to a Twist, Wrench, Motor or InertiaTensor, "
                          f"not to a {type(X).__name__}")
 
+    def adjoint(self):
+        """The adjoint matrix Ad_M (..., 6, 6) on Twist coefficients: M V ~M = Ad_M V, column j
+        the image M e_j ~M of blade e_j (eq. 4 as a matrix; Pinocchio's SE3.action in blade
+        coordinates)."""
+        return _matrix_of(self.apply, Twist, self)
+
+    def coadjoint(self):
+        """The co-adjoint matrix (..., 6, 6) on Wrench coefficients: the same sandwich M W ~M
+        moves wrenches (eqs. 7-8), column j the image of blade e_j; with the pairing
+        p = -V . W it is Ad_M^-T (Pinocchio's SE3.dualAction in blade coordinates)."""
+        return _matrix_of(self.apply, Wrench, self)
+
     def log(self):
         """The twist bivector B with exp(B) = M or -M (the same rigid motion): the screw
         logarithm, see ``log``."""
@@ -368,6 +391,37 @@ class InertiaTensor:
         xp = _backend.namespace(self.elements, V.coefficients)
         return Wrench._trusted(xp.einsum("...ki,...i->...k", self.elements, V.coefficients))
 
+    def articulated(self, S):
+        """The articulated-body inertia this body presents to its parent through a joint with
+        axis S (a Twist) or axes S (a sequence of Twists): I - U D^-1 U^T with the wrenches
+        U_a = I[S_a] and D_ab = -(S_a . U_b) (Featherstone's Ia, RBDA eq. 7.23; the rank-k
+        update of the six inertia elements). ``self`` is the body's articulated inertia IA (its
+        own inertia for a leaf, plus its children's ``M.apply(Ia)``); the result transmits no
+        force along the axes: ``Ia(S)`` is zero."""
+        axes = [S] if isinstance(S, Twist) else list(S)
+        if not axes or not all(isinstance(a, Twist) for a in axes):
+            raise ValueError("articulated needs the joint's axis as a Twist, or its axes as a "
+                             "sequence of Twists")
+        xp = _backend.namespace(self.elements, *(a.coefficients for a in axes))
+        S_m = xp.stack([xp.broadcast_to(a.coefficients, np.broadcast_shapes(
+            *(b.shape for b in axes)) + (6,)) for a in axes], axis=-1)  # (..., 6, k)
+        U = self.elements @ S_m  # wrench coefficients (..., 6, k)
+        D = xp.swapaxes(S_m, -1, -2) @ U  # -(S . U): the power pairing is the plain product
+        return InertiaTensor._trusted(self.elements - U @ xp.linalg.solve(
+            D, xp.swapaxes(U, -1, -2)))
+
+    def inverse(self):
+        """The inverse inertia map (``InverseInertia``): the twist V with I[V] = W for a wrench W
+        (the acceleration a free body gains from a force, the velocity from a momentum).
+        ValueError for a singular tensor (a massless body)."""
+        xp = _backend.namespace(self.elements)
+        if not _is_traced(self.elements):
+            cond = np.linalg.cond(np.asarray(self.elements)) if self.elements.size else 1.0
+            if not np.all(np.asarray(cond) < 1e14):
+                raise ValueError("the inertia tensor is singular (a body without mass or "
+                                 "rotational inertia): it has no inverse")
+        return InverseInertia(xp.linalg.inv(self.elements))
+
     def __add__(self, other):
         """The inertia of two bodies together (same frame)."""
         if not isinstance(other, InertiaTensor):
@@ -413,6 +467,45 @@ class InertiaTensor:
     @classmethod
     def tree_unflatten(cls, aux, children):
         return cls._trusted(children[0])
+
+
+class InverseInertia:
+    """The inverse of an inertia tensor: ``elements`` (..., 6, 6) map Wrench coefficients to
+    Twist coefficients, ``Iinv(W)`` is the Twist V with I[V] = W."""
+
+    __slots__ = ("elements",)
+
+    def __init__(self, elements):
+        self.elements = elements
+
+    @property
+    def shape(self):
+        return tuple(self.elements.shape[:-2])
+
+    def __call__(self, W):
+        if not isinstance(W, Wrench):
+            raise ValueError("an inverse inertia maps a Wrench to a Twist, not a "
+                             f"{type(W).__name__}")
+        xp = _backend.namespace(self.elements, W.coefficients)
+        return Twist._trusted(xp.einsum("...ki,...i->...k", self.elements, W.coefficients))
+
+    def matrix(self):
+        """The 6x6 inverse spatial inertias (..., 6, 6) in the public layout: [linear; angular]
+        = matrix @ [force; torque]."""
+        P = np.zeros((6, 6))
+        for row, (k, sign) in enumerate(_FROM_VECTOR):
+            P[row, k] = sign
+        return P.T @ self.elements @ P
+
+    def __repr__(self):
+        return f"InverseInertia(batch shape {self.shape})"
+
+    def tree_flatten(self):
+        return (self.elements,), None
+
+    @classmethod
+    def tree_unflatten(cls, aux, children):
+        return cls(children[0])
 
 
 # -- constructors and the exponential map ---------------------------------------------------
@@ -481,6 +574,15 @@ def log(M):
 
 
 # -- helpers --------------------------------------------------------------------------------
+def _matrix_of(linear_map, cls, like):
+    """The matrix (..., 6, 6) of a linear map on ``cls`` coefficients: column j the map of blade
+    j (batch shape that of ``like``)."""
+    xp, shape = like.xp, like.shape
+    columns = [linear_map(cls._trusted(xp.broadcast_to(xp.asarray(np.eye(6)[j]), shape + (6,))))
+               .coefficients for j in range(6)]
+    return xp.stack(columns, axis=-1)
+
+
 def _product(op, a, b):
     if not isinstance(b, Multivector):
         return NotImplemented
@@ -590,12 +692,12 @@ def _register_pytrees():
         return
     from jax import tree_util
 
-    for cls in (Twist, Wrench, Bivector, EvenMultivector, Motor, InertiaTensor):
+    for cls in (Twist, Wrench, Bivector, EvenMultivector, Motor, InertiaTensor, InverseInertia):
         tree_util.register_pytree_node_class(cls)
     _REGISTERED.append(True)
 
 
 TYPES = {cls.__name__: cls for cls in (Twist, Wrench, Bivector, EvenMultivector, Motor)}
 
-__all__ = ["Bivector", "EvenMultivector", "InertiaTensor", "Motor", "Multivector", "Twist",
-           "Wrench", "exp", "log", "rotor", "translator"]
+__all__ = ["Bivector", "EvenMultivector", "InertiaTensor", "InverseInertia", "Motor",
+           "Multivector", "Twist", "Wrench", "exp", "log", "rotor", "translator"]

@@ -42,8 +42,9 @@ import numpy as np
 
 from .. import _backend
 from . import Algebra
-from .entries import (ZERO, EntriesMode, components, constant, inverse_norm, is_constant, like,
-                      lin, sin_cos, sub_outer)
+from .entries import (ZERO, EntriesMode, components, constant, is_constant, like, lin,
+                      scalar, sin_cos, sub_outer, unit)
+from .entries import mul as entry_mul
 from .spatial import force_congruence
 
 SWAP = np.array([3, 4, 5, 0, 1, 2])  # [omega; v] <-> [v; omega]; also the pairing twist-wrench
@@ -297,12 +298,15 @@ class DualQuaternion(Algebra):
         return UnitDualQuaternion((1.0,) + (ZERO,) * 4
                                   + tuple(constant(0.5 * k) * distance for k in axis))
 
-    def free(self, q):
-        """From (x, y, z, qx, qy, qz, qw); the quaternion is normalised."""
-        quat = (q[6], q[3], q[4], q[5])
-        inv = inverse_norm(self.xp, quat)
-        r = tuple(c * inv for c in quat)
-        return UnitDualQuaternion(r + _translated(q[0:3], r))
+    def translation(self, p):
+        """1 + eps p / 2 for a translation by p (3 entries)."""
+        return UnitDualQuaternion((1.0, ZERO, ZERO, ZERO, ZERO)
+                                  + tuple(entry_mul(0.5, scalar(e)) for e in p))
+
+    def rotation(self, quat):
+        """The rotation of the quaternion (x, y, z, w) (4 entries), normalised."""
+        x, y, z, w = unit(self.xp, quat)
+        return UnitDualQuaternion((w, x, y, z, ZERO, ZERO, ZERO, ZERO))
 
     def compose(self, A, B):
         return UnitDualQuaternion(factors=(A, B))
@@ -453,14 +457,27 @@ def dot(a, b):
 
 def exp(h):
     """The exponential of a pure dual quaternion (..., 6) -> (..., 8); exp(xi t / 2) is the motion
-    of a frame under the constant twist xi for time t (body frame: x(t) = x(0) exp(xi t / 2))."""
+    of a frame under the constant twist xi for time t (body frame: x(t) = x(0) exp(xi t / 2)).
+
+    This is the exponential of the algebra, the screw motion: for h = a + eps b the rotation by
+    2|a| about a and the translation come together along one screw axis. DQ Robotics' ``exp``
+    (``dqrobotics.exp``) is the decoupled map instead, exp(a) + eps b exp(a): the rotation
+    exp(a), then the translation 2b in the base frame (x = r + eps p r / 2 with p = 2b). The two
+    agree when b is parallel to a (a pure rotation, a pure translation, or a translation along
+    the rotation axis) and differ otherwise; ``exp(log(x))`` and DQ Robotics' ``exp(log(x))``
+    both give x back (each with its own ``log``)."""
     xp = _backend.namespace(h)
     return _stack(xp, _exp(_components(h, 6, "h", xp), xp))
 
 
 def log(x):
     """The logarithm of a unit dual quaternion (..., 8) -> (..., 6), inverse of ``exp`` (principal
-    branch: rotation angles up to pi)."""
+    branch: rotation angles up to pi): the screw a + eps b with exp(a + eps b) = x.
+
+    DQ Robotics' ``log`` (``dqrobotics.log``) is the decoupled logarithm, (theta / 2) n +
+    eps p / 2 for the rotation by theta about n and the translation p: its primary part is the
+    same as here, its dual part is half the translation, whereas here the dual part is the
+    screw's (b = p / 2 only when p is parallel to n, or theta = 0)."""
     xp = _backend.namespace(x)
     return _stack(xp, _log(_components(x, 8, "x", xp), xp))
 

@@ -13,6 +13,8 @@ own linear arithmetic (V + S qd, IA + X * Ia) keeps the zeros too and nothing is
 arrays between operations: the *entries mode* of an algebra returns ``Entries`` where the plain
 algebra returns arrays. Under JAX this keeps the traced graph scalar and short.
 """
+import math
+
 import numpy as np
 
 _F = float
@@ -82,6 +84,18 @@ def sin_cos(xp, angle):
 def inverse_norm(xp, components):
     """1 / |components| of a batch of vectors (as entries)."""
     return 1.0 / xp.sqrt(sum(c * c for c in components))
+
+
+def unit(xp, entries):
+    """The entries of a vector divided by its norm (a quaternion normalised); constants stay
+    constants."""
+    entries = [scalar(e) for e in entries]
+    if all_constant(entries):
+        norm = math.sqrt(sum(value(e) ** 2 for e in entries))
+        inv = 1.0 / norm if norm else math.inf  # a zero quaternion: inf and NaN, as arrays give
+    else:
+        inv = inverse_norm(xp, [value(e) for e in entries])
+    return [mul(e, inv) for e in entries]
 
 
 # -- entry arithmetic: constants are folded, ZERO and +-1 cost nothing -------------------------

@@ -24,8 +24,8 @@ import numpy as np
 
 from . import Algebra
 from .entries import (SYMMETRIC, UPPER, ZERO, EntriesMode, add, all_constant, components,
-                      constant, inverse_norm, is_constant, like, lin, mul, scalar,
-                      sin_cos, stack, sub, sub_outer, value)
+                      constant, is_constant, like, lin, mul, scalar, sin_cos, stack, sub,
+                      sub_outer, unit, value)
 
 def _rot(R, x):
     """R x for R (9 entries, row-major) and x (3 entries)."""
@@ -148,7 +148,8 @@ class Spatial(Algebra):
         table = _rodrigues(tuple(float(a) for a in axis))
         angle = scalar(angle)
         if is_constant(angle):
-            s, c = math.sin(angle), math.cos(angle)
+            # IEEE: the sine and cosine of an infinite angle are NaN (math.sin raises instead)
+            s, c = (math.sin(angle), math.cos(angle)) if math.isfinite(angle) else (math.nan,) * 2
         else:
             s, c = sin_cos(self.xp, angle)
         return Pose(self, [add(add(a, mul(b, s)), mul(d, c)) for a, b, d in table],
@@ -159,10 +160,13 @@ class Spatial(Algebra):
         return Pose(self, _EYE,
                     [mul(float(a), d) for a in axis])
 
-    def free(self, q):
-        """Pose from (x, y, z, qx, qy, qz, qw); the quaternion is normalised."""
-        e = components(q, 1)
-        return Pose(self, self._quaternion_entries(e[3:7]), e[0:3])
+    def translation(self, p):
+        """Translation by p (3 entries)."""
+        return Pose(self, _EYE, [scalar(e) for e in p])
+
+    def rotation(self, quat):
+        """Rotation by the quaternion (x, y, z, w) (4 entries), normalised."""
+        return Pose(self, self._quaternion_entries(quat), (ZERO, ZERO, ZERO))
 
     def compose(self, A, B):
         A, B = self._pose(A), self._pose(B)
@@ -276,12 +280,7 @@ class Spatial(Algebra):
         return self._stack(self._quaternion_entries(quat), (3, 3), quat)
 
     def _quaternion_entries(self, quat):
-        x, y, z, w = quat
-        if all_constant(quat):
-            inv = 1.0 / math.sqrt(value(lin(((x, x), (y, y), (z, z), (w, w)))))
-        else:
-            inv = inverse_norm(self.xp, [value(e) for e in quat])
-        x, y, z, w = (mul(e, inv) for e in (x, y, z, w))
+        x, y, z, w = unit(self.xp, quat)
         xx, yy, zz = mul(x, x), mul(y, y), mul(z, z)
         xy, xz, yz = mul(x, y), mul(x, z), mul(y, z)
         xw, yw, zw = mul(x, w), mul(y, w), mul(z, w)

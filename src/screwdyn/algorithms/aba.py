@@ -8,54 +8,86 @@ import numpy as np
 from ..algebra import body_constants
 from ..errors import ModelError
 from ..model.model import random_configuration
-from .kinematics import body_velocities, concatenate_dofs, joint_motion, joint_poses
-from .rnea import add_diagonal
+from .joint_forces import friction
+from .kinematics import (body_velocities, concatenate_dofs, joint_motion, joint_poses,
+                         motion_subspaces, velocity_product)
 
 
 def aba(alg, model, q, qd, tau, a0, f_ext=None):
     """Joint accelerations qdd (nv, N). a0 = -gravity as a twist; f_ext as in ``rnea``."""
-    xp = alg.xp
     X = joint_poses(alg, model, q)
-    v, vJ = body_velocities(alg, model, X, qd)
-    c = [alg.cross_motion(v_i, vJ_i) for v_i, vJ_i in zip(v, vJ)]  # velocity-product accelerations
+    S = motion_subspaces(alg, model, q)
+    _, c, pA = velocity_terms(alg, model, X, S, q, qd, f_ext=f_ext)
+    U, D, u = articulated_bodies(alg, model, X, S, c, pA, tau - friction(alg.xp, model, qd))
+    return concatenate_dofs(alg.xp, accelerations(alg, model, X, S, U, D, u, c, a0)[1], q)
+
+
+def velocity_terms(alg, model, X, S, q, qd, v0=None, f_ext=None):
+    """Root to leaves: the body twists v, the velocity-product accelerations c = v x vJ (+ dS/dt
+    qd of configuration-dependent joints) and the bias wrenches pA = v x* I v - f_ext (RBDA
+    eqs. 7.35-7.36); ``v0``: the base's twist in the base frame (None: at rest)."""
+    v, vJ = body_velocities(alg, model, X, S, qd, v0)
+    c = velocity_product(alg, model, q, qd, v, vJ)
     pA = [alg.cross_force(v_i, alg.inertia_apply(I, v_i))
           for v_i, (_, _, I) in zip(v, body_constants(alg, model))]
     if f_ext is not None:
         pA = [p - f for p, f in zip(pA, f_ext)]
-    U, D, u = articulated_bodies(alg, model, X, c, pA, add_diagonal(xp, tau, -model.damping, qd))
-    Dinv = [_inverse(xp, D_i) for D_i in D]
+    return v, c, pA
+
+
+def accelerations(alg, model, X, S, U, D, u, c, a0):
+    """Root to leaves: the body accelerations a and each body's joint accelerations qdd_i (k, N),
+    from the base's acceleration a0 (base frame; -gravity for a fixed base) (RBDA 7.45-7.47)."""
+    xp = alg.xp
     a, qdd = [None] * model.nbodies, [None] * model.nbodies
-    for i, (_, S, _) in enumerate(body_constants(alg, model)):  # root to leaves
+    for i, S_i in enumerate(S):  # root to leaves
         parent = model.parent[i]
         a_prime = alg.inv_act_twist(X[i], a0 if parent < 0 else a[parent]) + c[i]
-        qdd[i] = xp.stack(_matvec(Dinv[i], [u_a - alg.dot(a_prime, U_a)
-                                            for u_a, U_a in zip(u[i], U[i])]))
-        a[i] = a_prime + joint_motion(S, qdd[i])
-    return concatenate_dofs(xp, qdd, q)
+        qdd[i] = xp.stack(_matvec(_inverse(xp, D[i]), [u_a - alg.dot(a_prime, U_a)
+                                                       for u_a, U_a in zip(u[i], U[i])]))
+        a[i] = a_prime + joint_motion(S_i, qdd[i])
+    return a, qdd
 
 
-def articulated_bodies(alg, model, X, c, pA, tau):
+def articulated_bodies(alg, model, X, S_all, c, pA, tau, IA=None, base=None, inverse=None):
     """Leaves to root: U = IA S, D = S^T IA S (+ armature), u = tau - S^T pA, and the articulated
-    inertia and bias wrench of each parent (RBDA eqs. 7.36-7.44)."""
-    consts = body_constants(alg, model)
-    IA = [I for (_, _, I) in consts]
+    inertia and bias wrench of each parent (RBDA eqs. 7.36-7.44). ``IA``: the bodies' inertias
+    to start from (default their own; a subsystem adds what its children mount on them).
+    ``base``: None for a fixed base, or [IA_base, pA_base] of a moving base, to which the root
+    bodies' articulated inertias and bias wrenches are added (base frame). ``inverse``: of the
+    small D (default ``_inverse``)."""
+    IA = [I for (_, _, I) in body_constants(alg, model)] if IA is None else list(IA)
     pA = list(pA)
     n = model.nbodies
     U, D, u = [None] * n, [None] * n, [None] * n
     for i in reversed(range(n)):
-        S, sl = consts[i][1], model.v_slices[i]
+        S, sl = S_all[i], model.v_slices[i]
         U[i] = [alg.inertia_apply(IA[i], S_k) for S_k in S]
         D[i] = [[alg.dot(S_a, U_b) + (model.armature[sl][a] if a == b else 0.0)
                  for b, U_b in enumerate(U[i])] for a, S_a in enumerate(S)]
         u[i] = [tau[sl][a] - alg.dot(S_a, pA[i]) for a, S_a in enumerate(S)]
         parent = model.parent[i]
-        if parent >= 0:
-            Dinv = _inverse(alg.xp, D[i])
+        if parent >= 0 or base is not None:
+            Dinv = (inverse or _inverse)(alg.xp, D[i])
             Ia = alg.inertia_sub_outer(IA[i], U[i], Dinv)
             pa = pA[i] + alg.inertia_apply(Ia, c[i]) + joint_motion(U[i], _matvec(Dinv, u[i]))
-            IA[parent] = IA[parent] + alg.inertia_act(X[i], Ia)
-            pA[parent] = pA[parent] + alg.act_wrench(X[i], pa)
+            if parent >= 0:
+                IA[parent] = IA[parent] + alg.inertia_act(X[i], Ia)
+                pA[parent] = pA[parent] + alg.act_wrench(X[i], pa)
+            else:
+                base[0] = base[0] + alg.inertia_act(X[i], Ia)
+                base[1] = base[1] + alg.act_wrench(X[i], pa)
     return U, D, u
+
+
+def _pseudo_inverse(xp, D):
+    """``_inverse`` that never raises: a singular D (which ``check_defined`` then reports)
+    gets the pseudo-inverse."""
+    if len(D) == 1:
+        return [[1.0 / D[0][0]]]
+    Dm = xp.moveaxis(xp.stack([xp.stack(row) for row in D]), -1, 0)
+    Dinv = xp.moveaxis(xp.linalg.pinv(Dm), 0, -1)
+    return [[Dinv[a, b] for b in range(len(D))] for a in range(len(D))]
 
 
 def _inverse(xp, D):
@@ -112,16 +144,39 @@ def check_defined(model):
     q = np.stack([random_configuration(model, seed) for seed in range(3)], axis=-1)
     zeros = np.zeros((model.nv, 3))
     X = joint_poses(alg, model, q)
+    S = motion_subspaces(alg, model, q)
     wrenches = [np.zeros((6, 3))] * model.nbodies
     with np.errstate(divide="ignore", invalid="ignore"):
-        _, D, _ = articulated_bodies(alg, model, X, wrenches, wrenches, zeros)
+        _, D, _ = articulated_bodies(alg, model, X, S, wrenches, wrenches, zeros,
+                                     inverse=_pseudo_inverse)
     scale = 1e-12 * max(model.total_mass, 1e-300)
     for i in reversed(range(model.nbodies)):  # leaves first: a defect spoils its ancestors' D
-        D_i = D[i]
-        D_i = np.moveaxis(np.array([[np.broadcast_to(d, (3,)) for d in row] for row in D_i]), -1, 0)
-        if not np.min(np.linalg.eigvalsh(D_i)) > scale:
-            raise ModelError(
-                f"forward dynamics is undefined for model {model.name!r}: joint "
-                f"{model.bodies[i].joint!r} moves a subtree with no mass and no inertia about its "
-                "axis (give it inertia or armature, or make the joint fixed)")
+        D_i = np.moveaxis(np.array([[np.broadcast_to(d, (3,)) for d in row] for row in D[i]]),
+                          -1, 0)
+        eigenvalues, vectors = np.linalg.eigh(D_i)
+        if not np.min(eigenvalues) > scale:
+            raise ModelError(_undefined_message(model, i, vectors[np.argmin(eigenvalues[:, 0]),
+                                                                  :, 0]))
 
+
+def _undefined_message(model, i, direction):
+    """Why joint i's D = S^T IA S is singular: a subtree without mass and inertia, or mass
+    without inertia about (or along) the direction the joint moves in."""
+    body = model.bodies[i]
+    joint = body.joint_model
+    subtree = [j for j in range(i, model.nbodies) if i in model.ancestors[j]]
+    mass = sum(model.bodies[j].mass for j in subtree)
+    inertia = sum(np.abs(model.bodies[j].inertia).sum() for j in subtree)
+    names = [n for n, x in zip(joint.velocity_names(), direction) if abs(x) > 1e-6]
+    moving = ("its axis" if joint.nv == 1 else
+              "the direction " + " + ".join(f"{x:.3g} {n}" for n, x in
+                                            zip(joint.velocity_names(), direction)
+                                            if abs(x) > 1e-6) if names else "some direction")
+    head = f"forward dynamics is undefined for model {model.name!r}: joint {body.joint!r}"
+    if mass == 0 and inertia == 0:
+        return (f"{head} moves a subtree with no mass and no inertia about its axis (give it "
+                "inertia or armature, or make the joint fixed)")
+    return (f"{head} ({joint.type_name}) moves a subtree of {mass:.4g} kg that has no inertia "
+            f"about {moving} (its mass matrix is singular there: e.g. a point mass on a "
+            "revolute axis, or at a ball joint's centre; give it rotational inertia or "
+            "armature)")

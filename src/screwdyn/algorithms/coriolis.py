@@ -1,4 +1,4 @@
-"""The Coriolis matrix C(q, qd) with dM/dt - 2C skew-symmetric (spatial algebra, world frame).
+"""The Coriolis matrix C(q, qd) with dM/dt - 2C skew-symmetric (any algebra, world frame).
 
 With body Jacobians J_i in world coordinates and world inertias I_i, M = sum J_i^T I_i J_i and
 C = sum_i J_i^T (I_i dJ_i/dt + B_i J_i) with Echeandia and Wensing's body Coriolis factor
@@ -7,8 +7,11 @@ which gives C qd = b - g, dM/dt - 2C skew-symmetric, and the Christoffel-consist
 Pinocchio returns. The column of dJ/dt for a joint on body j is v_j x S_j. Summing over subtrees
 (composite IC_d and BC_d) makes it O(n d) for tree depth d.
 """
+import numpy as np
+
 from ..algebra import body_constants
-from .kinematics import body_velocities, joint_poses, world_poses
+from .kinematics import (body_velocities, joint_poses, motion_subspaces, subspace_rates,
+                         world_poses)
 
 
 def coriolis(alg, model, q, qd):
@@ -16,10 +19,14 @@ def coriolis(alg, model, q, qd):
     consts = body_constants(alg, model)
     X = joint_poses(alg, model, q)
     T = world_poses(alg, model, X)
-    v, _ = body_velocities(alg, model, X, qd)
+    S_b = motion_subspaces(alg, model, q)
+    v, _ = body_velocities(alg, model, X, S_b, qd)
     v_w = [alg.act_twist(T_i, v_i) for T_i, v_i in zip(T, v)]
-    S_w = [[alg.act_twist(T_i, S_k) for S_k in S] for T_i, (_, S, _) in zip(T, consts)]
+    S_w = [[alg.act_twist(T_i, S_k) for S_k in S] for T_i, S in zip(T, S_b)]
     Sd_w = [[alg.cross_motion(v_i, S_k) for S_k in S] for v_i, S in zip(v_w, S_w)]
+    for i, rates in enumerate(subspace_rates(alg, model, q, qd)):  # dS/dt of S(q), world axes
+        if rates is not None:
+            Sd_w[i] = [Sd + alg.act_twist(T[i], R) for Sd, R in zip(Sd_w[i], rates)]
     IC = [alg.inertia_act(T_i, I) for T_i, (_, _, I) in zip(T, consts)]
     BC = [_coriolis_factor(alg, v_i, I) for v_i, I in zip(v_w, IC)]
     for i in reversed(range(model.nbodies)):
@@ -42,24 +49,14 @@ def coriolis(alg, model, q, qd):
 
 
 def _coriolis_factor(alg, V, I):
-    """B(v, I) as a 6x6 matrix (6, 6, N)."""
+    """B(v, I) as a 6x6 operator of the algebra (6, 6, N), built column by column from its action
+    on the algebra's basis twists e_j: B e_j = (v x* (I e_j) - I (v x e_j) + e_j x* (I v)) / 2.
+    ``inertia_apply`` applies it (every algebra applies an inertia as a matrix on components)."""
     xp = alg.xp
-    crf = _crf_matrix(xp, V)
     h = alg.inertia_apply(I, V)
-    hbar = -xp.concatenate([xp.concatenate([0 * _skew(xp, h[:3]), _skew(xp, h[:3])], axis=1),
-                            xp.concatenate([_skew(xp, h[:3]), _skew(xp, h[3:])], axis=1)])
-    crf_I = xp.einsum("ij...,jk...->ik...", crf, I)
-    return 0.5 * (crf_I + xp.einsum("ji...->ij...", crf_I) + hbar)
-
-
-def _crf_matrix(xp, V):
-    """The 6x6 matrix of V x* (force cross product) in the [v; w] layout: [[w x, 0], [v x, w x]]."""
-    v, w = _skew(xp, V[:3]), _skew(xp, V[3:])
-    zero = 0 * w
-    return xp.concatenate([xp.concatenate([w, zero], axis=1), xp.concatenate([v, w], axis=1)])
-
-
-def _skew(xp, a):
-    z = 0 * a[0]
-    return xp.stack([xp.stack([z, -a[2], a[1]]), xp.stack([a[2], z, -a[0]]),
-                     xp.stack([-a[1], a[0], z])])
+    columns = []
+    for e_j in np.eye(6)[:, :, None]:
+        column = (alg.cross_force(V, alg.inertia_apply(I, e_j))
+                  - alg.inertia_apply(I, alg.cross_motion(V, e_j)) + alg.cross_force(e_j, h))
+        columns.append(0.5 * xp.broadcast_to(column, (6,) + V.shape[1:]))
+    return xp.stack(columns, axis=1)

@@ -1,12 +1,12 @@
 """Kinetic and potential energy, centre of mass."""
 from ..algebra import body_constants
-from .kinematics import body_velocities, joint_poses, world_poses
+from .kinematics import body_velocities, joint_poses, motion_subspaces, world_poses
 
 
 def kinetic(alg, model, q, qd):
     """T = sum_i v_i . I_i v_i / 2 + sum_j armature_j qd_j^2 / 2, shape (N,)."""
     X = joint_poses(alg, model, q)
-    v, _ = body_velocities(alg, model, X, qd)
+    v, _ = body_velocities(alg, model, X, motion_subspaces(alg, model, q), qd)
     T = sum(alg.dot(v_i, alg.inertia_apply(I, v_i)) for v_i, (_, _, I)
             in zip(v, body_constants(alg, model)))
     return 0.5 * (T + (model.armature[:, None] * qd * qd).sum(axis=0))

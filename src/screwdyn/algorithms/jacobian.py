@@ -1,6 +1,6 @@
 """The geometric Jacobian of a link frame."""
-from ..algebra import body_constants, link_placements
-from .kinematics import joint_poses, world_poses
+from ..algebra import link_placements
+from .kinematics import joint_poses, motion_subspaces, world_poses
 
 
 def link_jacobian(alg, model, q, link, frame):
@@ -14,9 +14,9 @@ def link_jacobian(alg, model, q, link, frame):
     if body >= 0:
         T_link = alg.compose(T[body], link_placements(alg, model)[link])
         R = alg.to_matrix(T_link)[:3, :3]
-        consts = body_constants(alg, model)
+        S = motion_subspaces(alg, model, q)
         for j in model.ancestors[body]:
-            for k, S_k in enumerate(consts[j][1]):
+            for k, S_k in enumerate(S[j]):
                 column = alg.twist_vector(alg.inv_act_twist(T_link, alg.act_twist(T[j], S_k)))
                 if frame == "world":
                     column = xp.concatenate([xp.einsum("ij...,j...->i...", R, column[:3]),

@@ -1,20 +1,34 @@
-"""Forward kinematics: joint poses, body poses in the world, link frames, body velocities."""
+"""Forward kinematics: joint poses, motion subspaces, body poses in the world, link frames, body
+velocities. Every joint type answers for itself (``model/joints.py``): its transform X_J(q), its
+motion subspace S (constant, or S(q) with rate dS/dt for configuration-dependent joints)."""
 from ..algebra import body_constants, link_placements
+from ..algebra.entries import stack
 
 
 def joint_poses(alg, model, q):
     """X_parent_body for every body at configuration q (nq, N): placement, then joint motion."""
-    X = []
-    for (placement, _, _), b, sl in zip(body_constants(alg, model), model.bodies, model.q_slices):
-        qi = q[sl]
-        if b.kind == "free":
-            motion = alg.free(qi)
-        elif b.kind == "prismatic":
-            motion = alg.prismatic(b.axis, qi[0])
-        else:
-            motion = alg.revolute(b.axis, qi[0])
-        X.append(alg.compose(placement, motion))
-    return X
+    return [alg.compose(placement, b.joint_model.motion(alg, q[sl]))
+            for (placement, _, _), b, sl in zip(body_constants(alg, model), model.bodies,
+                                                 model.q_slices)]
+
+
+def motion_subspaces(alg, model, q):
+    """S_i for every body (a list of nv_i twists, body frame): the model constants, or S(q)."""
+    return [S if S is not None else _twists(alg, b.joint_model.subspace_at(alg.xp, q[sl]))
+            for (_, S, _), b, sl in zip(body_constants(alg, model), model.bodies,
+                                        model.q_slices)]
+
+
+def subspace_rates(alg, model, q, qd):
+    """dS_i/dt for every body: None for constant S, else a list of twists."""
+    return [None if not b.joint_model.configuration_dependent else
+            _twists(alg, b.joint_model.subspace_rate(alg.xp, q[qs], qd[vs]))
+            for b, qs, vs in zip(model.bodies, model.q_slices, model.v_slices)]
+
+
+def _twists(alg, columns):
+    """Algebra twists from public [linear; angular] columns given as 6 entries each."""
+    return [alg.twist(stack(alg.xp, column, (6,))) for column in columns]
 
 
 def world_poses(alg, model, X):
@@ -40,15 +54,25 @@ def joint_motion(S, rate):
     return out
 
 
-def body_velocities(alg, model, X, qd):
-    """Body twists v_i (body frame) and joint twists vJ_i = S_i qd_i."""
+def body_velocities(alg, model, X, S, qd, v0=None):
+    """Body twists v_i (body frame) and joint twists vJ_i = S_i qd_i; ``v0``: the base's twist in
+    the base frame (None: at rest)."""
     v, vJ = [], []
-    for i, ((_, S, _), parent, sl) in enumerate(zip(body_constants(alg, model), model.parent,
-                                                    model.v_slices)):
-        vJ.append(joint_motion(S, qd[sl]))
-        v.append(vJ[i] if parent < 0 else alg.inv_act_twist(X[i], v[parent]) + vJ[i])
+    for i, (S_i, parent, sl) in enumerate(zip(S, model.parent, model.v_slices)):
+        vJ.append(joint_motion(S_i, qd[sl]))
+        v_parent = v0 if parent < 0 else v[parent]
+        v.append(vJ[i] if v_parent is None else alg.inv_act_twist(X[i], v_parent) + vJ[i])
     return v, vJ
 
+
+def velocity_product(alg, model, q, qd, v, vJ):
+    """c_i = v_i x vJ_i + dS_i/dt qd_i: the acceleration a joint's velocity adds (cJ, the second
+    term, only for configuration-dependent joints)."""
+    c = [alg.cross_motion(v_i, vJ_i) for v_i, vJ_i in zip(v, vJ)]
+    for i, (Sdot, sl) in enumerate(zip(subspace_rates(alg, model, q, qd), model.v_slices)):
+        if Sdot is not None:
+            c[i] = c[i] + joint_motion(Sdot, qd[sl])
+    return c
 
 
 def concatenate_dofs(xp, parts, like):

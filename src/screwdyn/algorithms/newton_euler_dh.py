@@ -26,7 +26,7 @@ recursion.
 import numpy as np
 
 from .._backend import namespace
-from .rnea import add_diagonal
+from .joint_forces import add_diagonal, add_joint_forces
 
 Z0 = np.array([0.0, 0.0, 1.0])
 
@@ -37,7 +37,7 @@ def newton_euler_dh(call, qd, qdd):
     model, xp = call.model, call.xp
     links = _dh_table(model)
     tau = _rne(xp, model, call["q"], qd, qdd, _vdot0(call), _external_wrenches(call, links))
-    return add_diagonal(xp, add_diagonal(xp, tau, model.armature, qdd), model.damping, qd)
+    return add_joint_forces(xp, model, tau, qd, qdd)
 
 
 def mass_matrix_dh(call):
@@ -197,12 +197,22 @@ def _dh_table(model):
 
 
 def _vdot0(call):
-    """vdot_0 = -g in the base frame link0, which is the world frame."""
-    from ..dynamics import GRAVITY
-
+    """vdot_0 = -g in the base frame link0 (rotated from the world frame by the DH base
+    transform, the placement of link0 in the world)."""
     g = call.arrays.get("gravity")
-    g = np.array(GRAVITY)[:, None] if g is None else g
+    g = np.array(call.model.gravity)[:, None] if g is None else g
+    R_base = _base_rotation(call.model)
+    if R_base is not None:
+        g = _rot_t(R_base[..., None], g)
     return -g + 0 * call["q"][:1]
+
+
+def _base_rotation(model):
+    """R of the DH base transform (the world placement of ``link0``), None for the identity."""
+    index = model.link_index("link0")
+    link = model.links[index]
+    R = np.reshape(link.rotation, (3, 3))
+    return None if link.body >= 0 or np.array_equal(R, np.eye(3)) else R
 
 
 def _external_wrenches(call, links):

@@ -1,8 +1,8 @@
 """Inverse dynamics: the recursive Newton-Euler algorithm (Featherstone, RBDA Table 5.1)."""
-import numpy as np
-
 from ..algebra import body_constants
-from .kinematics import concatenate_dofs, joint_motion, joint_poses
+from .joint_forces import add_joint_forces
+from .kinematics import (concatenate_dofs, joint_motion, joint_poses, motion_subspaces,
+                         subspace_rates)
 
 
 def rnea(alg, model, q, qd, qdd, a0, f_ext=None):
@@ -20,57 +20,47 @@ def newton_euler(alg, model, q, qd, qdd, a0, f_ext=None, v0=None):
     f_base: the wrench that the base exerts on the model through its root joints, in the base
         frame (the model exerts -f_base on its base): what crosses a connection point backward.
     """
-    X, _, _, f = newton_euler_forward(alg, model, q, qd, qdd, a0, v0)
+    X, S, _, _, f = newton_euler_forward(alg, model, q, qd, qdd, a0, v0)
     if f_ext is not None:
         f = [f_i - f_ext_i for f_i, f_ext_i in zip(f, f_ext)]
-    return newton_euler_backward(alg, model, X, f, qd, qdd, 0.0 * a0)
+    return newton_euler_backward(alg, model, X, S, f, qd, qdd, 0.0 * a0)
 
 
 def newton_euler_forward(alg, model, q, qd, qdd, a0, v0=None):
-    """Root to leaves: the joint poses X, the body twists v and twist derivatives a (body frames,
-    gravity folded in through a0) and each body's Newton-Euler wrench
-    f_i = I_i a_i + v_i x* I_i v_i."""
+    """Root to leaves: the joint poses X, motion subspaces S, the body twists v and twist
+    derivatives a (body frames, gravity folded in through a0) and each body's Newton-Euler
+    wrench f_i = I_i a_i + v_i x* I_i v_i."""
     consts = body_constants(alg, model)
     X = joint_poses(alg, model, q)
+    S = motion_subspaces(alg, model, q)
+    Sdot = subspace_rates(alg, model, q, qd)
     v, a, f = [], [], []
-    for i, ((_, S, I), parent, sl) in enumerate(zip(consts, model.parent, model.v_slices)):
-        vJ = joint_motion(S, qd[sl])
+    for i, ((_, _, I), S_i, parent, sl) in enumerate(zip(consts, S, model.parent,
+                                                        model.v_slices)):
+        vJ = joint_motion(S_i, qd[sl])
         v_parent, a_parent = (v0, a0) if parent < 0 else (v[parent], a[parent])
         v.append(vJ if v_parent is None else alg.inv_act_twist(X[i], v_parent) + vJ)
-        a.append(alg.inv_act_twist(X[i], a_parent) + joint_motion(S, qdd[sl])
+        a.append(alg.inv_act_twist(X[i], a_parent) + joint_motion(S_i, qdd[sl])
                  + alg.cross_motion(v[i], vJ))
+        if Sdot[i] is not None:  # cJ = dS/dt qd of a configuration-dependent joint
+            a[i] = a[i] + joint_motion(Sdot[i], qd[sl])
         f.append(alg.inertia_apply(I, a[i]) + alg.cross_force(v[i], alg.inertia_apply(I, v[i])))
-    return X, v, a, f
+    return X, S, v, a, f
 
 
-def newton_euler_backward(alg, model, X, f, qd, qdd, f_base):
+def newton_euler_backward(alg, model, X, S, f, qd, qdd, f_base):
     """Leaves to root: the joint forces tau (nv, N) that transmit the body wrenches f (each less
     the wrench the environment applies to its body), and f_base plus the wrenches the root bodies
     pass to the base (base frame)."""
     xp = alg.xp
-    consts = body_constants(alg, model)
     f = list(f)
     tau = [None] * model.nbodies
     for i in reversed(range(model.nbodies)):
-        tau[i] = xp.stack([alg.dot(S_k, f[i]) for S_k in consts[i][1]])
+        tau[i] = xp.stack([alg.dot(S_k, f[i]) for S_k in S[i]])
         moved = alg.act_wrench(X[i], f[i])
         if model.parent[i] >= 0:
             f[model.parent[i]] = f[model.parent[i]] + moved
         else:
             f_base = f_base + moved
     tau = concatenate_dofs(xp, tau, qd)
-    tau = add_diagonal(xp, add_diagonal(xp, tau, model.armature, qdd), model.damping, qd)
-    return tau, f_base
-
-
-def add_diagonal(xp, tau, coefficients, x):
-    """tau + diag(coefficients) x for per-dof model constants (armature, damping) and rates x
-    (nv, N): the terms of zero coefficients are left out, as the algebras leave out products
-    with a constant zero (so that an infinite rate does not make 0 * inf = NaN)."""
-    coefficients = np.asarray(coefficients, dtype=float)
-    if not coefficients.any():
-        return tau
-    if coefficients.all():
-        return tau + coefficients[:, None] * x
-    return xp.stack([tau[k] + c * x[k] if c else tau[k] for k, c in
-                     enumerate(coefficients.tolist())])
+    return add_joint_forces(xp, model, tau, qd, qdd), f_base

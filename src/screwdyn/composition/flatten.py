@@ -15,14 +15,29 @@ def flat_model(assembly):
     of those links (``Model.base_inertia``) is merged into that body's. What ends up welded to the
     world (the root subsystem's base links, and any subsystem mounted on them) is the flat model's
     ``base_inertia``, in the world frame."""
+    for s in assembly.subsystems:
+        if s.model is None:
+            raise ModelError(f"to_model: subsystem {s.name!r} is a black box, known only at its "
+                             "connection point; a flat model needs every subsystem's model")
+    return _flattened(assembly)
+
+
+def configuration_model(assembly):
+    """The flat model of the subsystems with models (black boxes left out): the assembly's q and
+    v layout and names. What hangs from a black box is placed in the world at the pose the black
+    box gives its connection point (when that is one constant 4x4), else at the origin."""
+    return _flattened(assembly)
+
+
+def _flattened(assembly):
     bodies, links = [], []
     first_body, base = {}, {}  # per subsystem: its first body; (body, T_body_base) of its base
     world = []  # (mass, com, inertia) parts welded to the world, world frame
     for s in assembly.subsystems:
         if s.model is None:
-            raise ModelError(f"to_model: subsystem {s.name!r} is a black box, known only at its "
-                             "connection point; a flat model needs every subsystem's model")
-        base[s.name] = _base(s, first_body, base)
+            base[s.name] = (-1, np.eye(4))
+            continue
+        base[s.name] = _base(assembly, s, first_body, base)
         first_body[s.name] = len(bodies)
         for b in s.model.bodies:
             parent, frame = _placed(b, b.parent, first_body[s.name], base[s.name])
@@ -43,7 +58,8 @@ def flat_model(assembly):
                                                   np.reshape(b.inertia, (3, 3))), part]))
     root = assembly.subsystems[0]
     welded = _merged(world) if world else None
-    return Model(assembly.name, tuple(bodies), tuple(links), f"{root.name}/{root.model.root_link}",
+    root_link = f"{root.name}/{root.model.root_link}" if root.model is not None else ""
+    return Model(assembly.name, tuple(bodies), tuple(links), root_link,
                  base_inertia=(0.0, (0.0,) * 3, (0.0,) * 9) if welded is None else
                  (welded["mass"], welded["com"], welded["inertia"]))
 
@@ -68,11 +84,16 @@ def _merged(parts):
             "inertia": tuple(map(float, inertia.ravel()))}
 
 
-def _base(s, first_body, base):
+def _base(assembly, s, first_body, base):
     """(flat body, T_body_base): where subsystem s's base frame, its connection point, is fixed."""
     mount = np.reshape(s.mount, (4, 4))
     if s.parent is None:
         return -1, mount
+    parent = assembly[s.parent]
+    if parent.model is None:  # on a black box: at the pose it gives the point, if constant
+        pose = parent.black_box.points[s.link].pose
+        return -1, (np.asarray(pose, dtype=float) if np.shape(pose) == (4, 4) else np.eye(4)) \
+            @ mount
     if s.body >= 0:
         return first_body[s.parent] + s.body, mount
     body, T = base[s.parent]  # a link welded to the parent's base

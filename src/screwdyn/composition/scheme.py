@@ -1,38 +1,39 @@
-"""The paper's scheme: Newton-Euler over subsystems, in any algebra of ``screwdyn.algebra``.
+"""The paper's scheme: whole-body inverse dynamics as the subsystems' W_i composed.
 
-Each subsystem runs the recursion every model's inverse dynamics runs (``newton_euler_forward``
-and ``newton_euler_backward``); between subsystems, only connection-point quantities travel:
+Each subsystem runs its own W_i (``function.SubsystemFunction``); between subsystems only
+connection-point quantities travel:
 
-    forward, parents first:   xi_a = Ad(x_(a,k)) xi_k,  xidot_a = Ad(x_(a,k)) xidot_k
-                              (k the parent's body the point is fixed to; no cross term, the
-                              offset being constant), and the subsystem's bodies follow from them;
-    backward, children first: the parent adds Ad(x_(k,a)) zeta_a to the wrench of body k, then its
-                              own backward pass carries it to its joints and its base;
-                              zeta_a includes -(I_b xidot_a + xi_a x* I_b xi_a), the links
-                              the child's model welds to its base (I_b, Model.base_inertia),
-                              which move with the point a;
+    forward, parents first:   the twist and twist derivative at each connection point a_j, from
+                              the parent's forward evaluation (xi_a = Ad(x_(a,k)) xi_k, no cross
+                              term, the offset being constant); a black box's are measured;
+    backward, children first: the wrench zeta_a each child exerts at its point, which its parent's
+                              W_i carries to its joints and its own point (a black box's wrench is
+                              measured, logged or computed by its callable);
     whole body:               tau = the subsystems' tau, stacked.
 
 Internal layout as in the algorithms: (n, N) arrays, algebra objects for twists and wrenches.
 """
-from functools import lru_cache
 from typing import NamedTuple
 
 import numpy as np
 
 from .. import _backend
-from ..algebra import link_placements
+from ..algebra.entries import cut
 from ..algorithms.kinematics import world_poses
-from ..algorithms.rnea import newton_euler_backward, newton_euler_forward
+from ..dynamics import GRAVITY
 from ..dynamics import _Call as _ModelCall
 from ..errors import ModelError
+from .blackbox import ConnectionState, WrenchLog
+from .function import SubsystemFunction, _pose
+from .layout import Batch
 
 
-class Call:
+class Call(Batch):
     """One call on an assembly: the arrays broadcast to one batch, each subsystem's share parsed
-    by the model-level parser, and black-box values converted to the same layout."""
+    by the model-level parser (``_ModelCall``), black-box values converted to the same layout."""
 
-    def __init__(self, assembly, algebra, q, qd=None, qdd=None, f_ext=None, gravity=None):
+    def __init__(self, assembly, algebra, q, qd=None, qdd=None, f_ext=None, gravity=None,
+                 time=None, tau=None):
         if algebra == "vector":
             raise ValueError("assemblies run in an algebra with moving bases: 'dq', 'spatial' or "
                              "'cga' (the DH recursion of algebra='vector' has a fixed base)")
@@ -43,11 +44,11 @@ class Call:
                                  f"models: {[s.name for s in assembly.models]})")
         if not assembly.models:
             raise ModelError(f"assembly {assembly.name!r} has no subsystem with a model")
-        given = [a for a in (q, qd, qdd, gravity, *f_ext.values()) if a is not None]
-        self.xp = xp = _backend.namespace(*given)
+        given = [a for a in (q, qd, qdd, tau, gravity, *f_ext.values()) if a is not None]
+        xp = _backend.namespace(*given)
         vectors, cores = {}, []
         for name, value, size in (("q", q, assembly.nq), ("qd", qd, assembly.nv),
-                                  ("qdd", qdd, assembly.nv)):
+                                  ("qdd", qdd, assembly.nv), ("tau", tau, assembly.nv)):
             if value is not None:
                 vectors[name] = a = _backend.as_float_array(value, xp, name)
                 _backend.check_last_dim(a, size, name, f"the assembly's {name}, {size}")
@@ -61,178 +62,151 @@ class Call:
             cores.append((f"f_ext[{name!r}]", a, 2))
         if gravity is not None:
             gravity = _backend.as_float_array(gravity, xp, "gravity")
+            _backend.check_last_dim(gravity, 3, "gravity", "gravity vector in the world frame")
             cores.append(("gravity", gravity, 1))
-        self.batch = _backend.broadcast_batch(cores)
-        self.N = int(np.prod(self.batch, dtype=int))
-        if gravity is not None and gravity.ndim > 1:
-            gravity = xp.broadcast_to(gravity, self.batch + (3,))  # else one for the whole batch
+        if time is not None:
+            time = _backend.as_float_array(time, xp, "time")
+            cores.append(("time", time, 0))
+        super().__init__(xp, _backend.broadcast_batch(cores))
+        self.assembly, self.algebra = assembly, algebra
+        self.gravity = np.array(GRAVITY) if gravity is None else gravity
+        self.time = None if time is None else xp.broadcast_to(time, self.shape)
         self.models = {}
-        for s in assembly.models:
-            share = {name: xp.broadcast_to(a, self.batch + a.shape[-1:])
-                     [..., s.q_slice if name == "q" else s.v_slice] for name, a in vectors.items()}
+        rows = {name: self._rows(a) for name, a in vectors.items()}
+        for s in assembly.models:  # JAX: cut at every body (``loop``: as a loop's body)
+            share = {name: xp.moveaxis(a[s.q_slice if name == "q" else s.v_slice], 0, -1)
+                     .reshape(self.shape + (-1,)) for name, a in rows.items()}
             F = f_ext.get(s.name)
             self.models[s.name] = _ModelCall(
-                s.model, algebra, entries=True, **share, gravity=gravity,
-                f_ext=None if F is None else xp.broadcast_to(F, self.batch + F.shape[-2:]))
+                s.model, algebra, entries=True, loop=True, **share,
+                f_ext=None if F is None else xp.broadcast_to(F, self.shape + F.shape[-2:]))
         self.alg = self.models[s.name].alg  # the algebra the subsystems' recursions run in
 
+    def _rows(self, a):
+        """A public (..., n) array as (n, N) rows, computed once (under JAX: cut into memory, so
+        that each subsystem's share is contiguous rows, not strided columns of a)."""
+        a = self.xp.moveaxis(self.xp.broadcast_to(a, self.shape + a.shape[-1:]).reshape(
+            (self.N, a.shape[-1])), 0, -1)
+        return a if self.xp is np else cut(a)
+
     def __getitem__(self, name):
-        """The model-level call of subsystem ``name``: its q, qd, qdd, f_ext (n, N)."""
+        """The model-level call of subsystem ``name``: its q, qd, qdd or tau, f_ext (n, N)."""
         return self.models[name]
 
-    def gravity_twist(self):
-        """-g as an algebra twist in the world frame (gravity folded into the base acceleration)."""
-        return next(iter(self.models.values())).gravity_twist()
+    def root_motion(self, root):
+        """(None, -g): the root's connection point is at rest in the world, and gravity is
+        folded into its twist derivative, in the point's frame (the root's ``placement``), as a
+        public array would bring it."""
+        g = self.xp.asarray(self.gravity)
+        minus_g = self.twist(self.alg, self.xp.concatenate([-g, 0 * g], axis=-1), "gravity")
+        return None, self.through_public(self.alg, self.alg.inv_act_twist(
+            _pose(self.alg, root.mount), minus_g))
 
-    def internal(self, value, core, what):
-        """A public array (..., *core), e.g. a black box's measurement, in the internal layout."""
-        a = _backend.as_float_array(value, self.xp, what)
-        if tuple(a.shape[a.ndim - len(core):]) != core:
-            raise ValueError(f"{what} must have shape (..., {', '.join(map(str, core))}), "
-                             f"got shape {tuple(a.shape)}")
-        try:
-            a = self.xp.broadcast_to(a, self.batch + core)
-        except ValueError:
-            raise ValueError(f"{what}: batch shape {tuple(a.shape[:a.ndim - len(core)])} does not "
-                             f"broadcast to the call's batch {self.batch}") from None
-        return self.xp.moveaxis(a.reshape((self.N,) + core), 0, -1)
+    def function(self, name):
+        """The W_i of subsystem ``name`` in this call's algebra."""
+        return SubsystemFunction(self.assembly, name, self.algebra)
 
-    def public(self, a):
-        """(n..., N or 1) -> (..., n...)."""
-        a = self.xp.broadcast_to(a, a.shape[:-1] + (self.N,))
-        return self.xp.moveaxis(a, -1, 0).reshape(self.batch + a.shape[:-1])
+    def measured_motion(self, parent, s):
+        """The twist and twist derivative at subsystem s's connection point, from those its
+        parent, a black box, imposes at its point ``s.link`` (moved by s's placement there)."""
+        state = parent.black_box.points[s.link]
+        where = f"black box {parent.name!r} at its connection point {s.link!r}"
+        x = _pose(self.alg, s.mount)
+        return tuple(None if V is None else self.through_public(self.alg,
+                                                                self.alg.inv_act_twist(x, V))
+                     for V in (self.twist(self.alg, state.twist, f"{where}: twist"),
+                               self.twist(self.alg, state.twist_derivative,
+                                          f"{where}: twist_derivative")))
 
-    def pose(self, T):
-        """The algebra pose of a constant 4x4 transform (16 numbers)."""
-        return _constant_pose(self.alg, T)
-
-
-@lru_cache(maxsize=None)
-def _constant_pose(alg, T):
-    T = np.reshape(T, (4, 4))
-    return alg.pose(T[:3, :3], T[:3, 3])
+    def black_box_wrench(self, s, motion, require_known=False):
+        """The wrench black box ``s`` exerts at its connection point (algebra wrench): measured,
+        read from its log at the call's times, or its callable's value; None at the root.
+        ``require_known``: a callable is an error (forward dynamics does not know the point's
+        twist derivative before it is solved)."""
+        box, where = s.black_box, f"black box {s.where}"
+        value = box.wrench
+        if value is None:
+            return None
+        if isinstance(value, WrenchLog):
+            if self.time is None:
+                raise ValueError(f"{where}: its wrench is a {value!r}; pass the times of the "
+                                 "states (time=, shape (...) like the batch)")
+            value = value.at(self.time, where)
+        elif callable(value):
+            if require_known:
+                raise ModelError(f"{where}: its wrench is a function of the connection point's "
+                                 "twist derivative, which forward dynamics solves for; give it "
+                                 "as a measured array or a WrenchLog")
+            value = value(*(self.twist_public(self.alg, V) for V in motion))
+        a = self.internal(value, (6,), f"{where}: wrench")
+        if self.xp is np and not np.all(np.isfinite(a)):
+            raise ValueError(f"{where}: wrench is not finite (NaN or inf)")
+        return self.alg.wrench(a)
 
 
 class Solution(NamedTuple):
     """Per subsystem name: joint forces tau (nv_i, N), the (twist, twist derivative) at its
-    connection point (twist None: at rest), the wrench it exerts there on its parent, and the
-    forward pass (X, v, a, f) of a subsystem with a model."""
+    connection point (twist None: at rest), the wrench it exerts there on its parent, and its
+    forward state."""
 
     tau: dict
     motion: dict
     wrench: dict
-    passes: dict
+    states: dict
 
 
 def newton_euler(assembly, call):
-    """Whole-body inverse dynamics by the paper's scheme."""
-    alg, children = call.alg, assembly.children()
-    motion, passes = {}, {}
+    """Whole-body inverse dynamics: every W_i, composed."""
+    functions = {s.name: call.function(s.name) for s in assembly.models}
+    children = assembly.children()
+    motion, states, outgoing = {}, {}, {}
     for s in assembly.subsystems:  # forward: parents first
-        motion[s.name] = v0, a0 = _connection_motion(assembly, call, s, motion, passes)
+        if s.parent is None:
+            motion[s.name] = call.root_motion(s)
+        elif assembly[s.parent].model is None:
+            motion[s.name] = call.measured_motion(assembly[s.parent], s)
+        else:
+            motion[s.name] = outgoing[s.parent][s.name]
         if s.model is not None:
-            c = call[s.name]
-            passes[s.name] = newton_euler_forward(alg, s.model, c["q"], c["qd"], c["qdd"], a0, v0)
+            states[s.name], outgoing[s.name] = functions[s.name].evaluate_forward(
+                call[s.name], call, *motion[s.name])
     tau, wrench = {}, {}
     for s in reversed(assembly.subsystems):  # backward: children first
         if s.model is None:
-            wrench[s.name] = _black_box_wrench(call, s, motion[s.name])
+            wrench[s.name] = call.black_box_wrench(s, motion[s.name])
         else:
-            tau[s.name], wrench[s.name] = _backward(call, s, passes[s.name], motion[s.name],
-                                                    [(c, wrench[c.name]) for c in children[s.name]])
-    return Solution(tau, motion, wrench, passes)
+            tau[s.name], wrench[s.name] = functions[s.name].evaluate_backward(
+                call[s.name], call, states[s.name], *motion[s.name],
+                {c.name: wrench[c.name] for c in children[s.name]})
+    return Solution(tau, motion, wrench, states)
 
 
-def _connection_motion(assembly, call, s, motion, passes):
-    """(twist, twist derivative) at s's connection point, in its frame, from its parent's."""
-    alg = call.alg
-    if s.parent is None:  # fixed to the world at rest; gravity folded into the derivative
-        v, a = None, call.gravity_twist()
-    elif assembly[s.parent].model is None:
-        v, a = _measured_motion(call, assembly[s.parent], s.link)
-    elif s.body >= 0:
-        _, v_bodies, a_bodies, _ = passes[s.parent]
-        v, a = v_bodies[s.body], a_bodies[s.body]
-    else:  # a link welded to the parent's base moves with the parent's connection point
-        v, a = motion[s.parent]
-    x = call.pose(s.mount)  # x_(k, a): the connection point in the frame of body k
-    return (None if v is None else alg.inv_act_twist(x, v)), alg.inv_act_twist(x, a)
+def inverse_dynamics(assembly, algebra, q, qd, qdd, f_ext, gravity, time):
+    """tau (..., nv) (``Assembly.inverse_dynamics``)."""
+    call = Call(assembly, algebra, q, qd, qdd, f_ext, gravity, time)
+    tau = newton_euler(assembly, call).tau
+    return call.public(call.xp.concatenate([tau[s.name] for s in assembly.models]))
 
 
-def _backward(call, s, forward, motion, children):
-    """Subsystem s's backward pass with its children's wrenches: (tau, zeta at s's point)."""
-    alg = call.alg
-    v0, a0 = motion
-    X, _, _, f = forward
-    external = call[s.name].body_wrenches()
-    f = list(f) if external is None else [f_i - e_i for f_i, e_i in zip(f, external)]
-    on_base = _on_base_links(call, s, 0.0 * a0)
-    for child, zeta in children:
-        load = alg.act_wrench(call.pose(child.mount), zeta)  # Ad(x_(k,a)) zeta_a, on body k
-        if child.body >= 0:
-            f[child.body] = f[child.body] - load
-        else:
-            on_base = on_base + load
-    c = call[s.name]
-    tau, f_base = newton_euler_backward(alg, s.model, X, f, c["qd"], c["qdd"], 0.0 * a0)
-    zeta = on_base - f_base  # the bodies push on the base with -f_base (third law)
-    I_b = base_inertia(alg, s.model)
-    if I_b is not None:  # the links welded to the base move with the point: the parent drives them
-        f_b = alg.inertia_apply(I_b, a0)
-        if v0 is not None:
-            f_b = f_b + alg.cross_force(v0, alg.inertia_apply(I_b, v0))
-        zeta = zeta - f_b
-    return tau, zeta
+def connection_points(assembly, algebra, q, qd, qdd, f_ext, gravity, time):
+    """{subsystem: ConnectionState} (``Assembly.connection_points``)."""
+    call = Call(assembly, algebra, q, qd, qdd, f_ext, gravity, time)
+    solution = newton_euler(assembly, call)
+    poses = connection_poses(assembly, call, {name: state[0] for name, state
+                                              in solution.states.items()})
+    alg, out = call.alg, {}
+    for s in assembly.subsystems:
+        V, A = solution.motion[s.name]
+        zeta = solution.wrench[s.name]
+        out[s.name] = ConnectionState(
+            call.public(alg.to_matrix(poses[s.name])), call.twist_public(alg, V),
+            call.twist_public(alg, A), None if zeta is None else call.public(alg.wrench_vector(zeta)))
+    return out
 
 
-@lru_cache(maxsize=64)
-def base_inertia(alg, model):
-    """The algebra inertia of the links ``model`` welds to its base, in its root frame (the
-    connection point's), or None when they have none (``Model.base_inertia``)."""
-    mass, com, inertia = model.base_inertia
-    if mass == 0 and not any(inertia):
-        return None
-    return alg.inertia(mass, np.array(com), np.reshape(inertia, (3, 3)))
-
-
-def _on_base_links(call, s, zero):
-    """The external wrenches on the links s's model welds to its base, at s's connection point:
-    the parent carries them (the model-level ``body_wrenches`` leaves them out)."""
-    F = call[s.name].arrays.get("f_ext")  # (nlinks, 6, N), link frames
-    if F is None:
-        return zero
-    alg = call.alg
-    return sum((alg.act_wrench(placement, alg.wrench(F[l])) for l, (link, placement)
-                in enumerate(zip(s.model.links, link_placements(alg, s.model))) if link.body < 0),
-               zero)
-
-
-def _measured_motion(call, parent, point):
-    state = parent.black_box.points[point]
-    where = f"black box {parent.name!r} at its connection point {point!r}"
-    return tuple(call.alg.twist(call.internal(value, (6,), f"{where}: {what}"))
-                 for value, what in ((state.twist, "twist"),
-                                     (state.twist_derivative, "twist_derivative")))
-
-
-def _black_box_wrench(call, s, motion):
-    """The wrench a black box exerts at its connection point: measured, or its callable's value."""
-    box = s.black_box
-    if box.wrench is None:  # the root's, on the world: not needed by anyone
-        return None
-    value = box.wrench
-    if callable(value):
-        value = value(*(call.public(twist_or_rest(call, V)) for V in motion))
-    return call.alg.wrench(call.internal(value, (6,), f"black box {s.where}: wrench"))
-
-
-def twist_or_rest(call, V):
-    """A public twist vector (6, N or 1); None (at rest) is zero."""
-    return np.zeros((6, 1)) if V is None else call.alg.twist_vector(V)
-
-
-def connection_poses(assembly, call, solution):
-    """T_world_a for every connection point a (algebra poses)."""
+def connection_poses(assembly, call, joint_poses):
+    """T_world_a for every connection point a (algebra poses), from each subsystem's joint poses
+    X (``joint_poses``: {subsystem: X})."""
     alg, T, T_bodies = call.alg, {}, {}
     for s in assembly.subsystems:
         if s.parent is None:
@@ -243,10 +217,10 @@ def connection_poses(assembly, call, solution):
                                                  f"connection point {s.link!r}: pose"))
         elif s.body >= 0:
             if s.parent not in T_bodies:
-                X = solution.passes[s.parent][0]
-                T_bodies[s.parent] = world_poses(alg, assembly[s.parent].model, X)
+                T_bodies[s.parent] = world_poses(alg, assembly[s.parent].model,
+                                                 joint_poses[s.parent])
             base = alg.compose(T[s.parent], T_bodies[s.parent][s.body])
         else:
             base = T[s.parent]
-        T[s.name] = alg.compose(base, call.pose(s.mount))
+        T[s.name] = alg.compose(base, _pose(alg, s.mount))
     return T

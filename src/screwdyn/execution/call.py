@@ -13,8 +13,6 @@ import numpy as np
 from .. import _backend
 from ..algebra import link_placements
 
-GRAVITY = (0.0, 0.0, -9.81)
-
 #: input name -> (core shape of one state, as a function of the model; meaning)
 INPUTS = {
     "q": (lambda m: (m.nq,), "configuration, nq"),
@@ -68,11 +66,42 @@ def parse(model, given, xp=None):
 
 class Call:
     """The inputs of one call in the internal layout (``arrays``: name -> (..., N)), the batch
-    shape, the namespace ``xp`` and the algebra ``alg`` (None for ``algebra="vector"``)."""
+    shape, the namespace ``xp`` and the algebra ``alg`` (None for ``algebra="vector"``).
+
+    ``model`` is the tree the recursions run on: the given model (``user_model``) itself, or for
+    a coupled model (mimic joints tied to their sources) its whole tree (``model.tree``), to
+    which q, qd and qdd are expanded here; ``reduce`` brings the tree's results back
+    (``model.coupling``)."""
 
     def __init__(self, model, algebra_name, alg, xp, arrays, batch=(), N=1):
-        self.model, self.algebra_name, self.alg, self.xp = model, algebra_name, alg, xp
-        self.arrays, self.batch, self.N = arrays, tuple(batch), N
+        self.user_model, self.model = model, model.tree
+        self.algebra_name, self.alg, self.xp = algebra_name, alg, xp
+        self.arrays, self.batch, self.N = dict(arrays), tuple(batch), N
+        self.given = tuple(self.arrays)  # the inputs' names (before a coupling expands them)
+        self.coupling = model.coupling
+        if self.coupling is not None:
+            q_index, q_scale, q_offset, G = self.coupling
+            if "q" in self.arrays:
+                q = self.arrays["q"]
+                self.arrays["q"] = xp.stack([q[k] * s + o if s != 1.0 or o != 0.0 else q[k]
+                                             for k, s, o in zip(q_index.tolist(),
+                                                                q_scale.tolist(),
+                                                                q_offset.tolist())])
+            for name in ("qd", "qdd"):
+                if name in self.arrays:
+                    self.arrays[name] = _sparse_product(xp, G, self.arrays[name])
+
+    def reduce(self, result, axes=1):
+        """A tree result (tree nv, ..., N) with ``axes`` leading velocity axes brought to the
+        model's v (G^T tau, G^T M G); itself when the model is not coupled."""
+        if self.coupling is None:
+            return result
+        G = self.coupling[3]
+        result = _sparse_product(self.xp, G.T, result)
+        if axes == 2:
+            result = self.xp.moveaxis(_sparse_product(self.xp, G.T,
+                                                      self.xp.moveaxis(result, 1, 0)), 0, 1)
+        return result
 
     def __getitem__(self, name):
         return self.arrays[name]
@@ -80,7 +109,7 @@ class Call:
     def gravity_twist(self):
         """a0 = -g, the base acceleration that stands for gravity, as an algebra twist."""
         g = self.arrays.get("gravity")
-        g = np.array(GRAVITY)[:, None] if g is None else g
+        g = np.array(self.model.gravity)[:, None] if g is None else g
         return self.alg.twist(self.xp.concatenate([-g, 0 * g]))
 
     def body_wrenches(self):
@@ -100,3 +129,33 @@ class Call:
         return self.xp.moveaxis(result, -1, 0).reshape(self.batch + result.shape[:-1])
 
     matrix = vector
+
+
+def _sparse_product(xp, A, x):
+    """A x for a constant matrix A (m, n) and rows x (n, ...): each row the sum of its nonzero
+    terms only (a coupling's G is mostly zeros and ones), the same operations on every path."""
+    rows = []
+    for a in np.asarray(A, dtype=float):
+        terms = [x[k] if c == 1.0 else c * x[k] for k, c in enumerate(a.tolist()) if c]
+        row = terms[0] if terms else 0.0 * x[0]
+        for t in terms[1:]:
+            row = row + t
+        rows.append(row)
+    return xp.stack(rows) if rows else x[:0]
+
+
+def propagate_non_finite(xp, inputs, result):
+    """``result`` (..., N) with every finite entry of a state made NaN when one of that state's
+    ``inputs`` (arrays (..., N) or (..., 1) in the internal layout) is NaN or infinite; other
+    entries (inf, NaN) as computed. The recursions leave out products with the model's exact
+    zeros, which can also leave out a non-finite input (a NaN first joint angle of a robot whose
+    first axis is vertical: gravity along that axis never meets its sine and cosine), so that
+    without this rule a state with a NaN could give finite results. The same rule on every path
+    (numpy, JAX and the native programs, ``native.trace_program``)."""
+    ok = None
+    for a in inputs:
+        b = xp.all(xp.isfinite(xp.reshape(a, (-1, a.shape[-1]))), axis=0)
+        ok = b if ok is None else ok & b
+    if ok is None:
+        return result
+    return xp.where(~ok & xp.isfinite(result), xp.nan, result)

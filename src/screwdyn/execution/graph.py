@@ -565,3 +565,27 @@ def jacobian(program, wrt):
             tangent[i] = d
     outputs = [t(i).get(j, 0.0) for i in program.outputs for j in range(n)]
     return Program(g, program.inputs, outputs, program.output_shape + (n,))
+
+
+def substitute(program, constants):
+    """``program`` with the inputs named in ``constants`` {name: values (flat)} replaced by those
+    constants, rebuilt in a new graph (folded and simplified again); its remaining inputs keep
+    their names and order. (A derivative taken with respect to an input and then evaluated at a
+    fixed point of it: the tangent-space derivatives of ``native.trace_program``.)"""
+    g, new = program.graph, Graph()
+    values = {name: np.asarray(v, dtype=float).reshape(-1) for name, v in constants.items()}
+    mapped = {}
+    for i in program.schedule():
+        op, args = g.op[i], g.args[i]
+        if op == "const":
+            mapped[i] = new.constant(g.value[i][0])
+        elif op == "bool_const":
+            mapped[i] = new.bool_constant(g.value[i])
+        elif op == "input":
+            name, index = g.value[i]
+            mapped[i] = (new.constant(values[name][index]) if name in values
+                         else new.input(name, index))
+        else:
+            mapped[i] = new.apply(op, *(mapped[a] for a in args))
+    inputs = [(name, size) for name, size in program.inputs if name not in values]
+    return Program(new, inputs, [mapped[i] for i in program.outputs], program.output_shape)

@@ -28,11 +28,15 @@ import time
 import numpy as np
 
 from . import cache, entry, graph, llvm, trace
-from .call import Call, core_shape
+from ..model.configuration import integrate_arrays
+from .call import Call, core_shape, propagate_non_finite
 
 VERSION = 1  # of the program format (bump when the kernel's calling convention changes)
 LEVELS = (0, 2)  # LLVM code generation levels: first, then optimised
 _PROGRAMS = {}
+#: the name of a function's ``jacobian`` input that stands for q's tangent space: derivatives
+#: d/de f(q (+) e) at e = 0 (``screwdyn.integrate``), nv columns, as Pinocchio's
+TANGENT = "tangent"
 _LOCK = threading.RLock()
 
 
@@ -200,17 +204,41 @@ def trace_program(function, model, algebra, inputs, bound=None, static=()):
     for a ``function.jacobian``)."""
     bound = dict(bound or {})
 
+    tangent = TANGENT in function.jacobian
+
     def run(**arrays):
         for name, value in bound.items():
             arrays[name] = np.asarray(value, dtype=float).reshape(core_shape(model, name))[
                 ..., None]
+        if tangent:  # the kernel at q (+) e: its derivative in e is the one in q's tangent space
+            e = arrays.pop(TANGENT)
+            arrays["q"] = integrate_arrays(trace.xp, model, arrays["q"].T, e.T).T
         alg = function.algebra(algebra, trace.xp)
         call = Call(model, algebra, alg, trace.xp, arrays)
         return function.kernel(call, *static)
 
     shapes = {name: core_shape(model, name) for name in inputs}
+    if tangent:
+        shapes[TANGENT] = (model.nv,)
     program = trace.trace(run, shapes)
-    return graph.jacobian(program, function.jacobian) if function.jacobian else program
+    if function.jacobian:
+        program = graph.jacobian(program, function.jacobian)
+        if tangent:
+            program = graph.substitute(program, {TANGENT: np.zeros(model.nv)})
+    return _propagate_non_finite(program, model, inputs)
+
+
+def _propagate_non_finite(program, model, names):
+    """``program`` with ``call.propagate_non_finite``'s rule on its outputs (after any
+    derivative: a NaN input makes the derivatives NaN too)."""
+    g = program.graph
+    inputs = trace.inputs(g, {name: core_shape(model, name) for name in names})
+    result = trace.SymArray(np.array([g._handles[i] for i in program.outputs], dtype=object)
+                            .reshape(program.output_shape + (1,)))
+    guarded = trace._objects(propagate_non_finite(trace.xp, list(inputs.values()), result))
+    return graph.Program(g, program.inputs, [e if type(e) is graph.Node else g.operand(e)
+                                             for e in guarded.reshape(-1)],
+                         program.output_shape)
 
 
 # -- the background thread that compiles optimised code ---------------------------------------

@@ -31,6 +31,11 @@ Paths:
   functions with many outputs (the mass matrix) are cut once per body. Neither rule depends on
   the batch size, and both leave every value unchanged (a division by an exact 1).
 
+On every path a state with a NaN or infinite input gets NaN for every result that would
+otherwise be finite (``call.propagate_non_finite``): the recursions leave out products with the
+model's exact zeros, and with them, sometimes, an input (the Panda at rest never multiplies its
+first joint angle's sine and cosine by anything but zeros).
+
 ``plan(model, function, ...)`` returns a ``Plan`` that tells what a call will do
 (``Plan.explain()``) and what compiling it costs.
 """
@@ -43,7 +48,7 @@ import numpy as np
 from .. import _backend
 from ..algebra import ALGEBRAS, get_algebra
 from . import llvm, native, xla
-from .call import Call, check, core_shape, parse
+from .call import Call, check, core_shape, parse, propagate_non_finite
 from .graph import DataDependentError
 
 CHECKPOINT_BODIES = 12  # JAX: trees with more bodies are cut once per body (see jax_options)
@@ -282,7 +287,13 @@ def run_jax(function, model, algebra, given, static=(), loop=False):
     """The kernel on jax.numpy (see ``jax_options``), or on the traced arrays of
     ``trace`` (the caller's own program is being compiled: the recursion joins it)."""
     call = _call(function, model, algebra, given, loop)
-    return call.vector(function.kernel(call, *static))
+    return call.vector(_kernel(function, call, static))
+
+
+def _kernel(function, call, static):
+    """The kernel's result with ``call.propagate_non_finite``'s rule (on the inputs given)."""
+    inputs = [call[name] for name in call.given]
+    return propagate_non_finite(call.xp, inputs, function.kernel(call, *static))
 
 
 def _call(function, model, algebra, given, loop=False):
@@ -340,14 +351,14 @@ def run_numpy(function, model, algebra, given, static=()):
     alg = function.algebra(algebra, np)
     if N <= size:
         call = Call(model, algebra, alg, np, arrays, batch, N)
-        return call.vector(function.kernel(call, *static))
+        return call.vector(_kernel(function, call, static))
     out = None
     for start in range(0, N, size):
         part = {k: (a if a.shape[-1] == 1 and k == "gravity" else a[..., start:start + size])
                 for k, a in arrays.items()}
         n = min(size, N - start)
         call = Call(model, algebra, alg, np, part, (n,), n)
-        result = np.asarray(call.vector(function.kernel(call, *static)))
+        result = np.asarray(call.vector(_kernel(function, call, static)))
         if out is None:
             out = np.empty((N,) + result.shape[1:])
         out[start:start + n] = result

@@ -12,15 +12,19 @@ holds, with the joint variable q_i:
 
 (in the modified convention row i holds a_{i-1} and alpha_{i-1}, as RTB's MDH links do). The
 dynamic parameters are RTB's: ``mass`` (m), ``com`` (r), the centre of mass in frame i, and
-``inertia`` (I), the rotational inertia about the centre of mass in frame-i axes; ``armature``
-is the reflected motor inertia (RTB's Jm * G^2, which RTB's ``rne`` adds as G^2 Jm qdd) and
-``damping`` the viscous joint friction (RTB's B * G^2; Coulomb friction is not modelled).
+``inertia`` (I), the rotational inertia about the centre of mass in frame-i axes. The drive is
+RTB's too: motor inertia ``Jm``, gear ratio ``G``, viscous friction ``B`` and Coulomb friction
+``Tc = (positive, negative)``, all referred to the motor, so that the joint adds, as RTB's
+``rne``, G^2 Jm qdd + G^2 B qd + |G| Tc[0] (qd > 0) or |G| Tc[1] (qd < 0); ``armature`` and
+``damping`` add G^2 Jm and G^2 B directly at the joint.
 
 Porting an RTB model::
 
     DHLink(a=L.a, alpha=L.alpha, d=L.d, offset=L.offset, theta=L.theta if L.isprismatic else 0,
            joint="prismatic" if L.isprismatic else "revolute", mass=L.m, com=L.r, inertia=L.I,
-           armature=L.Jm * L.G**2)
+           Jm=L.Jm, G=L.G, B=L.B, Tc=L.Tc)
+
+and ``from_dh(links, base=robot.base.A, tool=robot.tool.A)``.
 
 The Model that ``from_dh`` builds names its frames so that forward kinematics of ``link0`` (the
 base) ... ``link{n}`` equals RTB's ``fkine_all``. In the standard convention each moving body is
@@ -40,6 +44,7 @@ import numpy as np
 
 from ..errors import ModelError
 from .builder import ModelBuilder, as_floats
+from .model import Model
 
 CONVENTIONS = ("standard", "modified")
 JOINTS = ("revolute", "prismatic")
@@ -66,6 +71,10 @@ class DHLink:
     inertia: tuple = (0.0,) * 9
     armature: float = 0.0
     damping: float = 0.0
+    Jm: float = 0.0  # motor inertia, kg m^2 (at the motor)
+    G: float = 1.0  # gear ratio (motor turns per joint turn; its sign is ignored)
+    B: float = 0.0  # viscous friction at the motor, N m s/rad
+    Tc: tuple = (0.0, 0.0)  # Coulomb friction at the motor for positive and negative velocity
 
     def __post_init__(self):
         for f in fields(self):
@@ -74,6 +83,9 @@ class DHLink:
                 converted = str(value)
             elif f.name == "com":
                 converted = _floats(value, (3,), f.name)
+            elif f.name == "Tc":
+                a = np.broadcast_to(np.asarray(value, dtype=float), (2,))
+                converted = (float(a[0]), float(a[1]))
             elif f.name == "inertia":
                 converted = _inertia_tuple(value)
             else:
@@ -87,6 +99,21 @@ class DHLink:
     @property
     def is_prismatic(self):
         return self.joint == "prismatic"
+
+    @property
+    def joint_armature(self):
+        """The reflected inertia at the joint: armature + G^2 Jm."""
+        return self.armature + self.G ** 2 * self.Jm
+
+    @property
+    def joint_damping(self):
+        """The viscous friction at the joint: damping + G^2 B."""
+        return self.damping + self.G ** 2 * self.B
+
+    @property
+    def joint_coulomb(self):
+        """The Coulomb friction at the joint for positive and negative velocity: |G| Tc."""
+        return (abs(self.G) * self.Tc[0], abs(self.G) * self.Tc[1])
 
 
 def _floats(value, shape, what):
@@ -128,7 +155,7 @@ def check_link(link, index):
     for name, value in numbers.items():
         if not np.all(np.isfinite(value)):
             raise ModelError(f"{where}: {name} is not finite: {value}")
-    for name in ("mass", "armature", "damping"):
+    for name in ("mass", "armature", "damping", "Jm", "B"):
         if numbers[name] < 0:
             raise ModelError(f"{where}: negative {name} {numbers[name]}")
     if link.joint == "revolute" and link.theta != 0:
@@ -157,12 +184,17 @@ def dh_transform(link, q, convention):
     return rz @ tz @ tx @ rx if convention == "standard" else rx @ tx @ rz @ tz
 
 
-def from_dh(links, convention="standard", name="dh_robot", joint_names=None, strict=False):
+def from_dh(links, convention: str = "standard", name: str = "dh_robot", joint_names=None,
+            strict: bool = False, base=None, tool=None, gravity=(0.0, 0.0, -9.81)) -> "Model":
     """A Model of the serial robot described by the DH table ``links`` (a sequence of DHLink).
 
     convention: ``"standard"`` (Corke, RTB's ``DHRobot``) or ``"modified"`` (Craig, RTB's MDH).
     joint_names: names of the n joints (default ``joint1`` ... ``joint{n}``).
     strict: raise ``ModelError`` for physically inconsistent inertias instead of warning.
+    base: 4x4, the pose of the base frame ``link0`` in the world (RTB's ``base``); the world is
+        then the root link ``world``, and gravity stays in world axes.
+    tool: 4x4, the pose of the tool frame ``tool`` in the last link's frame (RTB's ``tool``).
+    gravity: the model's default gravity in the world frame (RTB's ``gravity``).
     The Model keeps the table (``model.dh``, ``model.dh_convention``) for ``algebra="vector"``.
     """
     check_convention(convention)
@@ -176,11 +208,30 @@ def from_dh(links, convention="standard", name="dh_robot", joint_names=None, str
     if len(names) != n or len(set(names)) != n or not all(isinstance(s, str) and s for s in names):
         raise ModelError(f"joint_names must be {n} distinct non-empty strings, got {joint_names!r}")
     builder = ModelBuilder(name)
+    if base is not None:
+        T = _transform(base, "base")
+        builder.add_link("world")
+        builder.add_joint("base", "fixed", "world", "link0", xyz=T[:3, 3], rotation=T[:3, :3],
+                          where="DH base transform")
     builder.add_link("link0")
     for i, (link, joint) in enumerate(zip(links, names), 1):
         _add_row(builder, i, link, joint, convention)
-    model = builder.build(strict=strict)
+    if tool is not None:
+        T = _transform(tool, "tool")
+        builder.add_link("tool")
+        builder.add_joint("tool", "fixed", f"link{n}", "tool", xyz=T[:3, 3], rotation=T[:3, :3],
+                          where="DH tool transform")
+    model = builder.build(strict=strict, gravity=gravity)
     return replace(model, dh=links, dh_convention=convention, _hash_cache=[])
+
+
+def _transform(T, what):
+    """A 4x4 homogeneous transform (numpy or an object with ``.A``, as spatialmath's SE3)."""
+    T = as_floats(getattr(T, "A", T), (4, 4), f"DH {what} transform", "the matrix")
+    if not np.all(np.isfinite(T)) or not np.allclose(T[3], [0, 0, 0, 1]):
+        raise ModelError(f"DH {what} transform: not a homogeneous transform (last row "
+                         f"{T[3].tolist()}, expected [0, 0, 0, 1])")
+    return T
 
 
 def _add_row(builder, i, link, joint, convention):
@@ -193,8 +244,9 @@ def _add_row(builder, i, link, joint, convention):
         motion_free = _trans(0, 0, link.d) @ _rot_z(link.offset)  # joint motion Rz(q) follows
     else:
         motion_free = _rot_z(link.theta) @ _trans(0, 0, link.offset)  # Tz(q) follows
-    common = dict(kind=kind, parent=f"link{i - 1}", axis=(0.0, 0.0, 1.0), armature=link.armature,
-                  damping=link.damping, where=f"{where} (joint {joint!r})")
+    common = dict(kind=kind, parent=f"link{i - 1}", axis=(0.0, 0.0, 1.0),
+                  armature=link.joint_armature, damping=link.joint_damping,
+                  coulomb=[link.joint_coulomb], where=f"{where} (joint {joint!r})")
     if convention == "standard":
         body = f"link{i}_proximal"
         builder.add_link(body, where=f"{where} (joint frame)")
@@ -228,7 +280,8 @@ def _trans(x, y, z):
 
 # -- the DH table file ------------------------------------------------------------------------
 COLUMNS = ("name", "joint", "a", "alpha", "d", "theta", "offset", "mass", "cx", "cy", "cz",
-           "Ixx", "Iyy", "Izz", "Ixy", "Iyz", "Ixz", "armature", "damping")
+           "Ixx", "Iyy", "Izz", "Ixy", "Iyz", "Ixz", "armature", "damping", "Jm", "G", "B",
+           "Tc_plus", "Tc_minus")
 REQUIRED = ("a", "alpha", "d")
 _NUMBER = r"[0-9]*\.?[0-9]+(?:[eE][-+]?[0-9]+)?"
 _PI_EXPR = re.compile(rf"^([-+]?)(?:({_NUMBER})\s*\*\s*)?pi(?:\s*/\s*({_NUMBER}))?$")
@@ -246,7 +299,9 @@ def load_dh_table(path, strict=False):
         theta, offset          rad / m, default 0 (see DHLink: q + offset is theta or d)
         mass, cx, cy, cz       kg; centre of mass in frame i (m)
         Ixx, Iyy, Izz, Ixy, Iyz, Ixz   kg m^2, about the centre of mass, frame-i axes
-        armature, damping      reflected rotor inertia, viscous friction
+        armature, damping      reflected rotor inertia, viscous friction at the joint
+        Jm, G, B, Tc_plus, Tc_minus   RTB's drive: motor inertia, gear ratio (default 1),
+                               viscous and Coulomb friction at the motor
         name                   the joint's name (default joint1 ... joint{n})
 
     then one row per joint. A number may also be written ``pi``, ``-pi/2``, ``2*pi/3``, an empty
@@ -254,7 +309,7 @@ def load_dh_table(path, strict=False):
     """
     path = os.fspath(path)
     try:
-        with open(path, newline="", encoding="utf-8") as f:
+        with open(path, newline="", encoding="utf-8-sig") as f:  # a spreadsheet's BOM
             text = f.read()
     except OSError as e:
         raise ModelError(f"cannot read DH table {path!r}: {e.strerror}") from None
@@ -266,6 +321,7 @@ def parse_dh_table(text, origin="<string>", default_name="dh_robot", strict=Fals
     """``load_dh_table`` on the text of a DH table file."""
     settings = {"convention": "standard", "name": default_name}
     header, rows = None, []
+    text = text.removeprefix("\ufeff")
     for lineno, line in enumerate(text.splitlines(), 1):
         stripped = line.strip()
         if not stripped:
@@ -307,7 +363,7 @@ def _directive(line, settings, where):
 
 
 def _header(line, where):
-    columns = [c.strip() for c in next(csv.reader([line]))]
+    columns = [c.strip() for c in next(csv.reader([line], skipinitialspace=True))]
     lookup = {c.lower(): c for c in COLUMNS}
     out = []
     for c in columns:
@@ -324,7 +380,7 @@ def _header(line, where):
 
 
 def _row(line, header, where):
-    values = [v.strip() for v in next(csv.reader([line]))]
+    values = [v.strip() for v in next(csv.reader([line], skipinitialspace=True))]
     if len(values) != len(header):
         raise ModelError(f"{where}: {len(values)} fields, but the header names {len(header)} "
                          "columns")
@@ -342,7 +398,8 @@ def _row(line, header, where):
     link = DHLink(a=get("a"), alpha=get("alpha"), d=get("d"), offset=get("offset"),
                   joint=joint.lower(), theta=get("theta"), mass=get("mass"),
                   com=(get("cx"), get("cy"), get("cz")), inertia=inertia,
-                  armature=get("armature"), damping=get("damping"))
+                  armature=get("armature"), damping=get("damping"), Jm=get("Jm"),
+                  G=numbers["G"] if row.get("G", "") != "" else 1.0, B=get("B"), Tc=(get("Tc_plus"), get("Tc_minus")))
     return link, row.get("name", "")
 
 
@@ -375,8 +432,9 @@ def dh_table_text(links, convention="standard", name="dh_robot", joint_names=Non
         I = link.inertia_matrix
         values = [link.a, link.alpha, link.d, link.theta, link.offset, link.mass, *link.com,
                   I[0, 0], I[1, 1], I[2, 2], I[0, 1], I[1, 2], I[0, 2], link.armature,
-                  link.damping]
-        lines.append(", ".join([joint_name, link.joint] + [repr(float(v)) for v in values]))
+                  link.damping, link.Jm, link.G, link.B, *link.Tc]
+        quoted = '"' + joint_name.replace('"', '""') + '"'  # commas, quotes, a leading '#'
+        lines.append(", ".join([quoted, link.joint] + [repr(float(v)) for v in values]))
     return "\n".join(lines) + "\n"
 
 

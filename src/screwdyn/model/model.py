@@ -6,23 +6,34 @@ it by fixed joints (their inertias merged into the body's). Bodies are numbered 
 Each body carries, in its own frame (the joint frame after the joint's motion):
 
 - ``placement``: the joint frame in the parent body's frame at q = 0, as (R, p);
-- the joint ``kind`` (``revolute``, ``continuous``, ``prismatic``, ``free``) and its unit ``axis``;
+- ``joint_model``: the joint type and its geometry and limits (``model.joints``: revolute,
+  continuous, prismatic, helical, planar, spherical, free flyer, MuJoCo's free joint);
 - the inertia: ``mass``, centre of mass ``com`` and rotational inertia ``inertia`` about the centre
   of mass, in body axes;
-- optional ``armature`` (reflected rotor inertia) and viscous ``damping``, zero by default.
+- per degree of freedom, the joint's own forces: ``armature`` (reflected rotor inertia),
+  ``damping`` (viscous friction) and ``coulomb`` (Coulomb friction for positive and negative
+  velocity), zero by default.
 
-Configuration layout follows Pinocchio: a free joint takes q = (x, y, z, qx, qy, qz, qw) and
-v = (linear, angular) velocity of the body expressed in the body frame.
+The configuration layout follows each joint type (``model/joints.py``); a floating base
+(``FreeFlyer``) takes q = (x, y, z, qx, qy, qz, qw) and v = (linear, angular) velocity of the
+body expressed in the body frame, as in Pinocchio.
+
+Mimic joints (URDF ``<mimic>``) are recorded in ``mimic``. A *coupled* model (``coupled=True``,
+``load_urdf(..., mimic="couple")``) keeps the whole tree in ``bodies`` but has the mimicking
+joints' configuration tied to their source, q_mimic = multiplier * q_source + offset: its q and v
+hold the independent joints only (``active``), ``tree`` is the same model with every joint
+independent, and ``coupling`` the map between the two.
 """
+import math
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 
 import numpy as np
 
 from ..errors import ModelError
+from .joints import JointModel
 
-JOINT_NQ = {"revolute": 1, "continuous": 1, "prismatic": 1, "free": 7}
-JOINT_NV = {"revolute": 1, "continuous": 1, "prismatic": 1, "free": 6}
+GRAVITY = (0.0, 0.0, -9.81)
 
 
 def _tuple(a):
@@ -33,26 +44,70 @@ def _tuple(a):
 class Body:
     """One joint with degrees of freedom and the rigid body it moves."""
 
-    joint: str
+    joint: str  # the joint's name
     link: str
     parent: int
-    kind: str
-    axis: tuple
+    joint_model: JointModel
     rotation: tuple  # placement R, 9 numbers row-major
     translation: tuple  # placement p
     mass: float
     com: tuple
     inertia: tuple  # 3x3 about the centre of mass, body axes, row-major
-    armature: float = 0.0
-    damping: float = 0.0
+    armature: tuple = None  # per degree of freedom (nv numbers); None: zeros
+    damping: tuple = None
+    coulomb: tuple = None  # per degree of freedom (positive-velocity, negative-velocity) forces
+
+    def __post_init__(self):
+        nv = self.joint_model.nv
+        for name in ("armature", "damping"):
+            value = getattr(self, name)
+            if value is None:
+                object.__setattr__(self, name, (0.0,) * nv)
+            elif not (type(value) is tuple and len(value) == nv
+                      and _finite_non_negative(value)):  # as the builder passes them
+                object.__setattr__(self, name, _per_dof(value, nv, self.joint, name))
+        c = self.coulomb
+        if c is None:
+            object.__setattr__(self, "coulomb", ((0.0, 0.0),) * nv)
+        elif not (type(c) is tuple and len(c) == nv and (nv == 0 or type(c[0]) is tuple)):
+            object.__setattr__(self, "coulomb", tuple(
+                (float(a), float(b)) for a, b in (c if np.ndim(c) == 2 else [c] * nv)))
 
     @property
     def nq(self):
-        return JOINT_NQ[self.kind]
+        return self.joint_model.nq
 
     @property
     def nv(self):
-        return JOINT_NV[self.kind]
+        return self.joint_model.nv
+
+
+def _finite_non_negative(values):
+    """True for numbers all finite and >= 0 (at C speed: the sum equals the sum of absolute
+    values, and is finite)."""
+    total = sum(values)
+    return total == sum(map(abs, values)) and total - total == 0.0
+
+
+def _per_dof(value, nv, joint, name):
+    a = np.asarray(value, dtype=float)
+    if a.ndim == 0:
+        a = np.full(nv, float(a))
+    if a.shape != (nv,):
+        raise ModelError(f"joint {joint!r}: {name} must be one number or {nv}, got {a.tolist()}")
+    if not (np.all(np.isfinite(a)) and np.all(a >= 0)):
+        raise ModelError(f"joint {joint!r}: {name} must be finite and >= 0, got {a.tolist()}")
+    return tuple(float(x) for x in a)
+
+
+@dataclass(frozen=True)
+class Mimic:
+    """A URDF ``<mimic>``: q_joint = multiplier * q_source + offset."""
+
+    joint: str
+    source: str
+    multiplier: float = 1.0
+    offset: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -79,14 +134,19 @@ class Model:
     # (mass, com, inertia about the com) of the links welded to the world, in the root frame:
     # no joint moves them, but a subsystem attached to a moving parent carries them along
     base_inertia: tuple = (0.0, (0.0, 0.0, 0.0), (0.0,) * 9)
+    gravity: tuple = GRAVITY  # the default gravity of the dynamics calls, world frame, m/s^2
+    mimic: tuple = ()  # Mimic relations of the source file
+    coupled: bool = False  # mimicking joints tied to their sources (see the module docstring)
+    source: str = field(default="", compare=False)  # the file the model was loaded from
     _hash_cache: list = field(default_factory=list, compare=False, repr=False)
 
     def __hash__(self):
         if not self._hash_cache:
-            self._hash_cache.append(hash((self.name, self.bodies, self.links, self.dh)))
+            self._hash_cache.append(hash((self.name, self.bodies, self.links, self.dh,
+                                          self.gravity, self.mimic, self.coupled)))
         return self._hash_cache[0]
 
-    # -- sizes and names ----------------------------------------------------------------
+    # -- the tree ---------------------------------------------------------------------------
     @property
     def nbodies(self):
         return len(self.bodies)
@@ -95,19 +155,6 @@ class Model:
     def nlinks(self):
         return len(self.links)
 
-    @cached_property
-    def nq(self):
-        return sum(b.nq for b in self.bodies)
-
-    @cached_property
-    def nv(self):
-        return sum(b.nv for b in self.bodies)
-
-    @property
-    def joint_names(self):
-        """Joints with degrees of freedom, in velocity order."""
-        return tuple(b.joint for b in self.bodies)
-
     @property
     def link_names(self):
         return tuple(link.name for link in self.links)
@@ -115,14 +162,6 @@ class Model:
     @cached_property
     def parent(self):
         return tuple(b.parent for b in self.bodies)
-
-    @cached_property
-    def q_slices(self):
-        return _slices([b.nq for b in self.bodies])
-
-    @cached_property
-    def v_slices(self):
-        return _slices([b.nv for b in self.bodies])
 
     @cached_property
     def children(self):
@@ -142,11 +181,155 @@ class Model:
 
     @property
     def has_floating_base(self):
-        return bool(self.bodies) and self.bodies[0].kind == "free" and self.bodies[0].parent == -1
+        return (bool(self.bodies) and self.bodies[0].parent == -1
+                and self.bodies[0].joint_model.floating)
 
     @cached_property
     def total_mass(self):
         return float(sum(b.mass for b in self.bodies))
+
+    @cached_property
+    def tree(self):
+        """The same tree with every joint independent (itself when not coupled): what the
+        recursions run on."""
+        return replace(self, coupled=False, _hash_cache=[]) if self.coupled else self
+
+    # -- the configuration layout: q (nq), v (nv), over the independent joints ------------------
+    @cached_property
+    def active(self):
+        """Indices of the bodies whose joints carry q and v: every body, or, for a coupled
+        model, all but the mimicking ones."""
+        if not self.coupled:
+            return tuple(range(self.nbodies))
+        mimicking = {m.joint for m in self.mimic}
+        return tuple(i for i, b in enumerate(self.bodies) if b.joint not in mimicking)
+
+    @cached_property
+    def active_bodies(self):
+        return tuple(self.bodies[i] for i in self.active)
+
+    @cached_property
+    def nq(self):
+        return sum(b.nq for b in self.active_bodies)
+
+    @cached_property
+    def nv(self):
+        return sum(b.nv for b in self.active_bodies)
+
+    @property
+    def joint_names(self):
+        """Joints with degrees of freedom, in velocity order."""
+        return tuple(b.joint for b in self.active_bodies)
+
+    @property
+    def joints(self):
+        """The joint models (``model/joints.py``) of ``joint_names``, in order."""
+        return tuple(b.joint_model for b in self.active_bodies)
+
+    @cached_property
+    def q_slices(self):
+        """Per active body (``active_bodies``), its slice of q."""
+        return _slices([b.nq for b in self.active_bodies])
+
+    @cached_property
+    def v_slices(self):
+        """Per active body, its slice of v (qd, qdd, tau)."""
+        return _slices([b.nv for b in self.active_bodies])
+
+    @cached_property
+    def coupling(self):
+        """For a coupled model, how the tree's q and v follow from the model's:
+        (q_index, q_scale, q_offset, G) with q_tree = q[..., q_index] * q_scale + q_offset and
+        v_tree = v @ G.T, G (tree nv, nv); tau = tau_tree @ G. None when not coupled."""
+        if not self.coupled:
+            return None
+        tree = self.tree
+        position = {self.bodies[i].joint: (qs.start, vs.start)
+                    for i, qs, vs in zip(self.active, self.q_slices, self.v_slices)}
+        rule = {m.joint: m for m in self.mimic}
+
+        def resolve(joint, seen=()):
+            if joint in position:
+                return position[joint] + (1.0, 0.0)
+            if joint in seen:
+                raise ModelError(f"mimic joints {list(seen)} form a cycle")
+            m = rule[joint]
+            qi, vi, scale, offset = resolve(m.source, seen + (joint,))
+            return qi, vi, m.multiplier * scale, m.multiplier * offset + m.offset
+
+        q_index, q_scale, q_offset = [], [], []
+        G = np.zeros((tree.nv, self.nv))
+        for b, qs, vs in zip(tree.bodies, tree.q_slices, tree.v_slices):
+            if b.joint in position:
+                q0, v0 = position[b.joint]
+                q_index += range(q0, q0 + b.nq)
+                q_scale += [1.0] * b.nq
+                q_offset += [0.0] * b.nq
+                G[vs, v0:v0 + b.nv] = np.eye(b.nv)
+            else:
+                qi, vi, scale, offset = resolve(b.joint)
+                q_index.append(qi)
+                q_scale.append(scale)
+                q_offset.append(offset)
+                G[vs.start, vi] = scale
+        return (np.array(q_index), _frozen(q_scale), _frozen(q_offset), _frozen(G))
+
+    # -- per degree of freedom (numpy, read-only) ---------------------------------------------
+    def _per_v(self, field_name):
+        return _frozen(np.concatenate([getattr(b, field_name) for b in self.active_bodies]
+                                      or [[]]))
+
+    @cached_property
+    def armature(self):
+        """Reflected rotor inertia per degree of freedom (nv)."""
+        return self._per_v("armature")
+
+    @cached_property
+    def damping(self):
+        """Viscous joint friction per degree of freedom (nv), N m s/rad or N s/m."""
+        return self._per_v("damping")
+
+    @cached_property
+    def coulomb(self):
+        """Coulomb joint friction (nv, 2): the force added to tau at positive and at negative
+        velocity (zero at rest)."""
+        out = np.array([c for b in self.active_bodies for c in b.coulomb], dtype=float)
+        return _frozen(out.reshape(self.nv, 2))
+
+    @cached_property
+    def has_joint_friction(self):
+        """Whether any joint has damping or Coulomb friction."""
+        return bool(np.any(self.damping) or np.any(self.coulomb))
+
+    def _limit(self, kind):
+        return _frozen(np.array([x for b in self.active_bodies
+                                 for x in getattr(b.joint_model.limits, kind)], dtype=float))
+
+    @cached_property
+    def lower_position_limit(self):
+        """Lower position limits (nq), -inf where there is none."""
+        return self._limit("lower")
+
+    @cached_property
+    def upper_position_limit(self):
+        """Upper position limits (nq), inf where there is none."""
+        return self._limit("upper")
+
+    @cached_property
+    def velocity_limit(self):
+        """Velocity limits (nv), inf where there is none."""
+        return self._limit("velocity")
+
+    @cached_property
+    def effort_limit(self):
+        """Effort (force or torque) limits (nv), inf where there is none."""
+        return self._limit("effort")
+
+    @cached_property
+    def neutral(self):
+        """The zero configuration (identity quaternions)."""
+        return _frozen(np.concatenate([b.joint_model.neutral() for b in self.active_bodies]
+                                      or [[]]))
 
     # -- lookups ------------------------------------------------------------------------
     def link_index(self, link):
@@ -171,42 +354,45 @@ class Model:
                 return i
         raise ModelError(f"no moving joint named {joint!r} in model {self.name!r}")
 
-    # -- derived numeric data (numpy, read-only) ------------------------------------------
-    @cached_property
-    def armature(self):
-        return _frozen(np.concatenate([np.full(b.nv, b.armature) for b in self.bodies] or [[]]))
-
-    @cached_property
-    def damping(self):
-        return _frozen(np.concatenate([np.full(b.nv, b.damping) for b in self.bodies] or [[]]))
-
-    @cached_property
-    def neutral(self):
-        """The zero configuration (identity quaternion for free joints)."""
-        parts = [np.array([0, 0, 0, 0, 0, 0, 1.0]) if b.kind == "free" else np.zeros(1)
-                 for b in self.bodies]
-        return _frozen(np.concatenate(parts or [[]]))
-
     # -- variants -----------------------------------------------------------------------
-    def with_joint_parameters(self, armature=None, damping=None):
-        """A copy with per-joint ``armature`` / ``damping`` (dicts by joint name, or scalars)."""
+    def with_joint_parameters(self, armature=None, damping=None, coulomb=None):
+        """A copy with per-joint ``armature``, viscous ``damping`` and Coulomb friction
+        ``coulomb`` (a magnitude f >= 0: +f at positive velocity, -f at negative), each a
+        scalar for every joint or a dict by joint name (a number, or one per degree of
+        freedom)."""
+        names = {b.joint for b in self.bodies}
+
         def value(spec, b, old):
             if spec is None:
                 return old
             if isinstance(spec, dict):
-                unknown = set(spec) - set(self.joint_names)
+                unknown = set(spec) - names
                 if unknown:
                     raise ModelError(f"no moving joint named {sorted(unknown)[0]!r}")
-                return float(spec.get(b.joint, old))
-            return float(spec)
+                if b.joint not in spec:
+                    return old
+                spec = spec[b.joint]
+            a = np.broadcast_to(np.asarray(spec, dtype=float), (b.nv,))
+            if not (np.all(np.isfinite(a)) and np.all(a >= 0)):
+                raise ModelError(f"joint {b.joint!r}: armature and damping must be finite and "
+                                 f">= 0 (and so must coulomb), got {a.tolist()}")
+            return tuple(float(x) for x in a)
+
+        def friction(b):
+            f = value(coulomb, b, None)
+            return b.coulomb if f is None else tuple((x, -x) for x in f)
 
         bodies = tuple(replace(b, armature=value(armature, b, b.armature),
-                               damping=value(damping, b, b.damping)) for b in self.bodies)
-        for b in bodies:
-            if not (np.isfinite(b.armature) and b.armature >= 0
-                    and np.isfinite(b.damping) and b.damping >= 0):
-                raise ModelError(f"joint {b.joint!r}: armature and damping must be finite and >= 0")
+                               damping=value(damping, b, b.damping), coulomb=friction(b))
+                       for b in self.bodies)
         return replace(self, bodies=bodies, _hash_cache=[])
+
+    def with_gravity(self, gravity):
+        """A copy whose dynamics default to ``gravity`` (3,), world frame, m/s^2."""
+        g = np.asarray(gravity, dtype=float)
+        if g.shape != (3,) or not np.all(np.isfinite(g)):
+            raise ModelError(f"gravity must be 3 finite numbers, got {gravity!r}")
+        return replace(self, gravity=_tuple(g), _hash_cache=[])
 
     # -- presentation ---------------------------------------------------------------------
     def __repr__(self):
@@ -214,25 +400,35 @@ class Model:
                 f"links={self.nlinks}, mass={self.total_mass:.4g} kg)")
 
     def summary(self):
-        """A readable table of the joints, links and masses."""
-        lines = [repr(self), f"  root link: {self.root_link}",
-                 f"  {'#':>3}  {'joint':<26}{'kind':<11}{'axis':<20}{'link':<22}{'parent':<22}"
-                 f"{'mass [kg]':>10}"]
+        """A readable table of the joints (type, geometry, limits), links and masses."""
+        lines = [repr(self), f"  root link: {self.root_link}"
+                 + ("" if self.gravity == GRAVITY else f"   gravity: {self.gravity}"),
+                 f"  {'#':>3}  {'joint':<24}{'type':<18}{'axis':<30}{'limits q':<18}"
+                 f"{'vel':>8}{'effort':>8}  {'link':<20}{'parent':<20}{'mass [kg]':>10}"]
+        mimic = {m.joint: m for m in self.mimic}
         for i, b in enumerate(self.bodies):
             parent = self.bodies[b.parent].link if b.parent >= 0 else "(world)"
-            axis = "" if b.kind == "free" else "(" + ", ".join(f"{a:.3g}" for a in b.axis) + ")"
-            lines.append(f"  {i:>3}  {b.joint:<26}{b.kind:<11}{axis:<20}{b.link:<22}{parent:<22}"
-                         f"{b.mass:>10.4g}")
+            jm, lim = b.joint_model, b.joint_model.limits
+            rng = (f"[{lim.lower[0]:.3g}, {lim.upper[0]:.3g}]" if b.nq == 1 else
+                   "" if all(map(math.isinf, lim.lower + lim.upper)) else "per q")
+            vel = f"{lim.velocity[0]:.3g}" if b.nv == 1 else ""
+            eff = f"{lim.effort[0]:.3g}" if b.nv == 1 else ""
+            kind = jm.type_name + (" (mimic)" if b.joint in mimic else "")
+            lines.append(f"  {i:>3}  {b.joint:<24}{kind:<18}{jm.describe():<30}{rng:<18}"
+                         f"{vel:>8}{eff:>8}  {b.link:<20}{parent:<20}{b.mass:>10.4g}")
         welded = [l.name for l in self.links
                   if l.body < 0 or self.bodies[l.body].link != l.name]
         if welded:
             lines.append(f"  fixed-attached links: {', '.join(welded)}")
+        for m in self.mimic:
+            lines.append(f"  mimic: {m.joint} = {m.multiplier:g} * {m.source} + {m.offset:g}"
+                         + (" (coupled)" if self.coupled else " (independent)"))
         return "\n".join(lines)
 
     # -- named joint values -------------------------------------------------------------
     def q_from_dict(self, values, base=None):
         """q from ``{joint: value}`` (a ROS ``joint_states`` as a dict); others from ``base``
-        (default: the neutral configuration). A free joint takes its 7 numbers."""
+        (default: the neutral configuration). A multi-DoF joint takes its nq numbers."""
         return self._vector_from_dict(values, base, self.neutral, self.q_slices, "q")
 
     def v_from_dict(self, values, base=None):
@@ -248,11 +444,16 @@ class Model:
             slices = self.v_slices
         else:
             raise ValueError(f"expected shape ({self.nq},) or ({self.nv},), got {vector.shape}")
-        return {b.joint: (float(vector[s][0]) if b.nv == 1 else vector[s].copy())
-                for b, s in zip(self.bodies, slices)}
+        return {b.joint: (float(vector[s][0]) if s.stop - s.start == 1 else vector[s].copy())
+                for b, s in zip(self.active_bodies, slices)}
 
     def from_joint_states(self, names, position=(), velocity=(), effort=()):
         """(q, qd, tau) from the fields of a ROS ``sensor_msgs/JointState`` message."""
+        names = list(names)
+        repeated = sorted({n for n in names if names.count(n) > 1})
+        if repeated:
+            raise ValueError(f"joint_states: joint names repeated: {repeated}")
+
         def pick(values, builder):
             values = list(values)
             if values and len(values) != len(names):
@@ -265,7 +466,7 @@ class Model:
         out = np.array(default if base is None else base, dtype=float)
         if out.shape != default.shape:
             raise ValueError(f"base must have shape {default.shape}, got {out.shape}")
-        index = {b.joint: s for b, s in zip(self.bodies, slices)}
+        index = {b.joint: s for b, s in zip(self.active_bodies, slices)}
         for name, value in values.items():
             if name not in index:
                 raise ModelError(f"no moving joint named {name!r} in model {self.name!r}")
@@ -278,16 +479,13 @@ class Model:
         return out
 
 
-def random_configuration(model, seed=None):
-    """A random configuration: angles uniform in [-pi, pi], unit quaternions uniform."""
-    rng = np.random.default_rng(seed)
-    parts = []
-    for b in model.bodies:
-        if b.kind == "free":
-            quat = rng.normal(size=4)
-            parts.append(np.concatenate([rng.normal(size=3), quat / np.linalg.norm(quat)]))
-        else:
-            parts.append(rng.uniform(-np.pi, np.pi, size=1))
+def random_configuration(model: Model, seed: "int | np.random.Generator | None" = None
+                         ) -> np.ndarray:
+    """A random configuration (nq): uniform inside finite position limits, angles uniform in
+    [-pi, pi] and positions standard normal where a joint has none, unit quaternions uniform.
+    ``seed``: an int, a ``numpy.random.Generator`` or None."""
+    rng = seed if isinstance(seed, np.random.Generator) else np.random.default_rng(seed)
+    parts = [b.joint_model.random(rng) for b in model.active_bodies]
     return np.concatenate(parts) if parts else np.zeros(0)
 
 
