@@ -41,7 +41,8 @@ def measure(model, name, algebra, args, repeat):
     import screwdyn as sd
 
     N = args[0].shape[0]
-    f = sd.compile(model, name, algebra=algebra, batch_shape=(N,), dtype=args[0].dtype)
+    f = sd.compile(model, name, algebra=algebra, batch_shape=(N,), dtype=args[0].dtype,
+                   backend="jax")
     inputs = args[:len(f.input_names)]
     result = f(*inputs).block_until_ready()
     times = []
@@ -66,7 +67,8 @@ def main(argv=None):
                         help="compute in float32 (jax_enable_x64 off) instead of float64")
     parser.add_argument("--checkpoints", choices=("auto", "always", "never"), default="auto",
                         help="cut XLA's fusions at every body: for trees of more than "
-                             "screwdyn.dynamics.CHECKPOINT_BODIES bodies (auto), or always, never")
+                             "screwdyn.execution.plan.CHECKPOINT_BODIES bodies (auto), or "
+                             "always, never")
     parser.add_argument("--functions", default=",".join(FUNCTIONS), help="comma-separated")
     parser.add_argument("--algebras", default=",".join(ALGEBRAS), help="comma-separated")
     parser.add_argument("--json", help="write the results here")
@@ -81,10 +83,10 @@ def main(argv=None):
 
     import screwdyn as sd
 
-    from screwdyn import dynamics
+    from screwdyn.execution import plan
 
     if options.checkpoints != "auto":
-        dynamics.CHECKPOINT_BODIES = -1 if options.checkpoints == "always" else 1 << 30
+        plan.CHECKPOINT_BODIES = -1 if options.checkpoints == "always" else 1 << 30
     model = sd.robots.load("panda")
     device = jax.devices()[0]
     print(f"JAX {jax.__version__} on {device.platform}: {device.device_kind}; "

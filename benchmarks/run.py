@@ -162,11 +162,20 @@ def check_against_pinocchio(pin, pm, model, q, qd, u):
                      for i in range(5)))
 
 
-def time_numpy(model, algebra, q, qd, u, repeat):
+def time_numpy(model, algebra, q, qd, u, repeat, native=False):
+    """The public call on a numpy batch: on the numpy path, or (``native``) on the native path
+    of the execution plan, with its optimised programs compiled first."""
     calls = {"inverse_dynamics": lambda: sd.inverse_dynamics(model, q, qd, u, algebra=algebra),
              "forward_dynamics": lambda: sd.forward_dynamics(model, q, qd, u, algebra=algebra),
              "mass_matrix": lambda: sd.mass_matrix(model, q, algebra=algebra)}
-    return {f: best(call, 2 * repeat - 1) / len(q) * 1e6 for f, call in calls.items()}
+    previous = sd.execution.use_native(native)
+    try:
+        if native:
+            for f in calls:
+                sd.plan(model, f, algebra).compile()
+        return {f: best(call, 2 * repeat - 1) / len(q) * 1e6 for f, call in calls.items()}
+    finally:
+        sd.execution.use_native(previous)
 
 
 def time_jax(model, algebra, q, qd, u, repeat, single_repeat):
@@ -179,16 +188,16 @@ def time_jax(model, algebra, q, qd, u, repeat, single_repeat):
     N = len(q)
     for f in FUNCTIONS:
         entry = {}
-        batched = sd_compile(model, f, algebra=algebra, batch_shape=(N,))
+        batched = sd_compile(model, f, algebra=algebra, batch_shape=(N,), backend="jax")
         args = [jnp.asarray(a) for a in (q, qd, u)[:len(batched.input_names)]]
         entry["batched_us"] = best(lambda: batched(*args).block_until_ready(), 2 * repeat + 1,
                                    3) / N * 1e6
         entry["batched_compile_s"] = batched.compile_time
-        single = sd_compile(model, f, algebra=algebra, numpy=True)
+        single = sd_compile(model, f, algebra=algebra, numpy=True, backend="jax")
         one = [np.asarray(a[0]) for a in (q, qd, u)[:len(single.input_names)]]
         entry["single_us"] = best(lambda: single(*one), single_repeat, 200) * 1e6
         jax_one = [jnp.asarray(a) for a in one]
-        raw = sd_compile(model, f, algebra=algebra)
+        raw = sd_compile(model, f, algebra=algebra, backend="jax")
         entry["single_jax_in_us"] = best(lambda: raw(*jax_one).block_until_ready(),
                                          single_repeat, 200) * 1e6
         entry["single_compile_s"] = single.compile_time
@@ -289,13 +298,18 @@ def batch_scaling(pin, robot, sizes, repeat, use_jax):
         reps = max(repeat, min(50, 20000 // N))
         for f in ("inverse_dynamics", "forward_dynamics"):
             call = getattr(sd, f)
+            previous = sd.execution.use_native(False)
             row[f"numpy_{SHORT[f]}"] = best(lambda: call(model, q, qd, u), reps) / N * 1e6
+            sd.execution.use_native(True)
+            sd.plan(model, f).compile()
+            row[f"native_{SHORT[f]}"] = best(lambda: call(model, q, qd, u), reps) / N * 1e6
+            sd.execution.use_native(previous)
             if use_jax:
                 import jax.numpy as jnp
 
                 from screwdyn.compiled import compile as sd_compile
 
-                g = sd_compile(model, f, batch_shape=(N,))
+                g = sd_compile(model, f, batch_shape=(N,), backend="jax")
                 args = [jnp.asarray(a) for a in (q, qd, u)]
                 row[f"jax_{SHORT[f]}"] = best(lambda: g(*args).block_until_ready(), reps) / N * 1e6
         rows.append(row)
@@ -310,6 +324,7 @@ import numpy as np
 sys.path.insert(0, sys.argv[1])
 import screwdyn as sd
 from screwdyn import dynamics
+from screwdyn.execution import plan
 from screwdyn.model import robots
 
 
@@ -336,7 +351,8 @@ peak = tracemalloc.get_traced_memory()[1] / 1e6
 tracemalloc.stop()
 print({"states": N, "tracemalloc_peak_mb": peak, "result_mb": tau.nbytes / 1e6,
        "inputs_mb": inputs_mb, "rss_before_call_mb": rss0, "peak_rss_mb": rss_mb("VmHWM"),
-       "seconds": seconds, "chunk_states": dynamics.chunk_size(model, "inverse_dynamics")})
+       "seconds": seconds,
+       "chunk_states": plan.chunk_size(model, dynamics.FUNCTIONS["inverse_dynamics"])})
 """
 
 
@@ -490,6 +506,11 @@ def main(argv=None):
                          "max_abs_error_ID": check_against_pinocchio(pin, pm, model, q, qd, u)})
         else:
             rows.append({"impl": "pinocchio", "label": "pinocchio", "us": {}, "note": pin})
+        for a in algebras:
+            rows.append({"impl": "native", "algebra": a,
+                         "label": f"screwdyn native batched (public call), {a}",
+                         "us": time_numpy(model, a, q, qd, u, repeat, native=True),
+                         "batch": n_states})
         for a in algebras:
             rows.append({"impl": "numpy", "algebra": a, "label": f"screwdyn numpy batched, {a}",
                          "us": time_numpy(model, a, q, qd, u, repeat), "batch": n_states})

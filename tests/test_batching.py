@@ -9,6 +9,7 @@ import screwdyn as sd
 from conftest import random_state, random_tree
 from screwdyn import dynamics
 from screwdyn.algebra import get_algebra
+from screwdyn.execution import plan
 from screwdyn.algorithms import aba, crba, rnea
 
 
@@ -53,8 +54,16 @@ def test_inputs_broadcast_over_batch_dimensions(tree):
                                        rtol=1e-12, atol=1e-12)
 
 
+@pytest.fixture
+def numpy_path():
+    """Calls run on the numpy path (where chunking happens) inside the test."""
+    previous = plan.use_native(False)
+    yield
+    plan.use_native(previous)
+
+
 @pytest.mark.parametrize("chunk", [1, 7, 64])
-def test_chunked_evaluation_equals_unchunked(tree, chunk, monkeypatch):
+def test_chunked_evaluation_equals_unchunked(tree, chunk, monkeypatch, numpy_path):
     q, qd, qdd = random_state(tree, 2, batch=(5, 6))
     f_ext = np.random.default_rng(2).normal(size=(6, tree.nlinks, 6))  # broadcast over the 5
     gravity = np.random.default_rng(3).normal(size=(5, 1, 3))  # one per row
@@ -63,22 +72,22 @@ def test_chunked_evaluation_equals_unchunked(tree, chunk, monkeypatch):
         tree, q, qd, qdd, f_ext=f_ext, gravity=gravity)
     calls["forward_dynamics_f_ext"] = lambda q, qd, qdd: sd.forward_dynamics(
         tree, q, qd, qdd, f_ext=f_ext, gravity=gravity)
-    monkeypatch.setattr(dynamics, "CHUNK_STATES", 10 ** 9)
+    monkeypatch.setattr(plan, "CHUNK_STATES", 10 ** 9)
     whole = {name: f(q, qd, qdd) for name, f in calls.items()}
-    monkeypatch.setattr(dynamics, "CHUNK_STATES", chunk)
+    monkeypatch.setattr(plan, "CHUNK_STATES", chunk)
     for name, f in calls.items():
         chunked = f(q, qd, qdd)
         assert chunked.shape == whole[name].shape and chunked.dtype == np.float64, name
         np.testing.assert_allclose(chunked, whole[name], rtol=1e-13, atol=1e-13, err_msg=name)
 
 
-def test_chunking_bounds_the_memory_of_large_batches(monkeypatch):
+def test_chunking_bounds_the_memory_of_large_batches(monkeypatch, numpy_path):
     model = random_tree(4, n=6)
     N = 20_000
     q, qd, qdd = random_state(model, 4, batch=(N,))
     peaks = {}
     for chunk in (N, 1000):
-        monkeypatch.setattr(dynamics, "CHUNK_STATES", chunk)
+        monkeypatch.setattr(plan, "CHUNK_STATES", chunk)
         sd.forward_dynamics(model, q, qd, qdd)  # warm caches outside the measurement
         tracemalloc.start()
         qdd_out = sd.forward_dynamics(model, q, qd, qdd)
@@ -92,17 +101,20 @@ def test_chunking_bounds_the_memory_of_large_batches(monkeypatch):
 
 def test_default_chunk_size_bounds_intermediates():
     small, large = random_tree(0, n=5), random_tree(1, n=150)
-    for function in ("inverse_dynamics", "forward_dynamics", "mass_matrix", "jacobian"):
-        assert dynamics.chunk_size(small, function) >= dynamics.chunk_size(large, function) >= 2048
+    functions = dynamics.FUNCTIONS
+    for name in ("inverse_dynamics", "forward_dynamics", "mass_matrix", "jacobian"):
+        function = functions[name]
+        assert plan.chunk_size(small, function) >= plan.chunk_size(large, function) >= 2048
         for model in (small, large):
-            size = dynamics.chunk_size(model, function)
-            per_state = dynamics._BYTES_PER_BODY.get(function, 512) * model.nbodies + \
-                16 * model.nv ** 2 * (function == "mass_matrix")
+            size = plan.chunk_size(model, function)
+            per_state = function.bytes_per_body * model.nbodies + \
+                16 * model.nv ** 2 * (name == "mass_matrix")
             assert size * per_state <= (256 << 20) or size == 2048
-    assert dynamics.chunk_size(large, "inverse_dynamics", "cga") < \
-        dynamics.chunk_size(large, "inverse_dynamics", "spatial")  # CGA keeps more per body
-    assert dynamics.chunk_size(large, "mass_matrix") < \
-        dynamics.chunk_size(large, "forward_dynamics")
+    ID = functions["inverse_dynamics"]
+    # CGA keeps more intermediates per body
+    assert plan.chunk_size(large, ID, "cga") < plan.chunk_size(large, ID, "spatial")
+    assert plan.chunk_size(large, functions["mass_matrix"]) < \
+        plan.chunk_size(large, functions["forward_dynamics"])
 
 
 def test_entries_mode_equals_array_mode():
@@ -142,8 +154,16 @@ def test_pendulum_behind_an_axis_permuting_placement():
 
 
 # -- bad inputs ----------------------------------------------------------------------------------
-def test_batch_shapes_that_do_not_broadcast_raise(tree, monkeypatch):
-    monkeypatch.setattr(dynamics, "CHUNK_STATES", 2)  # the chunking path reports the same error
+@pytest.fixture(params=["native", "numpy"])
+def path(request):
+    """Each path of numpy calls in turn (native: compiled programs; numpy: chunked numpy)."""
+    previous = plan.use_native(request.param == "native")
+    yield request.param
+    plan.use_native(previous)
+
+
+def test_batch_shapes_that_do_not_broadcast_raise(tree, monkeypatch, path):
+    monkeypatch.setattr(plan, "CHUNK_STATES", 2)  # the chunking path reports the same error
     q, qd, qdd = random_state(tree, 6, batch=(4,))
     with pytest.raises(ValueError, match=r"batch shapes do not broadcast.*\(4,\).*\(3,\)"):
         sd.inverse_dynamics(tree, q, qd[:3], qdd)
@@ -153,7 +173,7 @@ def test_batch_shapes_that_do_not_broadcast_raise(tree, monkeypatch):
         sd.inverse_dynamics(tree, q, qd, qdd, f_ext=np.zeros((4, tree.nlinks, 3)))
 
 
-def test_dtype_policy_on_numpy(tree):
+def test_dtype_policy_on_numpy(tree, path):
     q, qd, qdd = random_state(tree, 7, batch=(3,))
     reference = sd.inverse_dynamics(tree, q, qd, qdd)
     single = sd.inverse_dynamics(tree, q.astype(np.float32), qd.astype(np.float32),

@@ -16,6 +16,7 @@ from screwdyn.algebra import get_algebra  # noqa: E402
 from screwdyn.compiled import compile as sd_compile  # noqa: E402
 from screwdyn.compiled import compiler_options  # noqa: E402
 from screwdyn.derivatives import dynamics_derivatives  # noqa: E402
+from screwdyn.execution import plan  # noqa: E402
 
 jax.config.update("jax_enable_x64", True)
 
@@ -87,10 +88,8 @@ def test_jit_of_batched_calls_equals_numpy():
 
 
 def test_programs_cut_per_body_for_large_trees_are_exact(monkeypatch):
-    """Trees above CHECKPOINT_BODIES compile with a cut per body (x / (x * 0 + 1)): same values,
+    """Trees above CHECKPOINT_BODIES compile with a cut per body (x / (exact 1)): same values,
     same gradients."""
-    from screwdyn import dynamics
-
     model = random_tree(31, n=4, floating_base=True)
     q, qd, qdd = random_state(model, 12, batch=(3,))
 
@@ -105,7 +104,7 @@ def test_programs_cut_per_body_for_large_trees_are_exact(monkeypatch):
         return jax.grad(lambda q: sd.forward_dynamics(model, q, qd[0], qdd[0]).sum())(q)
 
     uncut, expected_grad = divisions(), grad(jnp.asarray(q[0]))
-    monkeypatch.setattr(dynamics, "CHECKPOINT_BODIES", 0)
+    monkeypatch.setattr(plan, "CHECKPOINT_BODIES", 0)
     assert divisions() > uncut + 3 * model.nbodies  # the cuts are there
     cut = jax.jit(lambda *a: programs(*a), compiler_options=compiler_options())(q, qd, qdd)
     for got, want in zip(cut, programs(q, qd, qdd)):
@@ -118,8 +117,6 @@ def test_programs_cut_per_body_for_large_trees_are_exact(monkeypatch):
 def test_cut_programs_are_exact_in_every_algebra(monkeypatch, algebra):
     """The per-body cuts of the entries mode (``EntriesMode.checkpoint``) serve CGA and dual
     quaternions too: the cut programs are there and give the uncut values."""
-    from screwdyn import dynamics
-
     model = random_tree(33, n=4, floating_base=True)
     q, qd, qdd = random_state(model, 13, batch=(3,))
 
@@ -132,23 +129,22 @@ def test_cut_programs_are_exact_in_every_algebra(monkeypatch, algebra):
         return str(jax.make_jaxpr(lambda *a: programs(*a))(q, qd, qdd)).count(" div ")
 
     uncut = divisions()
-    monkeypatch.setattr(dynamics, "CHECKPOINT_BODIES", 0)
+    monkeypatch.setattr(plan, "CHECKPOINT_BODIES", 0)
     assert divisions() > uncut + 3 * model.nbodies
     cut = jax.jit(lambda *a: programs(*a), compiler_options=compiler_options())(q, qd, qdd)
     for got, want in zip(cut, programs(q, qd, qdd)):
         np.testing.assert_allclose(np.asarray(got), want, rtol=1e-10, atol=1e-10)
 
 
-def test_cuts_depend_on_the_backend_and_the_batch(monkeypatch):
-    """On CPU each joint's sine and cosine are cut (computed once) in batches of 64 states or
-    more, nothing else in a small tree; on a GPU the mass matrix's program is cut at every body
-    (its nv^2 outputs would each recompute the composite inertias) and the sines and cosines are
-    not; programs traced under ``cut_per_body`` (simulation rollouts) are cut at every body.
-    Values are unchanged."""
-    from screwdyn import dynamics
-
+def test_cuts_depend_on_the_backend_and_the_loop_not_on_the_batch(monkeypatch):
+    """On CPU each joint's sine and cosine are cut (computed once) in every batch, one state
+    included, nothing else in a small tree; on a GPU the mass matrix's program is cut at every
+    body (its nv^2 outputs would each recompute the composite inertias) and the sines and cosines
+    are not; programs for loop bodies (simulation rollouts) are cut at every body. Values are
+    unchanged, and the same in every bit for every batch size."""
     model = sd.robots.load("panda")
     q = np.stack([sd.random_configuration(model, s) for s in range(64)])
+    ID, M = sd.dynamics.FUNCTIONS["inverse_dynamics"], sd.dynamics.FUNCTIONS["mass_matrix"]
 
     def divisions(function, *args):
         return str(jax.make_jaxpr(lambda *a: function(model, *a))(*args)).count(" div ")
@@ -158,16 +154,35 @@ def test_cuts_depend_on_the_backend_and_the_batch(monkeypatch):
                for b in model.bodies)
     on_cpu = divisions(sd.mass_matrix, q), divisions(sd.inverse_dynamics, q, q, q)
     assert on_cpu[1] == 2 * revolute  # sin and cos of each angle, nothing per body
-    assert divisions(sd.inverse_dynamics, q[:8], q[:8], q[:8]) == 0  # a small batch: no cuts
-    with dynamics.cut_per_body():
-        assert divisions(sd.inverse_dynamics, q[:1], q[:1], q[:1]) > 3 * model.nbodies
+    for n in (1, 8, 63):  # the same program for every batch size
+        assert divisions(sd.inverse_dynamics, q[:n], q[:n], q[:n]) == 2 * revolute
+    tau = jax.jit(lambda q: sd.inverse_dynamics(model, q, q, q))(q)
+    for n in (1, 8, 63):
+        assert np.array_equal(np.asarray(jax.jit(lambda q: sd.inverse_dynamics(model, q, q, q))(
+            q[:n])), np.asarray(tau)[:n])
+    in_loop = str(jax.make_jaxpr(lambda q: plan.run_jax(ID, model, "spatial", {
+        "q": q, "qd": q, "qdd": q}, loop=True))(q[:1])).count(" div ")
+    assert in_loop > 3 * model.nbodies
     monkeypatch.setattr(jax, "default_backend", lambda: "gpu")
     assert divisions(sd.inverse_dynamics, q, q, q) == 0
     assert divisions(sd.mass_matrix, q) > on_cpu[0] - 2 * revolute + 3 * model.nbodies
     for function, args in ((sd.mass_matrix, (q,)), (sd.inverse_dynamics, (q, q, q))):
         np.testing.assert_allclose(np.asarray(jax.jit(lambda *a: function(model, *a))(*args)),
                                    function(model, *args), rtol=1e-12, atol=1e-12)
-    assert not dynamics._checkpoints(model, np, True)
+    assert not plan.jax_options(M, model, "cpu")["checkpoints"]
+    assert plan.jax_options(M, model, "gpu")["checkpoints"]
+
+
+def test_cuts_keep_inf_and_nan():
+    """A cut divides by an exact 1 that XLA cannot see: inf stays inf, NaN stays NaN (a cut
+    x / (x * 0 + 1) would turn inf into NaN)."""
+    from screwdyn.algebra.entries import cut
+
+    x = jnp.array([1.5, -np.inf, np.inf, np.nan, 0.0, -0.0])
+    y = np.asarray(jax.jit(cut)(x))
+    assert np.array_equal(y, np.asarray(x), equal_nan=True)
+    assert np.array_equal(np.signbit(y), np.signbit(np.asarray(x)))
+    assert float(jax.grad(lambda x: cut(x) * 3.0)(2.0)) == 3.0
 
 
 @pytest.mark.parametrize("algebra", ALGEBRAS)
@@ -274,7 +289,7 @@ def test_derivatives_are_batched_and_traceable():
 def test_compiled_single_state_and_batches():
     model = random_tree(27, n=4)
     q, qd, qdd = random_state(model, 7, batch=(4,))
-    f = sd_compile(model, "inverse_dynamics")
+    f = sd_compile(model, "inverse_dynamics", backend="jax")
     assert isinstance(f.compile_time, float) and f.compile_time > 0
     assert f.input_names == ("q", "qd", "qdd") and f.input_shapes == ((model.nq,), (model.nv,) * 1,
                                                                      (model.nv,))
@@ -285,14 +300,15 @@ def test_compiled_single_state_and_batches():
                                    rtol=1e-12, atol=1e-12)
     np.testing.assert_allclose(np.asarray(f(jnp.asarray(q[0]), qd[0], qdd[0])),
                                sd.inverse_dynamics(model, q[0], qd[0], qdd[0]), rtol=1e-12)
-    fd = sd_compile(model, "forward_dynamics", numpy=True, gravity=(0.0, 1.0, -3.0))
+    fd = sd_compile(model, "forward_dynamics", numpy=True, gravity=(0.0, 1.0, -3.0),
+                    backend="jax")
     out = fd(q[0], qd[0], qdd[0])
     assert isinstance(out, np.ndarray)
     np.testing.assert_allclose(out, sd.forward_dynamics(model, q[0], qd[0], qdd[0],
                                                         gravity=(0.0, 1.0, -3.0)), rtol=1e-10)
-    M = sd_compile(model, "mass_matrix", batch_shape=(4,))
+    M = sd_compile(model, "mass_matrix", batch_shape=(4,), backend="jax")
     np.testing.assert_allclose(np.asarray(M(q)), sd.mass_matrix(model, q), rtol=1e-12, atol=1e-12)
-    anyshape = sd_compile(model, "bias_forces", batch_shape=None)
+    anyshape = sd_compile(model, "bias_forces", batch_shape=None, backend="jax")
     assert anyshape.compile_time is None
     for batch in ((2,), (3, 4)):
         qb, qdb, _ = random_state(model, 8, batch=batch)
@@ -310,14 +326,14 @@ def test_compiled_single_state_and_batches():
     with pytest.raises(TypeError, match="takes 3 arrays"):
         f(q[0], qd[0])
     with pytest.raises(ValueError, match="unknown function"):
-        sd_compile(model, "inverse_dynamic")
+        sd_compile(model, "inverse_dynamic", backend="jax")
 
 
 @pytest.mark.parametrize("algebra", [a for a in ALGEBRAS if a != "spatial"])
 def test_compiled_path_in_other_algebras(algebra):
     model = random_tree(28, n=3)
     q, qd, qdd = random_state(model, 9)
-    f = sd_compile(model, "inverse_dynamics", algebra=algebra)
+    f = sd_compile(model, "inverse_dynamics", algebra=algebra, backend="jax")
     np.testing.assert_allclose(np.asarray(f(q, qd, qdd)), sd.inverse_dynamics(model, q, qd, qdd),
                                rtol=1e-10, atol=1e-10)
 

@@ -7,7 +7,8 @@ import numpy as np
 import pytest
 
 import screwdyn as sd
-from screwdyn import dynamics, validation
+from screwdyn import validation
+from screwdyn.execution import plan
 from conftest import random_state, random_tree
 
 
@@ -76,7 +77,7 @@ def test_broadcast_inputs_are_chunked_without_materialising_them(monkeypatch):
     """q (200, 1, nq) against qd (200, nv): 40,000 states. Each input, broadcast, would take
     as much memory as the result; the peak stays near the result plus one chunk."""
     model = random_tree(2, n=4)
-    monkeypatch.setattr(dynamics, "CHUNK_STATES", 256)
+    monkeypatch.setattr(plan, "CHUNK_STATES", 256)
     q, qd, qdd = random_state(model, 3, batch=(200,))
 
     def peak_of(call):
@@ -123,15 +124,15 @@ def test_batch_shapes_that_do_not_broadcast_name_every_argument():
 
 def test_a_result_too_large_for_the_machine_is_refused_before_any_work(panda, monkeypatch):
     calls = []
-    original = dynamics._bind_call
-    monkeypatch.setattr(dynamics, "_bind_call", lambda *a: calls.append(1) or original(*a))
+    original = validation.chunks
+    monkeypatch.setattr(validation, "chunks", lambda *a: calls.append(1) or original(*a))
     q = np.broadcast_to(panda.neutral, (100_000, 1, 9))
     qd = np.zeros((100_000, 9))
     with pytest.raises(ValueError, match=r"the result of inverse_dynamics, shape \(100000, "
                                          r"100000, 9\) float64, would take 720,000,000,000 "
                                          r"bytes"):
         sd.inverse_dynamics(panda, q, qd, np.zeros(9))
-    assert len(calls) == 1  # one state, to learn the result's shape; no chunk
+    assert not calls  # refused from the shapes alone: no chunk evaluated
     monkeypatch.setattr(validation, "memory_bytes", lambda: 1000)
     with pytest.raises(ValueError, match=r"would take 8,000 bytes.*split the batch"):
         validation.check_fits(8000, "the result")

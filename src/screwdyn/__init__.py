@@ -8,7 +8,8 @@ from .compiled import compile  # noqa: A004  (sd.compile: a jitted function boun
 from .derivatives import dynamics_derivatives
 from .dynamics import (bias_forces, center_of_mass, coriolis_matrix, forward_dynamics,
                        forward_kinematics, gravity_torques, inverse_dynamics, jacobian,
-                       kinetic_energy, mass_matrix, potential_energy)
+                       kinetic_energy, mass_matrix, plan, potential_energy)
+from . import execution  # noqa: E402  (sd.execution.use_native, set_directory)
 from .errors import InertiaWarning, ModelError
 from .model import (DHLink, Model, ModelBuilder, from_dh, from_mujoco, joints, load_dh_table,
                     load_mjcf, load_urdf, robots, save_dh_table)
@@ -38,4 +39,5 @@ __all__ = [
     "sim", "GroundContact", "ContactPoint", "JointLimits", "JointFriction",
     "SimulationInterrupted", "link_velocities",
     "rollouts", "read_rollouts", "RolloutError",
+    "plan", "execution",
 ]

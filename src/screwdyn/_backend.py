@@ -26,16 +26,22 @@ def _is_jax(a):
 
 
 def namespace(*arrays):
-    """numpy, or jax.numpy if any argument is a JAX array (or tracer)."""
+    """numpy, or jax.numpy if any argument is a JAX array (or tracer), or the namespace of an
+    array that names its own (``__array_namespace__``, the array API standard: the traced
+    arrays of ``screwdyn.execution.trace``)."""
     if any(_is_jax(a) for a in arrays):
         import jax.numpy as jnp
 
         return jnp
+    for a in arrays:
+        if type(a) is not np.ndarray and hasattr(type(a), "__array_namespace__") \
+                and not isinstance(a, np.generic):
+            return a.__array_namespace__()
     return np
 
 
 def is_jax_namespace(xp):
-    return xp is not np
+    return xp is not np and not getattr(xp, "traced", False)
 
 
 class Float32Warning(UserWarning):
@@ -52,6 +58,8 @@ def as_float_array(x, xp, name):
         if a.dtype == object or a.dtype.kind not in "biuf":
             raise ValueError(f"{name} must be a real numeric array, got dtype {a.dtype}")
         return a.astype(np.float64, copy=False)
+    if getattr(xp, "traced", False):  # symbolic float64 scalars (screwdyn.execution.trace)
+        return x if hasattr(type(x), "__array_namespace__") else as_float_array(x, np, name)
     import jax
 
     if not _is_jax(x):

@@ -1,8 +1,19 @@
-"""Compiled functions bound to one model, for control loops and fixed-size batches (needs JAX).
+"""Compiled functions bound to one model, for control loops, simulation steps and batches.
 
-    f = sd.compile(model, "inverse_dynamics")   # traced, lowered and compiled once
-    tau = f(q, qd, qdd)                         # one state: (nq,), (nv,), (nv,) -> (nv,)
-    f.compile_time                              # seconds the first compilation took
+    f = sd.compile(model, "forward_dynamics")   # machine code, compiled or loaded from the cache
+    qdd = f(q, qd, tau)                         # one state: (nq,), (nv,), (nv,) -> (nv,)
+    qdd = f(Q, QD, TAU)                         # a batch: (N, nq), (N, nv), (N, nv) -> (N, nv)
+    f.compile_time                              # seconds it took to make (or load) the program
+
+``sd.compile`` (``backend="native"``, the default where llvmlite is installed) binds the model,
+the algebra and the gravity vector into a native program of the execution plan
+(``screwdyn.execution``): calling it goes straight into machine code for float64 C-contiguous
+numpy arrays of one state or one batch axis (the arguments are checked, nothing else is parsed),
+and through the general path for anything else (other dtypes and batch shapes, lists; JAX arrays
+run the public function on JAX). The result is a new numpy array.
+
+``backend="jax"`` compiles an ahead-of-time XLA executable instead, described below: for JAX
+arrays on a device, fixed batch shapes and JAX outputs.
 
 The model, the algebra and the gravity vector are bound at compile time (they become constants
 of the compiled program, so their zeros cost nothing), and the inputs have one fixed shape:
@@ -175,19 +186,103 @@ class CompiledFunction:
                 f"compile_time={self.compile_time})")
 
 
-def compile(model, function, algebra="spatial", gravity=None, batch_shape=(), numpy=False,
-            dtype=None):
-    """Compile the public function ``function`` (a name, e.g. ``"inverse_dynamics"``; see
-    ``FUNCTIONS``) for ``model`` and inputs of shape ``batch_shape + (n,)``, and return a
-    ``CompiledFunction``: call it like the public function without the model, ``f(q, qd, qdd)``.
+class NativeFunction:
+    """A public screwdyn function as machine code for one model (``sd.compile``, native backend).
 
-    ``gravity`` (3,) is bound at compile time (default: (0, 0, -9.81)). ``batch_shape=()`` compiles
-    for one state (control loops); ``(N,)`` for batches of N; ``None`` compiles lazily for each
-    new batch shape. ``numpy=True`` returns numpy arrays. ``dtype``: float64 when
-    ``jax_enable_x64`` is on (the default then), float32 otherwise. Needs JAX
-    (a core dependency of screwdyn)."""
+    Call it with the inputs in the order of ``input_names``: numpy float64 arrays of one state
+    (n,) or a batch (N, n) take the fast entry (1-D arguments broadcast against a batch); any
+    other input goes through the general path of the plan. Attributes: ``name``, ``model``,
+    ``algebra``, ``gravity``, ``input_names``, ``input_shapes``, ``output_shape``,
+    ``compile_time`` (seconds to trace and compile its optimised code, or to load it from the
+    disk cache), ``source`` ("compiled" or "disk cache"), ``program`` (the
+    ``execution.native.NativeProgram``)."""
+
+    def __repr__(self):
+        return (f"NativeFunction({self.name!r}, model={self.model.name!r}, "
+                f"algebra={self.algebra!r}, {self.source}, compile_time={self.compile_time:.3g})")
+
+
+def _native(model, name, algebra, gravity):
+    from .execution import native, plan
+
+    if name not in FUNCTIONS:
+        raise ValueError(f"unknown function {name!r}; valid: {', '.join(FUNCTIONS)}")
+    function = dynamics.FUNCTIONS[name]
+    if name not in _TAKES_ALGEBRA and algebra != "spatial":
+        raise ValueError(f"{name} runs in the spatial algebra only")
+    if algebra == "vector" and name == "forward_kinematics":
+        algebra = "spatial"
+    bound = {}
+    if gravity is not None:
+        if name not in _TAKES_GRAVITY:
+            raise ValueError(f"{name} takes no gravity")
+        bound["gravity"] = np.asarray(gravity, dtype=float).reshape(3)
+    if function.check is not None:
+        function.check(model)
+    program = native.get(function, model, algebra, function.inputs, bound, optimise=True)
+    general = plan.General(function, model, algebra, function.inputs, ())
+    if bound:  # the general path passes the bound gravity on
+        fallback = _with_gravity(general, bound["gravity"])
+    else:
+        fallback = general
+    fast = program.bind(fallback)
+    attributes = {"name": name, "model": model, "algebra": algebra, "gravity": bound.get("gravity"),
+                  "input_names": function.inputs,
+                  "input_shapes": tuple((program.input_sizes[k],)
+                                        for k in range(len(function.inputs))),
+                  "output_shape": program.output_shape,
+                  "compile_time": program.compile_time + (program.optimise_time or 0.0),
+                  "source": program.source, "program": program,
+                  "__call__": staticmethod(fast if fast is not None else fallback)}
+    return type("NativeFunction", (NativeFunction,), attributes)()
+
+
+def _with_gravity(general, gravity):
+    """The general path of a function with the gravity bound at compile time."""
+    from .execution import plan
+
+    with_gravity = plan.General(general.function, general.model, general.algebra,
+                                general.names + ("gravity",), ())
+
+    def call(*args):
+        if len(args) != len(general.names):
+            raise TypeError(f"{general.function.name} takes {len(general.names)} arrays "
+                            f"({', '.join(general.names)}), got {len(args)}")
+        return with_gravity(*args, gravity)
+
+    return call
+
+
+def compile(model, function, algebra="spatial", gravity=None, batch_shape=(), numpy=False,
+            dtype=None, backend=None):
+    """Compile the public function ``function`` (a name, e.g. ``"inverse_dynamics"``; see
+    ``FUNCTIONS``) for ``model``: call the result like the public function without the model,
+    ``f(q, qd, qdd)``. ``gravity`` (3,) is bound at compile time (default: (0, 0, -9.81)).
+
+    ``backend="native"`` (the default when llvmlite is installed): a ``NativeFunction``, machine
+    code from the execution plan, numpy in and out, one state or any batch (see the module
+    docstring). ``batch_shape``, ``numpy`` and ``dtype`` are options of the JAX backend only.
+
+    ``backend="jax"``: a ``CompiledFunction``, an XLA executable for inputs of shape
+    ``batch_shape + (n,)``: ``batch_shape=()`` compiles for one state; ``(N,)`` for batches of N;
+    ``None`` compiles lazily for each new batch shape. ``numpy=True`` returns numpy arrays.
+    ``dtype``: float64 when ``jax_enable_x64`` is on (the default then), float32 otherwise."""
+    from .execution import llvm
+
+    if backend is None:
+        backend = "native" if llvm.available() else "jax"
+    if backend == "native":
+        if batch_shape != () or numpy or dtype is not None:
+            raise ValueError("batch_shape, numpy and dtype are options of backend='jax'; the "
+                             "native function takes one state or any batch, numpy float64")
+        if not llvm.available():
+            raise ImportError("backend='native' needs llvmlite: pip install llvmlite")
+        return _native(model, function, algebra, gravity)
+    if backend != "jax":
+        raise ValueError(f"backend must be 'native' or 'jax', got {backend!r}")
     try:
         import jax  # noqa: F401
     except ImportError as error:
-        raise ImportError("screwdyn.compile needs JAX: pip install jax") from error
+        raise ImportError("screwdyn.compile with backend='jax' needs JAX: pip install jax") \
+            from error
     return CompiledFunction(model, function, algebra, gravity, batch_shape, numpy, dtype)

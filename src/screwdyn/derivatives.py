@@ -4,12 +4,14 @@
     dtau_dq, dtau_dqd, dtau_dqdd = sd.dynamics_derivatives(model, q, qd, qdd=qdd)
     dqdd_dq, dqdd_dqd, dqdd_dtau = sd.dynamics_derivatives(model, q, qd, tau=tau)
 
-They are exact (forward-mode automatic differentiation through the recursions, ``jax.jacfwd``),
-batched over leading dimensions like every public function, and jitted once per model. The
-derivative with respect to ``q`` is taken in the tangent space, as Pinocchio's: column k is
-d/de out(q (+) e_k e) at e = 0 (``screwdyn.integrate``), nv columns for every joint type (for
-revolute and prismatic joints, the plain derivative in q). numpy inputs give float64 results
-whatever JAX's x64 setting (it is switched on locally, not globally).
+They are exact (forward-mode automatic differentiation through the recursions), batched over leading
+dimensions like every public function. numpy inputs run the native program of the derivatives (the
+traced recursion differentiated in forward mode, ``execution.graph.jacobian``, compiled like every
+public function); JAX inputs (and numpy inputs where native code is off) run ``jax.jacfwd`` of the
+recursion, jitted once per model. The derivative with respect to ``q`` is taken in the tangent
+space, as Pinocchio's: column k is d/de out(q (+) e_k e) at e = 0 (``screwdyn.integrate``), nv
+columns for every joint type (for revolute and prismatic joints, the plain derivative in q). numpy
+inputs give float64 results whatever JAX's x64 setting (it is switched on locally, not globally).
 """
 from functools import lru_cache
 from typing import NamedTuple
@@ -17,6 +19,7 @@ from typing import NamedTuple
 import numpy as np
 
 from . import _backend, dynamics
+from .execution import plan
 from .model.configuration import integrate_arrays
 
 
@@ -44,12 +47,17 @@ def dynamics_derivatives(model, q, qd, qdd=None, *, tau=None, gravity=None, alge
     if (qdd is None) == (tau is None):
         raise ValueError("pass exactly one of qdd (inverse dynamics derivatives) and tau "
                          "(forward dynamics derivatives)")
+    u = qdd if tau is None else tau
+    if not any(_backend._is_jax(a) for a in (q, qd, u, gravity)):
+        try:
+            return _native(model, q, qd, qdd, tau, gravity, algebra)
+        except plan.NativeUnavailable:  # native code off or unavailable: JAX below
+            pass
     try:
         import jax
         import jax.numpy as jnp
     except ImportError as error:
         raise ImportError("dynamics_derivatives needs JAX: pip install jax") from error
-    u = qdd if tau is None else tau
     use_jax = any(_backend._is_jax(a) for a in (q, qd, u, gravity))
     if not use_jax:  # numpy in: float64 out, whatever the global x64 setting
         with _backend.jax_float64():
@@ -80,6 +88,22 @@ def dynamics_derivatives(model, q, qd, qdd=None, *, tau=None, gravity=None, alge
         Minv = xp.linalg.inv(M)
         dq, dqd, M = -Minv @ dq, -Minv @ dqd, Minv
     return DynamicsDerivatives(*(a.reshape(batch + a.shape[1:]) for a in (dq, dqd, M)))
+
+
+def _native(model, q, qd, qdd, tau, gravity, algebra):
+    """The derivatives on numpy inputs: the native program of d ID / d(q (+) e, qd, qdd) at
+    e = 0, the forward differentiation of the traced recursion (``execution.graph.jacobian``),
+    float64."""
+    if tau is not None:  # the accelerations at which to differentiate ID
+        qdd = dynamics.forward_dynamics(model, q, qd, tau, gravity=gravity, algebra=algebra)
+    J = plan.run(dynamics.FUNCTIONS["inverse_dynamics_derivatives"], model, algebra,
+                 (q, qd, qdd), (gravity,))
+    nv = model.nv
+    dq, dqd, M = J[..., :nv], J[..., nv:2 * nv], J[..., 2 * nv:]
+    if tau is not None:
+        Minv = np.linalg.inv(M)
+        dq, dqd, M = -Minv @ dq, -Minv @ dqd, Minv
+    return DynamicsDerivatives(dq, dqd, M)
 
 
 def _id_jacobians(model, algebra, q, qd, qdd, gravity):

@@ -1,8 +1,10 @@
-"""The public algorithms: shape checks, batching, backend and algebra dispatch.
+"""The public algorithms: each one a kernel written once on the recursions, run by the plan.
 
 Every function takes arrays with leading batch dimensions, ``q`` (..., nq) and ``qd``, ``qdd``,
 ``tau`` (..., nv), which broadcast against each other, and returns arrays with the same batch
-dimensions. numpy in, numpy out (float64); a JAX array anywhere in, JAX arrays out.
+dimensions. numpy in, numpy out (float64); a JAX array anywhere in, JAX arrays out. How a call
+runs (machine code compiled from the recursion, numpy, or JAX) is decided in one place,
+``screwdyn.execution.plan``; ``screwdyn.plan(model, "inverse_dynamics").explain()`` tells.
 
 ``algebra`` selects the algebra the recursion runs in: ``"spatial"`` (6-D spatial vectors, the
 default), ``"cga"`` (conformal geometric algebra), ``"dq"`` (dual quaternions) or ``"vector"`` (the
@@ -11,235 +13,180 @@ classical Newton-Euler recursion on Denavit-Hartenberg frames, for models made b
 External wrenches ``f_ext`` have shape (..., nlinks, 6): for each link, in ``model.link_names``
 order, the wrench [force; torque] that the environment applies to the link, expressed in the
 link's frame, the torque taken about the link's origin (Pinocchio's local convention).
+
+Each kernel below takes a ``Call`` (the inputs in the internal layout: components first, one
+trailing batch axis; see ``screwdyn.execution.call``) and returns its result in that layout. For
+a coupled model (mimic joints tied to their sources) the recursions run on the whole tree
+(``call.model``) and ``call.reduce`` brings their results back to the model's coordinates.
 """
 from __future__ import annotations
 
-import contextlib
-import contextvars
-import functools
-import inspect
-from typing import TYPE_CHECKING, Iterator, Optional, Union
+from typing import TYPE_CHECKING, Optional, Union
 
 import numpy as np
 
-from . import _backend, validation
-from .algebra import ALGEBRAS, get_algebra, link_placements
+from .algebra import link_placements
 from .algorithms import aba as _aba
 from .algorithms import crba as _crba
 from .algorithms import kinematics as _kin
 from .algorithms import rnea as _rnea
+from .execution import plan as _plan
+from .execution.native import TANGENT
+from .execution.plan import Function
 from .model.model import GRAVITY  # noqa: F401  (the default of Model.gravity)
 from .typing import AlgebraName, Array, ArrayLike
 
 if TYPE_CHECKING:
+    from .execution.plan import Plan
     from .model import Model
 
-CHECKPOINT_BODIES = 12  # JAX: trees with more bodies compile in per-body pieces (entries mode)
+
+# -- kernels ----------------------------------------------------------------------------------
+def _forward_kinematics(call):
+    alg, model = call.alg, call.model
+    T = _kin.link_poses(alg, model, _kin.world_poses(alg, model,
+                                                     _kin.joint_poses(alg, model, call["q"])))
+    zero = call.xp.zeros(call.N)  # broadcasts links welded to the world over the batch
+    mats = [alg.to_matrix(T_l) + zero for T_l in T]
+    return call.xp.stack(mats) if mats else call.xp.zeros((0, 4, 4, call.N))
 
 
-_CUT_PER_BODY = contextvars.ContextVar("screwdyn_cut_per_body", default=False)
+def _newton_euler(call, qd, qdd):
+    """RNEA (or the DH recursion, or the dual-quaternion Newton-Euler at the centres of mass)
+    on the call's tree: (tree nv, N)."""
+    if call.alg is None:
+        from .algorithms.newton_euler_dh import newton_euler_dh
+
+        return newton_euler_dh(call, qd, qdd)
+    if call.algebra_name == "dq":  # the paper's Newton-Euler at the centres of mass
+        from .algorithms.dq_newton_euler import inverse_dynamics as newton_euler_com
+
+        return newton_euler_com(call.alg, call.model, call["q"], qd, qdd, call.gravity_twist(),
+                                call.body_wrenches())
+    return _rnea.rnea(call.alg, call.model, call["q"], qd, qdd, call.gravity_twist(),
+                      call.body_wrenches())
 
 
-@contextlib.contextmanager
-def cut_per_body() -> Iterator[None]:
-    """Programs traced inside are cut at every body (``EntriesMode.checkpoint``) whatever the
-    tree's size. For bodies of XLA while loops (simulation rollouts): there, uncut single-state
-    programs ran 4 to 45 times slower in some algebras (Puma RK4: spatial 0.65 s per simulated
-    second, dual quaternions 2.2 s), cut ones 0.03 to 0.05 s in every algebra."""
-    token = _CUT_PER_BODY.set(True)
-    try:
-        yield
-    finally:
-        _CUT_PER_BODY.reset(token)
+def _inverse_dynamics(call):
+    return call.reduce(_newton_euler(call, call["qd"], call["qdd"]))
 
 
-def _checkpoints(model, xp, many_outputs):
-    """Whether an XLA program is cut at every body (``EntriesMode.checkpoint``): for trees of more
-    than CHECKPOINT_BODIES bodies, whose compile and run time would grow as n^2, and on
-    accelerators for results with many outputs per state (the mass matrix: XLA's GPU fusions
-    would recompute the composite inertias for each of its nv^2 entries; the cuts made it 11x
-    faster on an H200, and did not help on CPU)."""
-    if xp is np:
-        return False
-    if model.nbodies > CHECKPOINT_BODIES or _CUT_PER_BODY.get():
-        return True
-    import jax
-
-    return many_outputs and jax.default_backend() != "cpu"
+def _bias_forces(call):
+    return call.reduce(_newton_euler(call, call["qd"], call.xp.zeros_like(call["qd"])))
 
 
-class _Call:
-    """Inputs of one public call in the internal layout: (n, N) arrays and the batch shape.
-
-    ``entries=True`` runs the algebra in its entries mode (``algebra.entries.EntriesMode``:
-    twists, wrenches and inertias as lists of components, faster on numpy and much faster under
-    XLA); only for recursions that do nothing but linear arithmetic on algebra objects (RNEA,
-    ABA, CRBA). For a coupled model (mimic joints tied to their sources) the inputs are
-    expanded to the whole tree (``model.tree``, on which the recursions run) and ``reduce``
-    brings the tree's results back (``model.coupling``)."""
-
-    def __init__(self, model, algebra="spatial", entries=False, many_outputs=False, **arrays):
-        self.user_model = model
-        specs = validation.argument_specs(model)  # validation hook
-        given = validation.given(arrays)  # validation hook: None only for optional arguments
-        self.xp = xp = _backend.namespace(*given.values())
-        self.algebra_name = algebra
-        if algebra not in ALGEBRAS:
-            raise ValueError(f"unknown algebra {algebra!r}; valid: "
-                             + ", ".join(repr(a) for a in ALGEBRAS))
-        parsed = {}
-        for name, value in given.items():
-            a = validation.state_array(name, value, *specs[name], xp=xp)  # validation hook
-            parsed[name] = (a, validation.core_shape(specs[name][0]))
-        self.batch = validation.batch_shape({k: (a, len(s)) for k, (a, s) in parsed.items()})
-        self.N = validation.states(self.batch)
-        self.arrays = {}
-        for name, (a, shape) in parsed.items():
-            if name == "gravity" and a.ndim == 1:
-                self.arrays[name] = a[:, None]  # one gravity for the whole batch
-                continue
-            a = xp.broadcast_to(a, self.batch + shape).reshape((self.N,) + shape)
-            a = xp.moveaxis(a, 0, -1)
-            self.arrays[name] = np.ascontiguousarray(a) if xp is np else a  # rows contiguous
-        self.model = model.tree
-        self.coupling = model.coupling
-        if self.coupling is not None:
-            q_index, q_scale, q_offset, G = self.coupling
-            if "q" in self.arrays:
-                self.arrays["q"] = (self.arrays["q"][q_index] * q_scale[:, None]
-                                    + q_offset[:, None])
-            for name in ("qd", "qdd"):
-                if name in self.arrays:
-                    self.arrays[name] = xp.tensordot(G, self.arrays[name], axes=1)
-        self.alg = None if algebra == "vector" else get_algebra(algebra, xp)
-        if entries and hasattr(self.alg, "entries_mode"):
-            self.alg = self.alg.entries_mode(checkpoints=_checkpoints(self.model, xp,
-                                                                      many_outputs))
-
-    def reduce(self, result, axes=1):
-        """A tree result (tree nv, ..., N) with ``axes`` leading velocity axes brought to the
-        model's v (G^T tau, G^T M G); itself when the model is not coupled."""
-        if self.coupling is None:
-            return result
-        G = self.coupling[3]
-        result = self.xp.tensordot(G.T, result, axes=1)
-        if axes == 2:
-            result = self.xp.moveaxis(self.xp.tensordot(G.T, self.xp.moveaxis(result, 1, 0),
-                                                        axes=1), 0, 1)
-        return result
-
-    def __getitem__(self, name):
-        return self.arrays[name]
-
-    def gravity_twist(self):
-        """a0 = -g, the base acceleration that stands for gravity, as an algebra twist."""
-        g = self.arrays.get("gravity")
-        g = np.array(self.model.gravity)[:, None] if g is None else g
-        return self.alg.twist(self.xp.concatenate([-g, 0 * g]))
-
-    def body_wrenches(self):
-        """External link wrenches gathered on bodies, in body frames (None if none given)."""
-        if "f_ext" not in self.arrays:
-            return None
-        alg, model = self.alg, self.model
-        F = self.arrays["f_ext"]  # (nlinks, 6, N)
-        out = [0.0 * alg.wrench(F[0])] * model.nbodies
-        for l, (link, placement) in enumerate(zip(model.links, link_placements(alg, model))):
-            if link.body >= 0:
-                out[link.body] = out[link.body] + alg.act_wrench(placement, alg.wrench(F[l]))
-        return out
-
-    def vector(self, result):
-        """(n, N) -> (..., n)"""
-        return self.xp.moveaxis(result, -1, 0).reshape(self.batch + result.shape[:-1])
-
-    matrix = vector
+def _gravity_torques(call):
+    zero = call.xp.zeros((call.model.nv, call.N))
+    return call.reduce(_newton_euler(call, zero, zero))
 
 
-# -- chunked numpy evaluation -------------------------------------------------------------------
-CHUNK_STATES = None  # states per chunk of a numpy batch; None: chosen from the model's size
-_BATCH_ARGS = {"q": 1, "qd": 1, "qdd": 1, "tau": 1, "gravity": 1, "f_ext": 2}  # name: core ndim
+def _forward_dynamics(call):
+    if call.coupling is not None:  # M qdd = tau - b in the model's (reduced) coordinates
+        b = call.reduce(_newton_euler(call, call["qd"], call.xp.zeros_like(call["qd"])))
+        M = call.reduce(_crba.crba(call.alg, call.model, call["q"]), axes=2)
+        return _solve(call.xp, M, call["tau"] - b)
+    if call.alg is None:
+        from .algorithms.newton_euler_dh import forward_dynamics_dh
+
+        return forward_dynamics_dh(call)
+    return _aba.aba(call.alg, call.model, call["q"], call["qd"], call["tau"],
+                    call.gravity_twist(), call.body_wrenches())
 
 
-# bytes of intermediates per state and body in the spatial algebra, measured with tracemalloc
-# (Panda and a 100-link chain; dual quaternions stay within these, CGA takes 1.4 to 1.7 times as
-# much: beyond glibc's trim threshold, a 100-link chain in CGA ran 2.8x slower)
-_BYTES_PER_BODY = {"inverse_dynamics": 256, "forward_dynamics": 512, "mass_matrix": 384}
-_ALGEBRA_FACTOR = {"cga": 1.75}
+def _solve(xp, M, rhs):
+    """x (n, N) with M x = rhs for M (n, n, N)."""
+    x = xp.linalg.solve(xp.moveaxis(M, -1, 0), xp.moveaxis(rhs, -1, 0)[..., None])[..., 0]
+    return xp.moveaxis(x, 0, -1)
 
 
-def chunk_size(model: Model, function: str = "forward_dynamics", algebra: str = "spatial") -> int:
-    """States per chunk when ``function`` (a public function's name) evaluates a numpy batch:
-    about 256 MiB of intermediates, at least 2048 and at most 32768 states (``CHUNK_STATES``
-    overrides). Larger chunks amortise Python's per-operation overhead (about a microsecond),
-    smaller ones stay in cache and bound memory: a million states cost one chunk of
-    intermediates plus the result."""
-    if CHUNK_STATES:
-        return max(1, int(CHUNK_STATES))
-    per_state = (_BYTES_PER_BODY.get(function, 512) * _ALGEBRA_FACTOR.get(algebra, 1.0)
-                 * max(model.nbodies, 1))
-    if function in ("mass_matrix", "coriolis_matrix"):
-        per_state += 16 * model.nv ** 2  # the entries of the nv x nv result
-    return int(min(32768, max(2048, (256 << 20) // int(per_state))))
+def _check_forward_dynamics(model):
+    _aba.check_defined(model.tree)
 
 
-def _chunked(function):
-    """The numpy boundary of a public function: its array arguments checked
-    (``screwdyn.validation``), an empty batch answered with an empty result, a batch larger
-    than ``chunk_size(model)`` evaluated chunk by chunk into one result array (so that the
-    intermediates of a million states never exist at once, and inputs that broadcast are never
-    materialised: ``validation.chunks``), a result too large for the machine refused before
-    any work, and non-finite states left to propagate as IEEE arithmetic does, without
-    floating-point warnings. JAX inputs pass through unchanged (XLA plans their memory)."""
-    signature = inspect.signature(function)
+def _mass_matrix(call):
+    if call.alg is None:
+        from .algorithms.newton_euler_dh import mass_matrix_dh
 
-    @functools.wraps(function)
-    def wrapper(*args, **kwargs):
-        bound = signature.bind(*args, **kwargs)
-        model = bound.arguments["model"]
-        given = validation.given({k: v for k, v in bound.arguments.items() if k in _BATCH_ARGS})
-        if any(_backend._is_jax(v) for v in given.values()):
-            return function(*args, **kwargs)
-        specs = validation.argument_specs(model)
-        arrays = {k: validation.state_array(k, v, *specs[k]) for k, v in given.items()}
-        cores = {k: (a, _BATCH_ARGS[k]) for k, a in arrays.items()}
-        batch = validation.batch_shape(cores)
-        N = validation.states(batch)
-        bound.arguments.update(arrays)
-        with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-            size = chunk_size(model, function.__name__, bound.arguments.get("algebra", "spatial"))
-            if 0 < N <= size:
-                if N >= 256:
-                    _backend.tune_allocator()
-                return function(*bound.args, **bound.kwargs)
-            # the result's per-state shape, from the first state (or, for an empty batch, the
-            # neutral configuration and zeros)
-            if N == 0:
-                first = {k: model.neutral if k == "q" else np.zeros(a.shape[a.ndim - core:])
-                         for k, (a, core) in cores.items()}
-            else:
-                first = {k: a[(0,) * (a.ndim - core)] for k, (a, core) in cores.items()}
-            one = _bind_call(function, bound, first)
-            if N == 0:
-                return np.empty(batch + one.shape, dtype=one.dtype)
-            validation.check_fits(N * one.nbytes, f"the result of {function.__name__}, shape "
-                                  f"{batch + one.shape} {one.dtype},")
-            _backend.tune_allocator()
-            out = np.empty((N,) + one.shape, dtype=one.dtype)
-            for start, stop, chunk in validation.chunks(cores, batch, size):
-                out[start:stop] = _bind_call(function, bound, chunk)
-            return out.reshape(batch + one.shape)
-
-    return wrapper
+        return call.reduce(mass_matrix_dh(call), axes=2)
+    return call.reduce(_crba.crba(call.alg, call.model, call["q"]), axes=2)
 
 
-def _bind_call(function, bound, arrays):
-    """``function`` called with its bound arguments, ``arrays`` replacing some: a numpy array."""
-    bound.arguments.update(arrays)
-    return np.asarray(function(*bound.args, **bound.kwargs))
+def _coriolis_matrix(call):
+    from .algorithms.coriolis import coriolis
+
+    return call.reduce(coriolis(call.alg, call.model, call["q"], call["qd"]), axes=2)
 
 
-@_chunked
+def _kinetic_energy(call):
+    from .algorithms.energy import kinetic
+
+    return kinetic(call.alg, call.model, call["q"], call["qd"])
+
+
+def _potential_energy(call):
+    from .algorithms.energy import center_of_mass_moment
+
+    g = call.arrays.get("gravity", np.array(call.model.gravity)[:, None])
+    return -(g * center_of_mass_moment(call.alg, call.model, call["q"])).sum(axis=0)
+
+
+def _center_of_mass(call):
+    from .algorithms.energy import center_of_mass_moment
+
+    return center_of_mass_moment(call.alg, call.model, call["q"]) / call.model.total_mass
+
+
+def _jacobian(call, link, frame):
+    from .algorithms.jacobian import link_jacobian
+
+    J = link_jacobian(call.alg, call.model, call["q"], link, frame)  # (6, tree nv, N)
+    return call.xp.moveaxis(call.reduce(call.xp.moveaxis(J, 1, 0)), 0, 1)
+
+
+def _nv(model):
+    return (model.nv,)
+
+
+def _nv_nv(model):
+    return (model.nv, model.nv)
+
+
+_EXTERNAL = ("f_ext", "gravity")
+#: the public functions as the plan runs them, by name
+FUNCTIONS = {f.name: f for f in (
+    Function("forward_kinematics", _forward_kinematics, ("q",),
+             lambda m: (m.nlinks, 4, 4)),
+    Function("inverse_dynamics", _inverse_dynamics, ("q", "qd", "qdd"), _nv, _EXTERNAL,
+             entries=True, bytes_per_body=256),
+    Function("bias_forces", _bias_forces, ("q", "qd"), _nv, ("gravity",), entries=True,
+             bytes_per_body=256),
+    Function("gravity_torques", _gravity_torques, ("q",), _nv, ("gravity",), entries=True,
+             bytes_per_body=256),
+    Function("forward_dynamics", _forward_dynamics, ("q", "qd", "tau"), _nv, _EXTERNAL,
+             entries=True, check=_check_forward_dynamics, bytes_per_body=512),
+    Function("mass_matrix", _mass_matrix, ("q",), _nv_nv, entries=True, many_outputs=True,
+             bytes_per_body=384),
+    Function("coriolis_matrix", _coriolis_matrix, ("q", "qd"), _nv_nv, many_outputs=True),
+    Function("kinetic_energy", _kinetic_energy, ("q", "qd"), lambda m: ()),
+    Function("potential_energy", _potential_energy, ("q",), lambda m: (), ("gravity",)),
+    Function("center_of_mass", _center_of_mass, ("q",), lambda m: (3,)),
+    Function("jacobian", _jacobian, ("q",), lambda m, link, frame: (6, m.nv)),
+    # d tau / d(q (+) e, qd, qdd) at e = 0: (nv, 3 nv), the derivative in q's tangent space;
+    # native only (screwdyn.derivatives)
+    Function("inverse_dynamics_derivatives", _inverse_dynamics, ("q", "qd", "qdd"),
+             lambda m: (m.nv, 3 * m.nv), ("gravity",), entries=True,
+             jacobian=(TANGENT, "qd", "qdd")),
+)}
+_FK, _ID, _BIAS, _GRAV, _FD, _M, _C, _T, _V, _COM, _J, _DID = FUNCTIONS.values()
+
+
+def _kinematic_algebra(algebra):
+    """Kinematic quantities of algebra="vector" (DH frames, which are the model's link frames)
+    are composed in the spatial algebra, as ``forward_kinematics`` does."""
+    return "spatial" if algebra == "vector" else algebra
+
+
+# -- the public functions ---------------------------------------------------------------------
 def forward_kinematics(model: Model, q: ArrayLike, algebra: AlgebraName = "spatial") -> Array:
     """World poses of every link, in ``model.link_names`` order.
 
@@ -265,18 +212,9 @@ def forward_kinematics(model: Model, q: ArrayLike, algebra: AlgebraName = "spati
         print(T[panda.link_index("panda_hand"), :3, 3])   # the hand's origin in the world, m
         ```
     """
-    if algebra == "vector":
-        algebra = "spatial"  # DH frames are the model's link frames: one composition of poses
-    call = _Call(model, algebra, q=q)
-    alg, tree = call.alg, call.model
-    T = _kin.link_poses(alg, tree, _kin.world_poses(alg, tree, _kin.joint_poses(alg, tree,
-                                                                                 call["q"])))
-    zero = call.xp.zeros(call.N)  # broadcasts links welded to the world over the batch
-    mats = [alg.to_matrix(T_l) + zero for T_l in T]
-    return call.matrix(call.xp.stack(mats)) if mats else call.xp.zeros(call.batch + (0, 4, 4))
+    return _plan.run(_FK, model, _kinematic_algebra(algebra), (q,))
 
 
-@_chunked
 def inverse_dynamics(model: Model, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike,
                      f_ext: Optional[ArrayLike] = None, gravity: Optional[ArrayLike] = None,
                      algebra: AlgebraName = "spatial") -> Array:
@@ -313,26 +251,9 @@ def inverse_dynamics(model: Model, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike,
                                    np.zeros(6), np.zeros(6))                   # (100, 6)
         ```
     """
-    call = _Call(model, algebra, entries=True, q=q, qd=qd, qdd=qdd, f_ext=f_ext, gravity=gravity)
-    return call.vector(call.reduce(_tree_inverse_dynamics(call, call["qd"], call["qdd"])))
+    return _plan.run(_ID, model, algebra, (q, qd, qdd), (f_ext, gravity))
 
 
-def _tree_inverse_dynamics(call, qd, qdd):
-    """RNEA (or the DH recursion) on the call's tree: (tree nv, N)."""
-    if call.algebra_name == "vector":
-        from .algorithms.newton_euler_dh import newton_euler_dh
-
-        return newton_euler_dh(call, qd, qdd)
-    if call.algebra_name == "dq":  # the paper's Newton-Euler at the centres of mass
-        from .algorithms.dq_newton_euler import inverse_dynamics as newton_euler_com
-
-        return newton_euler_com(call.alg, call.model, call["q"], qd, qdd, call.gravity_twist(),
-                                call.body_wrenches())
-    return _rnea.rnea(call.alg, call.model, call["q"], qd, qdd, call.gravity_twist(),
-                      call.body_wrenches())
-
-
-@_chunked
 def forward_dynamics(model: Model, q: ArrayLike, qd: ArrayLike, tau: ArrayLike,
                      f_ext: Optional[ArrayLike] = None, gravity: Optional[ArrayLike] = None,
                      algebra: AlgebraName = "spatial") -> Array:
@@ -365,28 +286,9 @@ def forward_dynamics(model: Model, q: ArrayLike, qd: ArrayLike, tau: ArrayLike,
         qdd = sd.forward_dynamics(panda, panda.neutral, np.zeros(9), np.zeros(9))  # it falls
         ```
     """
-    _aba.check_defined(model.tree)
-    call = _Call(model, algebra, entries=True, q=q, qd=qd, tau=tau, f_ext=f_ext, gravity=gravity)
-    if call.coupling is not None:  # M qdd = tau - b in the model's (reduced) coordinates
-        b = call.reduce(_tree_inverse_dynamics(call, call["qd"], 0 * call["qd"]))
-        M = call.reduce(_crba.crba(call.alg, call.model, call["q"]), axes=2)
-        return call.vector(_solve(call.xp, M, call["tau"] - b))
-    if algebra == "vector":
-        from .algorithms.newton_euler_dh import forward_dynamics_dh
-
-        return call.vector(forward_dynamics_dh(call))
-    qdd = _aba.aba(call.alg, call.model, call["q"], call["qd"], call["tau"], call.gravity_twist(),
-                   call.body_wrenches())
-    return call.vector(qdd)
+    return _plan.run(_FD, model, algebra, (q, qd, tau), (f_ext, gravity))
 
 
-def _solve(xp, M, rhs):
-    """x (n, N) with M x = rhs for M (n, n, N)."""
-    x = xp.linalg.solve(xp.moveaxis(M, -1, 0), xp.moveaxis(rhs, -1, 0)[..., None])[..., 0]
-    return xp.moveaxis(x, 0, -1)
-
-
-@_chunked
 def mass_matrix(model: Model, q: ArrayLike, algebra: AlgebraName = "spatial") -> Array:
     """The joint-space inertia matrix M(q): the composite-rigid-body algorithm.
 
@@ -399,12 +301,7 @@ def mass_matrix(model: Model, q: ArrayLike, algebra: AlgebraName = "spatial") ->
         M (..., nv, nv), symmetric positive definite (kg m^2, kg, kg m); armature on the
         diagonal when the model has it. Kinetic energy is qd^T M qd / 2.
     """
-    call = _Call(model, algebra, entries=True, many_outputs=True, q=q)
-    if algebra == "vector":
-        from .algorithms.newton_euler_dh import mass_matrix_dh
-
-        return call.matrix(call.reduce(mass_matrix_dh(call), axes=2))
-    return call.matrix(call.reduce(_crba.crba(call.alg, call.model, call["q"]), axes=2))
+    return _plan.run(_M, model, algebra, (q,))
 
 
 def bias_forces(model: Model, q: ArrayLike, qd: ArrayLike, gravity: Optional[ArrayLike] = None,
@@ -421,9 +318,7 @@ def bias_forces(model: Model, q: ArrayLike, qd: ArrayLike, gravity: Optional[Arr
     Returns:
         b (..., nv): N m and N.
     """
-    qd_arr = validation.state_array("qd", qd, model.nv, "velocity, nv", _backend.namespace(q, qd))
-    zero = _backend.namespace(qd_arr).zeros_like(qd_arr)  # not 0 * qd: inf * 0 is NaN
-    return inverse_dynamics(model, q, qd, zero, gravity=gravity, algebra=algebra)
+    return _plan.run(_BIAS, model, algebra, (q, qd), (gravity,))
 
 
 def gravity_torques(model: Model, q: ArrayLike, gravity: Optional[ArrayLike] = None,
@@ -439,18 +334,9 @@ def gravity_torques(model: Model, q: ArrayLike, gravity: Optional[ArrayLike] = N
     Returns:
         g (..., nv): N m and N; for 1-DoF joints, the gradient of ``potential_energy``.
     """
-    xp = _backend.namespace(q)
-    zero = xp.zeros(model.nv)
-    return inverse_dynamics(model, q, zero, zero, gravity=gravity, algebra=algebra)
+    return _plan.run(_GRAV, model, algebra, (q,), (gravity,))
 
 
-def _kinematic_algebra(algebra):
-    """Kinematic quantities of algebra="vector" (DH frames, which are the model's link frames)
-    are composed in the spatial algebra, as ``forward_kinematics`` does."""
-    return "spatial" if algebra == "vector" else algebra
-
-
-@_chunked
 def coriolis_matrix(model: Model, q: ArrayLike, qd: ArrayLike,
                     algebra: AlgebraName = "spatial") -> Array:
     """The Coriolis and centrifugal matrix C(q, qd) (the one Pinocchio computes).
@@ -464,14 +350,9 @@ def coriolis_matrix(model: Model, q: ArrayLike, qd: ArrayLike,
     Returns:
         C (..., nv, nv) with C qd = b - g and dM/dt - 2C skew-symmetric.
     """
-    from .algorithms.coriolis import coriolis
-
-    call = _Call(model, _kinematic_algebra(algebra), q=q, qd=qd)
-    return call.matrix(call.reduce(coriolis(call.alg, call.model, call["q"], call["qd"]),
-                                   axes=2))
+    return _plan.run(_C, model, _kinematic_algebra(algebra), (q, qd))
 
 
-@_chunked
 def kinetic_energy(model: Model, q: ArrayLike, qd: ArrayLike,
                    algebra: AlgebraName = "spatial") -> Array:
     """Kinetic energy T = qd^T M(q) qd / 2, summed over bodies as v_i . I_i v_i / 2 (armature
@@ -486,13 +367,9 @@ def kinetic_energy(model: Model, q: ArrayLike, qd: ArrayLike,
     Returns:
         T (...): joules.
     """
-    from .algorithms.energy import kinetic
-
-    call = _Call(model, _kinematic_algebra(algebra), q=q, qd=qd)
-    return call.vector(kinetic(call.alg, call.model, call["q"], call["qd"])[None])[..., 0]
+    return _plan.run(_T, model, _kinematic_algebra(algebra), (q, qd))
 
 
-@_chunked
 def potential_energy(model: Model, q: ArrayLike, gravity: Optional[ArrayLike] = None,
                      algebra: AlgebraName = "spatial") -> Array:
     """Gravitational potential energy V = -sum_i m_i g . c_i, zero when every centre of mass is
@@ -507,15 +384,9 @@ def potential_energy(model: Model, q: ArrayLike, gravity: Optional[ArrayLike] = 
     Returns:
         V (...): joules.
     """
-    from .algorithms.energy import center_of_mass_moment
-
-    call = _Call(model, _kinematic_algebra(algebra), q=q, gravity=gravity)
-    g = call.arrays.get("gravity", np.array(model.gravity)[:, None])
-    moment = center_of_mass_moment(call.alg, call.model, call["q"])  # sum m_i c_i (3, N)
-    return call.vector(-(g * moment).sum(axis=0)[None])[..., 0]
+    return _plan.run(_V, model, _kinematic_algebra(algebra), (q,), (gravity,))
 
 
-@_chunked
 def center_of_mass(model: Model, q: ArrayLike) -> Array:
     """The robot's centre of mass, in the world frame.
 
@@ -527,13 +398,9 @@ def center_of_mass(model: Model, q: ArrayLike) -> Array:
         c (..., 3): metres, world frame (the moving bodies' masses; links welded to the world
         are not included).
     """
-    from .algorithms.energy import center_of_mass_moment
-
-    call = _Call(model, q=q)
-    return call.vector(center_of_mass_moment(call.alg, call.model, call["q"]) / model.total_mass)
+    return _plan.run(_COM, model, "spatial", (q,))
 
 
-@_chunked
 def jacobian(model: Model, q: ArrayLike, link: Union[str, int], frame: str = "world",
              algebra: AlgebraName = "spatial") -> Array:
     """The link's Jacobian: its velocity per unit rate of each velocity coordinate.
@@ -557,19 +424,12 @@ def jacobian(model: Model, q: ArrayLike, link: Union[str, int], frame: str = "wo
         J = sd.jacobian(panda, panda.neutral, "panda_hand")   # (6, 9)
         ```
     """
-    from .algorithms.jacobian import link_jacobian
-
     if frame not in ("world", "local"):
         raise ValueError(f"frame must be 'world' or 'local', got {frame!r}")
-    call = _Call(model, "spatial" if algebra == "vector" else algebra, q=q)
-    J = link_jacobian(call.alg, call.model, call["q"], model.link_index(link), frame)
-    if call.coupling is not None:
-        J = call.xp.moveaxis(call.xp.tensordot(call.coupling[3].T, call.xp.moveaxis(J, 1, 0),
-                                               axes=1), 0, 1)
-    return call.matrix(J)
+    return _plan.run(_J, model, _kinematic_algebra(algebra), (q,),
+                     static=(model.link_index(link), frame))
 
 
-@_chunked
 def link_velocities(model: Model, q: ArrayLike, qd: ArrayLike, frame: str = "local",
                     algebra: AlgebraName = "spatial") -> Array:
     """The twist of every link (..., nlinks, 6), in ``model.link_names`` order, rows [linear;
@@ -584,6 +444,15 @@ def link_velocities(model: Model, q: ArrayLike, qd: ArrayLike, frame: str = "loc
     if algebra == "vector":
         algebra = "spatial"  # DH frames are the model's link frames
     call = _Call(model, algebra, q=q, qd=qd)
+    if call.N == 0:  # an empty batch
+        return call.xp.zeros(call.batch + (model.nlinks, 6))
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        return _link_velocities(call, frame)
+
+
+def _link_velocities(call, frame):
+    from .algorithms.kinematics import body_velocities, joint_poses, motion_subspaces
+
     alg, tree, xp = call.alg, call.model, call.xp
     qd_tree = call["qd"]
     X = joint_poses(alg, tree, call["q"])
@@ -605,3 +474,47 @@ def link_velocities(model: Model, q: ArrayLike, qd: ArrayLike, frame: str = "loc
     if not out:
         return xp.zeros(call.batch + (0, 6))
     return call.matrix(xp.stack(out))
+
+
+def plan(model: Model, function: str, algebra: AlgebraName = "spatial", inputs: str = "numpy",
+         gravity: bool = False, f_ext: bool = False, backend: Optional[str] = None) -> Plan:
+    """How a call of a public function runs: machine code, numpy or JAX, and why.
+
+    Args:
+        model: the robot.
+        function: a public function's name, e.g. ``"forward_dynamics"``.
+        algebra: ``"spatial"`` (default), ``"cga"``, ``"dq"`` or ``"vector"``.
+        inputs: ``"numpy"`` or ``"jax"``: the kind of arrays the call gets.
+        gravity: whether the call passes the optional ``gravity`` array.
+        f_ext: whether the call passes the optional ``f_ext`` array.
+        backend: JAX's platform (default: ``jax.default_backend()``).
+
+    Returns:
+        A ``screwdyn.execution.plan.Plan``: ``explain()`` says which path, why, and what
+        compiling costs; ``compile()`` compiles the native program ahead of the first call.
+
+    Example:
+        ```python
+        import screwdyn as sd
+
+        panda = sd.robots.load("panda")
+        print(sd.plan(panda, "forward_dynamics").explain())
+        ```
+    """
+    if function not in FUNCTIONS:
+        raise ValueError(f"unknown function {function!r}; valid: {', '.join(FUNCTIONS)}")
+    if inputs not in ("numpy", "jax"):
+        raise ValueError(f"inputs must be 'numpy' or 'jax', got {inputs!r}")
+    f = FUNCTIONS[function]
+    options = tuple(name for name, given in (("f_ext", f_ext), ("gravity", gravity)) if given)
+    unknown = [name for name in options if name not in f.options]
+    if unknown:
+        raise ValueError(f"{function} takes no {unknown[0]}")
+    return _plan.Plan(f, model, algebra, inputs, options, backend, False, ())
+
+
+def _Call(model, algebra="spatial", entries=False, many_outputs=False, loop=False, **arrays):
+    """The inputs ``arrays`` of a call on ``model`` in the internal layout, with the algebra a
+    recursion runs in (its entries mode for ``entries``; ``loop``: the recursion is the body of
+    an XLA loop, cut once per body under JAX): ``screwdyn.execution.plan.call``."""
+    return _plan.call(model, algebra, arrays, entries, many_outputs, loop)

@@ -273,9 +273,15 @@ class DualQuaternion(Algebra):
 
     # -- poses -------------------------------------------------------------------------------
     def pose(self, R, p):
-        """The constant pose of rotation R (3, 3) and translation p (3,)."""
+        """The constant pose of rotation R (3, 3) and translation p (3,). Its R and p, which Ad
+        reads, are the given ones with round-off zeros made exact (|x| < 1e-14, as the spatial
+        algebra's placements), not the ones recomputed from the dual quaternion, whose zeros
+        would carry round-off (2e-16 for a quarter turn) and cost a product each."""
         R, p = np.asarray(R, dtype=float), np.asarray(p, dtype=float)
-        return UnitDualQuaternion(map(constant, _from_rotation_translation(R, p, np)))
+        x = UnitDualQuaternion(map(constant, _from_rotation_translation(R, p, np)))
+        x._R = tuple(tuple(constant(v, 1e-14) for v in row) for row in R.tolist())
+        x._p = tuple(constant(v, 1e-14) for v in p.tolist())
+        return x
 
     def identity(self):
         return UnitDualQuaternion((1.0,) + (ZERO,) * 7)

@@ -68,45 +68,22 @@ def value(x):
     return 0.0 if x is ZERO else x
 
 
-# -- values XLA must compute once -------------------------------------------------------------
-MATERIALIZE_STATES = 64  # batches from this size on are cut (``materialize``)
-
-
-def materialize(xp, x):
-    """x, which under JAX on CPU XLA computes once, into memory: x / (x * 0 + 1) (XLA never
-    duplicates a division into its consumers and cannot fold this one; value and derivatives are
-    x's exactly). XLA's CPU loop fusion otherwise recomputes a shared value inside every consumer
-    loop: the sine and cosine of each joint angle in each of the Panda's nine torque loops, which
-    made its batched inverse dynamics 3.7x slower. Smaller batches than MATERIALIZE_STATES pass
-    through: there the extra loops cost more than the recomputation (Panda ID at 8 states: 94
-    against 38 us; a single-state dual-quaternion rollout ran 29x slower). On a GPU the cut made
-    batched ID 7x slower (an H200 recomputes cheaply, and the cut splits its fusions), so there x
-    passes through, as do numpy arrays."""
-    if xp is np or isinstance(x, np.ndarray) or getattr(x, "size", 1) < MATERIALIZE_STATES \
-            or not _on_cpu():
-        return x
-    return cut(x)
-
-
+# -- values computed once ---------------------------------------------------------------------
 def cut(x):
-    """x / (x * 0 + 1): x, which XLA computes once, into memory (see ``materialize``)."""
-    return x / (x * 0.0 + 1.0)
-
-
-def _on_cpu():
-    import jax
-
-    return jax.default_backend() == "cpu"
+    """x / one with one = (x == x) * 0 + 1: x in every bit (NaN and inf included), which XLA
+    computes once, into memory, because it never duplicates a division into its consumers and
+    cannot know that ``one`` is 1 (see ``screwdyn.execution.xla``)."""
+    return x / ((x == x) * 0.0 + 1.0)
 
 
 def sin_cos(xp, angle):
-    """(sin, cos) of a batch of angles, each computed once (``materialize``)."""
-    return materialize(xp, xp.sin(angle)), materialize(xp, xp.cos(angle))
+    """(sin, cos) of a batch of angles (``xp`` decides how: ``screwdyn.execution.xla``)."""
+    return xp.sin(angle), xp.cos(angle)
 
 
 def inverse_norm(xp, components):
-    """1 / |components| of a batch of vectors (as entries), computed once (``materialize``)."""
-    return materialize(xp, 1.0 / xp.sqrt(sum(c * c for c in components)))
+    """1 / |components| of a batch of vectors (as entries)."""
+    return 1.0 / xp.sqrt(sum(c * c for c in components))
 
 
 def unit(xp, entries):
@@ -358,8 +335,8 @@ class EntriesMode:
         self.checkpoints = bool(checkpoints) and xp is not np
 
     def checkpoint(self, X):
-        """Under JAX, make XLA compute each batch entry of X once, into memory: x / (x * 0 + 1)
-        (see ``materialize``), on any backend. Without these cuts XLA's loop fusion recomputes
+        """Under JAX, make XLA compute each batch entry of X once, into memory (``cut``), on any
+        backend. Without these cuts XLA's loop fusion recomputes
         every value inside each consumer, which grows as n^2 over a chain of n bodies (compile
         time and run time); with them, linearly. (For small trees the duplicated arithmetic is
         cheaper than the memory traffic: no cuts.)"""

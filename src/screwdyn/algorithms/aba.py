@@ -91,12 +91,42 @@ def _pseudo_inverse(xp, D):
 
 
 def _inverse(xp, D):
-    """Inverse of a small symmetric k x k matrix given as nested lists of (N,) arrays."""
-    if len(D) == 1:
+    """Inverse of a small symmetric positive definite k x k matrix given as nested lists of
+    entries (batch arrays or numbers; only the lower triangle is read): D = L diag(d) L^T
+    without pivoting (D = S^T IA S is positive definite), then D^-1 = L^-T diag(1/d) L^-1. Plain
+    arithmetic, so the same code runs on numpy batches, under JAX and on traced scalars."""
+    k = len(D)
+    if k == 1:
         return [[1.0 / D[0][0]]]
-    Dm = xp.moveaxis(xp.stack([xp.stack(row) for row in D]), -1, 0)  # (N, k, k)
-    Dinv = xp.moveaxis(xp.linalg.inv(Dm), 0, -1)
-    return [[Dinv[a, b] for b in range(len(D))] for a in range(len(D))]
+    L, d = [[None] * k for _ in range(k)], [None] * k
+    for j in range(k):
+        s = D[j][j]
+        for m in range(j):
+            s = s - L[j][m] * L[j][m] * d[m]
+        d[j] = s
+        for i in range(j + 1, k):
+            s = D[i][j]
+            for m in range(j):
+                s = s - L[i][m] * L[j][m] * d[m]
+            L[i][j] = s / d[j]
+    inv_d = [1.0 / d_m for d_m in d]
+    Linv = [[None] * k for _ in range(k)]  # unit lower triangular: Linv[i][j] for j < i
+    for i in range(k):
+        for j in range(i):
+            s = -L[i][j]
+            for m in range(j + 1, i):
+                s = s - L[i][m] * Linv[m][j]
+            Linv[i][j] = s
+    def column(m, i):  # Linv[m][i]
+        return 1.0 if m == i else Linv[m][i]
+    out = [[None] * k for _ in range(k)]
+    for i in range(k):
+        for j in range(i + 1):  # (L^-T diag(1/d) L^-1)[i][j], m >= i >= j
+            s = column(i, i) * column(i, j) * inv_d[i]
+            for m in range(i + 1, k):
+                s = s + column(m, i) * column(m, j) * inv_d[m]
+            out[i][j] = out[j][i] = s
+    return out
 
 
 def _matvec(A, x):

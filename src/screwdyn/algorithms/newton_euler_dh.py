@@ -26,7 +26,7 @@ recursion.
 import numpy as np
 
 from .._backend import namespace
-from .joint_forces import joint_forces
+from .joint_forces import add_diagonal, add_joint_forces
 
 Z0 = np.array([0.0, 0.0, 1.0])
 
@@ -37,7 +37,7 @@ def newton_euler_dh(call, qd, qdd):
     model, xp = call.model, call.xp
     links = _dh_table(model)
     tau = _rne(xp, model, call["q"], qd, qdd, _vdot0(call), _external_wrenches(call, links))
-    return tau + joint_forces(xp, model, qd, qdd)
+    return add_joint_forces(xp, model, tau, qd, qdd)
 
 
 def mass_matrix_dh(call):
@@ -50,7 +50,7 @@ def mass_matrix_dh(call):
     qdd = np.repeat(np.eye(n), N, axis=1) + 0 * q_columns
     zero = 0 * q_columns
     tau = _rne(xp, model, q_columns, zero, qdd, np.zeros((3, 1)) + zero[:1], None)
-    tau = tau + model.armature[:, None] * qdd
+    tau = add_diagonal(xp, tau, model.armature, qdd)
     return tau.reshape((n, n, N))
 
 

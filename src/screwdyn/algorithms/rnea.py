@@ -1,6 +1,6 @@
 """Inverse dynamics: the recursive Newton-Euler algorithm (Featherstone, RBDA Table 5.1)."""
 from ..algebra import body_constants
-from .joint_forces import joint_forces
+from .joint_forces import add_joint_forces
 from .kinematics import (concatenate_dofs, joint_motion, joint_poses, motion_subspaces,
                          subspace_rates)
 
@@ -63,4 +63,4 @@ def newton_euler_backward(alg, model, X, S, f, qd, qdd, f_base):
         else:
             f_base = f_base + moved
     tau = concatenate_dofs(xp, tau, qd)
-    return tau + joint_forces(xp, model, qd, qdd), f_base
+    return add_joint_forces(xp, model, tau, qd, qdd), f_base

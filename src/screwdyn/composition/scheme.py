@@ -13,7 +13,6 @@ connection-point quantities travel:
 
 Internal layout as in the algorithms: (n, N) arrays, algebra objects for twists and wrenches.
 """
-from contextlib import nullcontext
 from typing import NamedTuple
 
 import numpy as np
@@ -21,7 +20,7 @@ import numpy as np
 from .. import _backend
 from ..algebra.entries import cut
 from ..algorithms.kinematics import world_poses
-from ..dynamics import GRAVITY, cut_per_body
+from ..dynamics import GRAVITY
 from ..dynamics import _Call as _ModelCall
 from ..errors import ModelError
 from .blackbox import ConnectionState, WrenchLog
@@ -73,15 +72,14 @@ class Call(Batch):
         self.gravity = np.array(GRAVITY) if gravity is None else gravity
         self.time = None if time is None else xp.broadcast_to(time, self.shape)
         self.models = {}
-        with cut_per_body() if xp is not np else nullcontext():
-            rows = {name: self._rows(a) for name, a in vectors.items()}
-            for s in assembly.models:  # JAX: cut at every body (``cut_per_body``)
-                share = {name: xp.moveaxis(a[s.q_slice if name == "q" else s.v_slice], 0, -1)
-                         .reshape(self.shape + (-1,)) for name, a in rows.items()}
-                F = f_ext.get(s.name)
-                self.models[s.name] = _ModelCall(
-                    s.model, algebra, entries=True, **share,
-                    f_ext=None if F is None else xp.broadcast_to(F, self.shape + F.shape[-2:]))
+        rows = {name: self._rows(a) for name, a in vectors.items()}
+        for s in assembly.models:  # JAX: cut at every body (``loop``: as a loop's body)
+            share = {name: xp.moveaxis(a[s.q_slice if name == "q" else s.v_slice], 0, -1)
+                     .reshape(self.shape + (-1,)) for name, a in rows.items()}
+            F = f_ext.get(s.name)
+            self.models[s.name] = _ModelCall(
+                s.model, algebra, entries=True, loop=True, **share,
+                f_ext=None if F is None else xp.broadcast_to(F, self.shape + F.shape[-2:]))
         self.alg = self.models[s.name].alg  # the algebra the subsystems' recursions run in
 
     def _rows(self, a):

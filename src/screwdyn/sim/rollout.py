@@ -17,7 +17,7 @@ from collections import OrderedDict
 import numpy as np
 
 from .. import _backend, validation
-from ..dynamics import cut_per_body, forward_kinematics, kinetic_energy, potential_energy
+from ..dynamics import forward_kinematics, kinetic_energy, potential_energy
 from .checks import positive
 from .errors import SimulationError, SimulationInterrupted
 from .integrators import STEPPERS, Manifold, largest_stable_step
@@ -273,11 +273,11 @@ def _choose_backend(backend, policy, model, q0, qd0, batch, system):
                 if backend == "jax":
                     raise ValueError(f"backend='jax': the {what} cannot be traced by JAX "
                                      f"({type(e).__name__}: {str(e).splitlines()[0][:200]}); "
-                                     "write it with screwdyn._backend.namespace(q) or use "
+                                     "write it with screwdyn.controllers.array_namespace(q) or use "
                                      "backend='numpy'") from e
                 warnings.warn(f"the {what} cannot be traced by JAX ({type(e).__name__}); "
                               "simulating on the numpy backend, step by step (much slower). "
-                              "Write it with screwdyn._backend.namespace(q) (array-generic) to "
+                              "Write it with screwdyn.controllers.array_namespace(q) (array-generic) to "
                               "compile it, or pass backend='numpy' to silence this.",
                               stacklevel=3)
                 return "numpy"
@@ -475,8 +475,7 @@ def _run_jax(run, progress):
             t0 = _time.perf_counter()
             fn = _chunk_function(run, chunk)
             try:
-                with cut_per_body():  # steady step times in every algebra (see cut_per_body)
-                    compiled = jax.jit(fn).lower(carry, params, dt_arg, count).compile()
+                compiled = jax.jit(fn).lower(carry, params, dt_arg, count).compile()
             except (BadOutput, ExternalWrenchError) as e:
                 return _empty_samples(run), (str(e), 0, ()), \
                     {"wall_time": 0.0, "compile_time": _time.perf_counter() - t0}

@@ -16,15 +16,22 @@ import numpy as np
 
 from ..algorithms.joint_forces import friction as joint_friction_forces
 from ..controllers import Identity
-from ..dynamics import forward_dynamics, forward_kinematics, link_velocities
+from .. import _backend
+from ..dynamics import FUNCTIONS, forward_dynamics, forward_kinematics, link_velocities
+from ..execution.plan import run_jax
 from .joint_springs import Limits, StickSlip
 
 
 def accelerations(model, q, qd, tau, f_ext, gravity, algebra):
     """Joint accelerations (N, nv) of ``model`` at q (N, nq), qd (N, nv) under joint forces tau
     (N, nv) and link wrenches f_ext (N, nlinks, 6) or None: the single forward-dynamics call of
-    a simulation step (``screwdyn.forward_dynamics``, numpy or traced by JAX)."""
-    return forward_dynamics(model, q, qd, tau, f_ext=f_ext, gravity=gravity, algebra=algebra)
+    a simulation step (``screwdyn.forward_dynamics`` on numpy; under JAX, the body of the
+    rollout's XLA loop: the execution plan's loop program, ``plan.run_jax(..., loop=True)``)."""
+    if _backend.namespace(q, qd, tau) is np:
+        return forward_dynamics(model, q, qd, tau, f_ext=f_ext, gravity=gravity,
+                                algebra=algebra)
+    given = {"q": q, "qd": qd, "tau": tau, "gravity": gravity, "f_ext": f_ext}
+    return run_jax(FUNCTIONS["forward_dynamics"], model, algebra, given, loop=True)
 
 
 class System:

@@ -1,0 +1,591 @@
+"""The scalar program: a hash-consed DAG of float64 operations that a traced recursion leaves.
+
+A ``Graph`` holds nodes by integer id; a ``Node`` is a handle (graph, id) with Python's arithmetic
+operators, so code written for floats or arrays builds the graph by running. While it is built:
+
+- every node is created once (hash-consing): the same operation on the same operands returns the
+  existing node, which is common-subexpression elimination (``a * b`` and ``b * a`` are one node,
+  since IEEE addition and multiplication are commutative, bit for bit);
+- operations on constants are folded, in IEEE double precision (as the compiled code would compute
+  them: ``math`` for the elementary functions, numpy scalars for division by zero);
+- only simplifications that are exact in IEEE arithmetic are made: ``x * 1``, ``x * -1``,
+  ``x / 1``, ``x + 0``, ``x - 0``, ``--x``. Never ``x * 0 -> 0`` or ``x - x -> 0``, which are
+  wrong for inf and NaN: a NaN or inf input propagates as IEEE says (the zeros that the model's
+  constants make exact are dropped earlier, by ``algebra.entries``, the same on every path).
+
+``Program`` is what a compiler takes: the graph, its inputs (named vectors of scalars) and its
+outputs; ``Program.schedule()`` lists the live nodes (dead code eliminated) in an order that
+evaluates each node's operands first, depth first from the outputs, so values are used soon
+after they are made.
+"""
+import math
+
+import numpy as np
+
+# op codes: name -> (arity, result kind: "f" float64 or "b" bool)
+OPS = {
+    "const": (0, "f"), "input": (0, "f"),
+    "neg": (1, "f"), "add": (2, "f"), "sub": (2, "f"), "mul": (2, "f"), "div": (2, "f"),
+    "sqrt": (1, "f"), "sin": (1, "f"), "cos": (1, "f"), "tan": (1, "f"), "exp": (1, "f"),
+    "log": (1, "f"), "atan2": (2, "f"), "fabs": (1, "f"), "pow": (2, "f"), "floor": (1, "f"),
+    "max": (2, "f"), "min": (2, "f"),
+    "lt": (2, "b"), "le": (2, "b"), "gt": (2, "b"), "ge": (2, "b"), "eq": (2, "b"),
+    "ne": (2, "b"), "isfinite": (1, "b"), "isnan": (1, "b"),
+    "and": (2, "b"), "or": (2, "b"), "not": (1, "b"),
+    "select": (3, "f"), "bool_const": (0, "b"), "to_float": (1, "f"),
+}
+COMMUTATIVE = {"add", "mul", "max", "min", "eq", "ne", "and", "or"}
+
+
+def _ieee(op, *x):
+    """One operation on Python floats with IEEE results (inf and NaN instead of exceptions)."""
+    with np.errstate(all="ignore"):
+        if op == "neg":
+            return -x[0]
+        if op == "add":
+            return x[0] + x[1]
+        if op == "sub":
+            return x[0] - x[1]
+        if op == "mul":
+            return x[0] * x[1]
+        if op == "div":
+            return float(np.float64(x[0]) / np.float64(x[1]))
+        if op in ("sin", "cos", "tan", "exp", "log", "sqrt"):
+            try:
+                return getattr(math, op)(x[0])
+            except (ValueError, OverflowError):
+                return float(getattr(np, op)(np.float64(x[0])))
+        if op == "atan2":
+            return math.atan2(x[0], x[1])
+        if op == "fabs":
+            return abs(x[0])
+        if op == "floor":
+            return float(np.floor(x[0]))
+        if op == "pow":
+            return float(np.float64(x[0]) ** np.float64(x[1]))
+        if op == "max":
+            return float(np.fmax(x[0], x[1])) if x[0] != x[0] or x[1] != x[1] else max(x)
+        if op == "min":
+            return float(np.fmin(x[0], x[1])) if x[0] != x[0] or x[1] != x[1] else min(x)
+        if op == "to_float":
+            return float(x[0])
+    raise KeyError(op)
+
+
+_COMPARE = {"lt": lambda a, b: a < b, "le": lambda a, b: a <= b, "gt": lambda a, b: a > b,
+            "ge": lambda a, b: a >= b, "eq": lambda a, b: a == b, "ne": lambda a, b: a != b}
+
+
+class DataDependentError(TypeError):
+    """Python control flow on a traced value (``if x > 0``): a straight-line program cannot
+    express it; write it with ``xp.where``."""
+
+
+class Graph:
+    """Nodes by id: ``op[i]``, ``args[i]`` (operand ids), ``value[i]`` (the float of a constant,
+    the (input, index) of an input). Build it through ``Node`` operators or ``apply``."""
+
+    def __init__(self):
+        self.op, self.args, self.value = [], [], []
+        self.cval = []  # the float of each constant node, else None
+        self.kinds = []  # "f" or "b" per node
+        self._index = {}
+        self._handles = []
+        self.inputs = []  # input node ids in order of creation
+
+    def __len__(self):
+        return len(self.op)
+
+    # -- node creation ------------------------------------------------------------------
+    def _node(self, op, args, value=None):
+        key = (op, args, value)
+        i = self._index.get(key)
+        if i is None:
+            i = len(self.op)
+            self.op.append(op)
+            self.args.append(args)
+            self.value.append(value)
+            self.cval.append(value[0] if op == "const" else None)
+            self.kinds.append(OPS[op][1])
+            self._index[key] = i
+            self._handles.append(Node(self, i))
+        return self._handles[i]
+
+    def constant(self, x):
+        x = float(x)
+        # -0.0 and 0.0 are different constants (hash them apart); NaN equals itself by repr
+        return self._node("const", (), (x, math.copysign(1.0, x), repr(x)))
+
+    def bool_constant(self, b):
+        return self._node("bool_const", (), bool(b))
+
+    def input(self, name, index):
+        node = self._node("input", (), (name, index))
+        if node.i == len(self.op) - 1 and node.i not in self.inputs:
+            self.inputs.append(node.i)
+        return node
+
+    def const_value(self, i):
+        """The float of constant node i, or None."""
+        return self.cval[i]
+
+    def kind(self, i):
+        return self.kinds[i]
+
+    def arith(self, op, x, y):
+        """``apply`` for add, sub, mul and div of two float operands (Nodes of this graph or
+        Python floats): the hot path of tracing, with the same folding and simplifications."""
+        if type(x) is Node:
+            i, cx = x.i, self.cval[x.i]
+            if self.kinds[i] != "f":
+                return self.apply(op, x, y)
+        else:
+            i, cx = -1, float(x)
+        if type(y) is Node:
+            j, cy = y.i, self.cval[y.i]
+            if self.kinds[j] != "f":
+                return self.apply(op, x, y)
+        else:
+            j, cy = -1, float(y)
+        if cx is not None and cy is not None:
+            if op == "add":
+                return self.constant(cx + cy)
+            if op == "sub":
+                return self.constant(cx - cy)
+            if op == "mul":
+                return self.constant(cx * cy)
+            return self.constant(_ieee(op, cx, cy))
+        if i < 0 or j < 0 or cx is not None or cy is not None:
+            folded = self._fold(op, (self.constant(cx).i if i < 0 else i,
+                                     self.constant(cy).i if j < 0 else j))
+            if folded is not None:
+                return folded
+            if i < 0:
+                i = self.constant(cx).i
+            if j < 0:
+                j = self.constant(cy).i
+        elif op == "add" or op == "sub":
+            folded = self._fold(op, (i, j))  # a + (-b) -> a - b and the like
+            if folded is not None:
+                return folded
+        if (op == "add" or op == "mul") and i > j:
+            i, j = j, i
+        node = self._index.get((op, (i, j), None))
+        return self._handles[node] if node is not None else self._node(op, (i, j))
+
+    def operand(self, x):
+        """A node of this graph for x (a Node, a Python or numpy number, a bool)."""
+        if type(x) is Node:
+            if x.g is not self:
+                raise ValueError("a node of another graph")
+            return x
+        if isinstance(x, (bool, np.bool_)):
+            return self.bool_constant(x)
+        if isinstance(x, (int, float, np.floating, np.integer)):
+            return self.constant(x)
+        raise TypeError(f"cannot use {type(x).__name__} in a traced scalar program")
+
+    def apply(self, op, *operands):
+        """The node of ``op`` on ``operands`` (nodes or numbers), folded and simplified."""
+        nodes = [self.operand(x) for x in operands]
+        ids = tuple(n.i for n in nodes)
+        kinds = tuple(self.kind(i) for i in ids)
+        if op in ("and", "or", "not"):
+            if any(k != "b" for k in kinds):
+                raise TypeError(f"'{op}' needs boolean operands")
+        elif op == "select":
+            if kinds[0] != "b":
+                raise TypeError("select needs a boolean condition")
+        elif any(k != "f" for k in kinds) and op != "to_float":
+            raise TypeError(f"'{op}' needs float operands (convert booleans with to_float)")
+        folded = self._fold(op, ids)
+        if folded is not None:
+            return folded
+        if op in COMMUTATIVE and ids[0] > ids[1]:
+            ids = (ids[1], ids[0])
+        return self._node(op, ids)
+
+    def _fold(self, op, ids):
+        """A node for ``op`` on ``ids`` computed at compile time or simplified, or None."""
+        c = [self.const_value(i) for i in ids]
+        if op in ("and", "or", "not", "select", "to_float"):
+            b = [self.value[i] if self.op[i] == "bool_const" else None for i in ids]
+            if op == "not" and b[0] is not None:
+                return self.bool_constant(not b[0])
+            if op == "to_float" and b[0] is not None:
+                return self.constant(1.0 if b[0] else 0.0)
+            if op in ("and", "or"):
+                if b[0] is not None and b[1] is not None:
+                    return self.bool_constant(b[0] and b[1] if op == "and" else b[0] or b[1])
+                for known, other in ((b[0], ids[1]), (b[1], ids[0])):
+                    if known is not None:
+                        if op == "and":
+                            return self._handles[other] if known else self.bool_constant(False)
+                        return self.bool_constant(True) if known else self._handles[other]
+            if op == "select":
+                if b[0] is not None:
+                    return self._handles[ids[1] if b[0] else ids[2]]
+                if ids[1] == ids[2]:
+                    return self._handles[ids[1]]
+            if op == "not" and self.op[ids[0]] == "not":
+                return self._handles[self.args[ids[0]][0]]
+            return None
+        if all(x is not None for x in c):
+            if op in _COMPARE:
+                return self.bool_constant(_COMPARE[op](*c))
+            if op == "isfinite":
+                return self.bool_constant(math.isfinite(c[0]))
+            if op == "isnan":
+                return self.bool_constant(math.isnan(c[0]))
+            return self.constant(_ieee(op, *c))
+        h = self._handles
+        if op == "mul":
+            for k, x in ((c[0], ids[1]), (c[1], ids[0])):
+                if k == 1.0:
+                    return h[x]
+                if k == -1.0:
+                    return self.apply("neg", h[x])
+        elif op == "add":
+            if c[0] == 0.0:
+                return h[ids[1]]
+            if c[1] == 0.0:
+                return h[ids[0]]
+            if self.op[ids[1]] == "neg":  # a + (-b) = a - b, exactly
+                return self.apply("sub", h[ids[0]], h[self.args[ids[1]][0]])
+            if self.op[ids[0]] == "neg":
+                return self.apply("sub", h[ids[1]], h[self.args[ids[0]][0]])
+        elif op == "sub":
+            if c[1] == 0.0:
+                return h[ids[0]]
+            if c[0] == 0.0 and math.copysign(1.0, c[0]) < 0:  # -0 - x = -x exactly
+                return self.apply("neg", h[ids[1]])
+            if self.op[ids[1]] == "neg":  # a - (-b) = a + b
+                return self.apply("add", h[ids[0]], h[self.args[ids[1]][0]])
+        elif op == "div":
+            if c[1] == 1.0:
+                return h[ids[0]]
+            if c[1] == -1.0:
+                return self.apply("neg", h[ids[0]])
+        elif op == "neg":
+            if self.op[ids[0]] == "neg":
+                return h[self.args[ids[0]][0]]
+        elif op == "pow" and c[1] is not None:
+            if c[1] == 1.0:
+                return h[ids[0]]
+            if c[1] == 2.0:
+                return self.apply("mul", h[ids[0]], h[ids[0]])
+            if c[1] in (3.0, 4.0):  # numpy's x**n on floats is a correctly used pow; any order
+                square = self.apply("mul", h[ids[0]], h[ids[0]])
+                return self.apply("mul", square, h[ids[0]] if c[1] == 3.0 else square)
+            if c[1] == 0.5:
+                return self.apply("sqrt", h[ids[0]])
+        return None
+
+
+class Node:
+    """A traced scalar: a node of a ``Graph``. Arithmetic, comparisons and ``&``, ``|``, ``~``
+    build new nodes; using one as a Python truth value raises ``DataDependentError``."""
+
+    __slots__ = ("g", "i")
+    __array_priority__ = 1000
+
+    def __init__(self, g, i):
+        self.g, self.i = g, i
+
+    def __repr__(self):
+        g, i = self.g, self.i
+        if g.op[i] == "const":
+            return f"Node(const {g.value[i][0]!r})"
+        return f"Node(#{i} {g.op[i]}{g.args[i] if g.args[i] else g.value[i]})"
+
+    def __add__(self, y):
+        return self.g.arith("add", self, y)
+
+    def __radd__(self, y):
+        return self.g.arith("add", y, self)
+
+    def __sub__(self, y):
+        return self.g.arith("sub", self, y)
+
+    def __rsub__(self, y):
+        return self.g.arith("sub", y, self)
+
+    def __mul__(self, y):
+        return self.g.arith("mul", self, y)
+
+    def __rmul__(self, y):
+        return self.g.arith("mul", y, self)
+
+    def __truediv__(self, y):
+        return self.g.arith("div", self, y)
+
+    def __rtruediv__(self, y):
+        return self.g.arith("div", y, self)
+
+    def __pow__(self, y):
+        return self.g.apply("pow", self, y)
+
+    def __rpow__(self, y):
+        return self.g.apply("pow", y, self)
+
+    def __neg__(self):
+        return self.g.apply("neg", self)
+
+    def __pos__(self):
+        return self
+
+    def __abs__(self):
+        return self.g.apply("fabs", self)
+
+    def __lt__(self, y):
+        return self.g.apply("lt", self, y)
+
+    def __le__(self, y):
+        return self.g.apply("le", self, y)
+
+    def __gt__(self, y):
+        return self.g.apply("gt", self, y)
+
+    def __ge__(self, y):
+        return self.g.apply("ge", self, y)
+
+    def __eq__(self, y):
+        return self.g.apply("eq", self, y)
+
+    def __ne__(self, y):
+        return self.g.apply("ne", self, y)
+
+    __hash__ = object.__hash__
+
+    def __and__(self, y):
+        return self.g.apply("and", self, y)
+
+    __rand__ = __and__
+
+    def __or__(self, y):
+        return self.g.apply("or", self, y)
+
+    __ror__ = __or__
+
+    def __invert__(self):
+        return self.g.apply("not", self)
+
+    def __bool__(self):
+        raise DataDependentError("a traced value was used as a Python truth value (an `if` or "
+                                 "`and` on data): the compiled path needs xp.where instead")
+
+    def __float__(self):
+        raise DataDependentError("a traced value was converted to a Python float")
+
+    __int__ = __index__ = __float__
+
+    # numpy calls these methods for its ufuncs on object arrays
+    def sin(self):
+        return self.g.apply("sin", self)
+
+    def cos(self):
+        return self.g.apply("cos", self)
+
+    def tan(self):
+        return self.g.apply("tan", self)
+
+    def exp(self):
+        return self.g.apply("exp", self)
+
+    def log(self):
+        return self.g.apply("log", self)
+
+    def sqrt(self):
+        return self.g.apply("sqrt", self)
+
+    def arctan2(self, y):
+        return self.g.apply("atan2", self, y)
+
+    def floor(self):
+        return self.g.apply("floor", self)
+
+
+class Program:
+    """A straight-line program: ``graph``; ``inputs``, a list of (name, size) whose scalars are
+    the graph's input nodes (name, index); ``outputs``, node ids, in the flat order of the
+    result, of shape ``output_shape``."""
+
+    def __init__(self, graph, inputs, outputs, output_shape):
+        self.graph, self.inputs = graph, list(inputs)
+        self.outputs = [graph.operand(o).i for o in outputs]
+        self.output_shape = tuple(output_shape)
+        if any(graph.kind(i) != "f" for i in self.outputs):
+            self.outputs = [i if graph.kind(i) == "f"
+                            else graph.apply("to_float", graph._handles[i]).i
+                            for i in self.outputs]
+
+    def schedule(self):
+        """The live nodes, operands before their users (depth first from the outputs)."""
+        g, seen, order = self.graph, set(), []
+        for root in self.outputs:
+            if root in seen:
+                continue
+            stack = [(root, False)]
+            while stack:
+                i, expanded = stack.pop()
+                if expanded:
+                    order.append(i)
+                    continue
+                if i in seen:
+                    continue
+                seen.add(i)
+                stack.append((i, True))
+                for a in reversed(g.args[i]):
+                    if a not in seen:
+                        stack.append((a, False))
+        return order
+
+    def count(self):
+        """{op: number of live nodes}."""
+        counts = {}
+        for i in self.schedule():
+            op = self.graph.op[i]
+            counts[op] = counts.get(op, 0) + 1
+        return counts
+
+    def evaluate(self, **inputs):
+        """Evaluate with Python floats (a reference for tests): inputs by name, 1-D sequences."""
+        g, values = self.graph, {}
+        for i in self.schedule():
+            op, args = g.op[i], g.args[i]
+            if op == "const":
+                values[i] = g.value[i][0]
+            elif op == "bool_const":
+                values[i] = g.value[i]
+            elif op == "input":
+                name, index = g.value[i]
+                values[i] = float(np.asarray(inputs[name], dtype=float).reshape(-1)[index])
+            elif op in _COMPARE:
+                values[i] = _COMPARE[op](values[args[0]], values[args[1]])
+            elif op == "isfinite":
+                values[i] = math.isfinite(values[args[0]])
+            elif op == "isnan":
+                values[i] = math.isnan(values[args[0]])
+            elif op == "and":
+                values[i] = values[args[0]] and values[args[1]]
+            elif op == "or":
+                values[i] = values[args[0]] or values[args[1]]
+            elif op == "not":
+                values[i] = not values[args[0]]
+            elif op == "select":
+                values[i] = values[args[1]] if values[args[0]] else values[args[2]]
+            else:
+                values[i] = _ieee(op, *(values[a] for a in args))
+        out = np.array([values[i] for i in self.outputs], dtype=float)
+        return out.reshape(self.output_shape)
+
+
+def jacobian(program, wrt):
+    """The program of the derivatives of ``program``'s outputs with respect to the scalars of
+    the inputs named ``wrt`` (forward mode, in the same graph: derivatives share nodes with the
+    values and each other): outputs of shape ``output_shape + (n,)``, column j the derivative
+    with respect to the j-th scalar of the ``wrt`` inputs in order. Exact rules per operation
+    (d sin a = cos a da, ...); comparisons and floor have none, ``select`` selects derivatives."""
+    g, h = program.graph, program.graph._handles
+    sizes = dict(program.inputs)
+    columns = {}
+    for name in wrt:
+        for k in range(sizes[name]):
+            columns[g.input(name, k).i] = len(columns)
+    n = len(columns)
+    tangent = {}
+    zero = {}
+
+    def t(i):
+        return tangent.get(i, zero)
+
+    def scale(d, c):
+        return {j: c * v for j, v in d.items()}
+
+    def combine(a, b, sign=1.0):
+        out = dict(a)
+        for j, v in b.items():
+            out[j] = out[j] + v if j in out and sign > 0 else (out[j] - v if j in out else
+                                                               (v if sign > 0 else -v))
+        return out
+
+    for i in program.schedule():
+        op, args = g.op[i], g.args[i]
+        y = h[i]
+        a = [h[x] for x in args]
+        if op == "input":
+            d = {columns[i]: g.constant(1.0)} if i in columns else {}
+        elif op in ("const", "bool_const", "floor", "to_float") or OPS[op][1] == "b":
+            d = {}
+        elif op == "neg":
+            d = scale(t(args[0]), -1.0)
+        elif op == "add":
+            d = combine(t(args[0]), t(args[1]))
+        elif op == "sub":
+            d = combine(t(args[0]), t(args[1]), -1.0)
+        elif op == "mul":
+            d = combine(scale(t(args[0]), a[1]), scale(t(args[1]), a[0]))
+        elif op == "div":
+            d = combine(scale(t(args[0]), 1.0 / a[1]), scale(t(args[1]), y / a[1]), -1.0)
+        elif op == "sqrt":
+            d = scale(t(args[0]), 0.5 / y)
+        elif op == "sin":
+            d = scale(t(args[0]), g.apply("cos", a[0]))
+        elif op == "cos":
+            d = scale(t(args[0]), -g.apply("sin", a[0]))
+        elif op == "tan":
+            d = scale(t(args[0]), 1.0 + y * y)
+        elif op == "exp":
+            d = scale(t(args[0]), y)
+        elif op == "log":
+            d = scale(t(args[0]), 1.0 / a[0])
+        elif op == "fabs":
+            d = {j: g.apply("select", g.apply("ge", a[0], 0.0), v, -v)
+                 for j, v in t(args[0]).items()}
+        elif op == "pow":
+            if g.cval[args[1]] is None:
+                raise NotImplementedError("derivative of x ** y with a traced exponent")
+            c = g.cval[args[1]]
+            d = scale(t(args[0]), c * g.apply("pow", a[0], c - 1.0))
+        elif op == "atan2":
+            r2 = a[0] * a[0] + a[1] * a[1]
+            d = combine(scale(t(args[0]), a[1] / r2), scale(t(args[1]), a[0] / r2), -1.0)
+        elif op in ("max", "min", "select"):
+            if op == "select":
+                cond, first, second = args
+            else:
+                cond = g.apply("ge" if op == "max" else "le", a[0], a[1]).i
+                first, second = args
+            keys = set(t(first)) | set(t(second))
+            d = {j: g.apply("select", h[cond], t(first).get(j, 0.0), t(second).get(j, 0.0))
+                 for j in keys}
+        else:
+            raise NotImplementedError(f"no derivative for op {op!r}")
+        if d:
+            tangent[i] = d
+    outputs = [t(i).get(j, 0.0) for i in program.outputs for j in range(n)]
+    return Program(g, program.inputs, outputs, program.output_shape + (n,))
+
+
+def substitute(program, constants):
+    """``program`` with the inputs named in ``constants`` {name: values (flat)} replaced by those
+    constants, rebuilt in a new graph (folded and simplified again); its remaining inputs keep
+    their names and order. (A derivative taken with respect to an input and then evaluated at a
+    fixed point of it: the tangent-space derivatives of ``native.trace_program``.)"""
+    g, new = program.graph, Graph()
+    values = {name: np.asarray(v, dtype=float).reshape(-1) for name, v in constants.items()}
+    mapped = {}
+    for i in program.schedule():
+        op, args = g.op[i], g.args[i]
+        if op == "const":
+            mapped[i] = new.constant(g.value[i][0])
+        elif op == "bool_const":
+            mapped[i] = new.bool_constant(g.value[i])
+        elif op == "input":
+            name, index = g.value[i]
+            mapped[i] = (new.constant(values[name][index]) if name in values
+                         else new.input(name, index))
+        else:
+            mapped[i] = new.apply(op, *(mapped[a] for a in args))
+    inputs = [(name, size) for name, size in program.inputs if name not in values]
+    return Program(new, inputs, [mapped[i] for i in program.outputs], program.output_shape)

@@ -1,0 +1,542 @@
+"""Machine code for a ``graph.Program``, with LLVM through llvmlite (no C compiler at run time).
+
+A program becomes one function of LLVM IR, written here as text::
+
+    void kernel(i64 n, const double **inputs, const i64 *strides, double *out)
+
+which evaluates the program for states s = 0 .. n-1: input k of state s is the vector at
+``inputs[k] + s * strides[k]`` (a stride of 0 broadcasts one vector over the batch), the result
+of state s goes to ``out + s * size``. The body of the loop is the program's straight-line code:
+all loads first, then every live node once, in the schedule's order, then the stores. Only IEEE
+operations are emitted (no fast-math flags: no reassociation, no fused multiply-adds), so each
+state's result is the same bits whether it runs alone or in a batch of any size.
+
+``compile_object`` optimises the IR for the host CPU and returns object code (bytes), which the
+disk cache keeps; ``load`` links object code into the process (LLVM's MCJIT, milliseconds) and
+returns the address of a function. The elementary functions (sin, cos, ...) are the C library's,
+resolved in the process when the object code is loaded.
+"""
+import struct
+import threading
+
+_LOCK = threading.RLock()  # LLVM's global state is not thread-safe
+_STATE = {}
+
+_BINARY_IR = {"add": "fadd", "sub": "fsub", "mul": "fmul", "div": "fdiv"}
+_INTRINSIC_1 = {"sqrt": "llvm.sqrt", "exp": "llvm.exp", "log": "llvm.log", "fabs": "llvm.fabs",
+                "floor": "llvm.floor"}
+_INTRINSIC_2 = {"pow": "llvm.pow", "max": "llvm.maximum", "min": "llvm.minimum"}
+_LIBM_1 = {"tan": "tan"}  # C library functions without an LLVM intrinsic: one call per lane
+_LIBM_2 = {"atan2": "atan2"}
+_FCMP = {"lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge", "eq": "oeq", "ne": "une"}
+_INPUT_LIKE = ("const", "bool_const", "input")
+
+SEGMENT = 4000  # nodes per function of LLVM IR (see kernel_ir)
+
+# sine and cosine (see _Segment.sincos_of): Cody-Waite reduction by pi/2 in three parts of 33
+# bits and a tail, and FreeBSD msun's kernels __kernel_sin and __kernel_cos on [-pi/4, pi/4]
+_PIO2 = (1.57079632673412561417e+00, 6.07710050630396597660e-11, 2.02226624871116645580e-21,
+         8.47842766036889956997e-32)
+_TWO_OVER_PI = 6.36619772367581382433e-01
+_SIN = (-1.66666666666666324348e-01, 8.33333333332248946124e-03, -1.98412698298579493134e-04,
+        2.75573137070700676789e-06, -2.50507602534068634195e-08, 1.58969099521155010221e-10)
+_COS = (4.16666666666666019037e-02, -1.38888888888741095749e-03, 2.48015872894767294178e-05,
+        -2.75573143513906633035e-07, 2.08757232129817482790e-09, -1.13596475577881948265e-11)
+SINCOS_LIMIT = 823549.6  # |x| up to 2^19 pi/2: the reduction's products are exact
+
+
+def _hex(x):
+    """An exact LLVM double literal."""
+    return "0x%016X" % struct.unpack("<Q", struct.pack("<d", x))[0]
+
+
+def vector_width():
+    """States per iteration of a kernel's vector loop on this CPU: 4 with AVX, else 2. On a
+    Zen 4 (AVX-512), 8 lanes ran the Talos's forward dynamics and mass matrix as fast as 4 and
+    the Panda's programs up to 1.3x faster, within the noise of a shared machine; 4 keeps the
+    code smaller and the same on AVX2 and AVX-512 machines."""
+    return 4 if _llvm().get_host_cpu_features().get("avx") else 2
+
+
+class _Types:
+    """The LLVM types and literals of one lane count (1: scalar code)."""
+
+    def __init__(self, width):
+        self.width = width
+        if width == 1:
+            self.f, self.b, self.i, self.suffix = "double", "i1", "i64", "f64"
+        else:
+            self.f, self.b, self.i = (f"<{width} x double>", f"<{width} x i1>",
+                                      f"<{width} x i64>")
+            self.suffix = f"v{width}f64"
+
+    def const(self, x):
+        lit = _hex(float(x))
+        return lit if self.width == 1 else "<" + ", ".join([f"double {lit}"] * self.width) + ">"
+
+    def bool(self, b):
+        lit = "true" if b else "false"
+        return lit if self.width == 1 else "<" + ", ".join([f"i1 {lit}"] * self.width) + ">"
+
+    def int(self, k):
+        return str(k) if self.width == 1 else "<" + ", ".join([f"i64 {k}"] * self.width) + ">"
+
+
+def kernel_ir(program, name="kernel", segment=SEGMENT, width=1):
+    """The LLVM IR (text) of ``program`` as the batched kernel described in the module
+    docstring. ``width`` > 1: a vector loop runs ``width`` states at once in SIMD lanes (the same
+    operations lane by lane, so the same bits as one state alone), and a scalar loop the rest.
+
+    Programs longer than ``segment`` nodes are split into functions of that many nodes, called
+    one after the other for each state (or group of states), with the values that cross from one
+    to a later one kept in a scratch array: LLVM's compile time grows faster than linearly with
+    the length of one function (a 100-link chain's mass matrix, 86,000 nodes in one function,
+    did not compile in 3 minutes). The split changes no result: each node is the same operation."""
+    g = program.graph
+    order = program.schedule()
+    inputs = {input_name: k for k, (input_name, _) in enumerate(program.inputs)}
+    segments = [order[i:i + segment] for i in range(0, len(order), segment)] or [[]]
+    where = {i: s for s, part in enumerate(segments) for i in part}
+    slots = {}  # node -> scratch slot, for values used in a later segment than their own
+    for s, part in enumerate(segments):
+        for i in part:
+            for a in g.args[i]:
+                if where[a] != s and g.op[a] not in _INPUT_LIKE and a not in slots:
+                    slots[a] = len(slots)
+    outputs_of = {}
+    for j, i in enumerate(program.outputs):
+        home = where[i] if g.op[i] not in _INPUT_LIKE else 0
+        outputs_of.setdefault(home, []).append((j, i))
+    declared = set()
+    widths = (1,) if width == 1 else (width, 1)
+    functions = []
+    for w in widths:
+        for s, part in enumerate(segments):
+            body = _Segment(g, part, inputs, slots, outputs_of.get(s, ()), declared,
+                            _Types(w)).ir()
+            functions.append(
+                f"define internal void @{name}.w{w}.seg{s}(ptr noalias nocapture readonly %rows, "
+                f"ptr noalias nocapture %scratch, ptr noalias nocapture %orows) nounwind "
+                f"noinline {{\nentry:\n{body}}}")
+    used = sorted({g.value[i][0] for i in order if g.op[i] == "input"}, key=inputs.__getitem__)
+    size = len(program.outputs)
+    k_in = max(len(inputs), 1)
+    head = [f"define void @{name}(i64 %n, ptr noalias nocapture readonly %ins, "
+            f"ptr noalias nocapture readonly %strides, ptr noalias nocapture %out) "
+            f"nounwind {{",
+            "entry:",
+            f"  %rows = alloca [{k_in * widths[0]} x ptr]",
+            "  %orows = alloca [1 x ptr]",
+            f"  %vout = alloca [{max(size, 1) * widths[0]} x double], align 64",
+            f"  %scratch = alloca [{max(len(slots), 1) * widths[0]} x double], align 64"]
+    for input_name in used:
+        k = inputs[input_name]
+        head += [f"  %inp{k}.p = getelementptr ptr, ptr %ins, i64 {k}",
+                 f"  %inp{k} = load ptr, ptr %inp{k}.p",
+                 f"  %st{k}.p = getelementptr i64, ptr %strides, i64 {k}",
+                 f"  %st{k} = load i64, ptr %st{k}.p"]
+    if width > 1:
+        head += [f"  %nrem = srem i64 %n, {width}",
+                 "  %nvec = sub i64 %n, %nrem",
+                 "  %anyvec = icmp sgt i64 %nvec, 0",
+                 "  br i1 %anyvec, label %vloop, label %scheck",
+                 "vloop:",
+                 "  %sv = phi i64 [ 0, %entry ], [ %sv.next, %vlatch ]"]
+        for lane in range(width):
+            head.append(f"  %sv{lane} = add i64 %sv, {lane}")
+            head += _row_pointers(used, inputs, f"%sv{lane}", f"v{lane}", lane * k_in)
+        head += [f"  call void @{name}.w{width}.seg{s}(ptr %rows, ptr %scratch, ptr %vout)"
+                 for s in range(len(segments))]
+        # the buffer (output-major, lanes inner) to the output rows of the states sv, sv + 1, ...
+        head += [f"  %vbase = mul i64 %sv, {size}",
+                 "  br label %vcopy",
+                 "vcopy:",
+                 "  %vj = phi i64 [ 0, %vloop ], [ %vj.next, %vcopy ]",
+                 f"  %vsrc.i = mul i64 %vj, {width}"]
+        for lane in range(width):
+            head += [f"  %vsrc{lane}.i = add i64 %vsrc.i, {lane}",
+                     f"  %vsrc{lane} = getelementptr double, ptr %vout, i64 %vsrc{lane}.i",
+                     f"  %vval{lane} = load double, ptr %vsrc{lane}",
+                     f"  %vdst{lane}.i = add i64 %vbase, {lane * size}",
+                     f"  %vdst{lane}.j = add i64 %vdst{lane}.i, %vj",
+                     f"  %vdst{lane} = getelementptr double, ptr %out, i64 %vdst{lane}.j",
+                     f"  store double %vval{lane}, ptr %vdst{lane}"]
+        head += ["  %vj.next = add i64 %vj, 1",
+                 f"  %vjdone = icmp sge i64 %vj.next, {size}",
+                 "  br i1 %vjdone, label %vlatch, label %vcopy",
+                 "vlatch:",
+                 f"  %sv.next = add i64 %sv, {width}",
+                 "  %vdone = icmp sge i64 %sv.next, %nvec",
+                 "  br i1 %vdone, label %scheck, label %vloop",
+                 "scheck:",
+                 "  %sstart = phi i64 [ 0, %entry ], [ %nvec, %vlatch ]"]
+    else:
+        head += ["  br label %scheck", "scheck:", "  %sstart = add i64 0, 0"]
+    head += ["  %anys = icmp slt i64 %sstart, %n",
+             "  br i1 %anys, label %loop, label %exit",
+             "loop:",
+             "  %s = phi i64 [ %sstart, %scheck ], [ %s.next, %loop ]"]
+    head += _row_pointers(used, inputs, "%s", "s", 0)
+    head += [f"  %outoff = mul i64 %s, {size}",
+             "  %orow = getelementptr double, ptr %out, i64 %outoff",
+             "  store ptr %orow, ptr %orows"]
+    head += [f"  call void @{name}.w1.seg{s}(ptr %rows, ptr %scratch, ptr %orows)"
+             for s in range(len(segments))]
+    head += ["  %s.next = add i64 %s, 1",
+             "  %done = icmp eq i64 %s.next, %n",
+             "  br i1 %done, label %exit, label %loop",
+             "exit:",
+             "  ret void",
+             "}"]
+    decls = [f"declare {ret} @{f}({args})" for f, ret, args in sorted(declared)]
+    return "\n".join(decls + functions + head) + "\n"
+
+
+def _row_pointers(used, inputs, state, tag, base):
+    """IR storing the row pointers of state ``state`` at %rows[base + k]."""
+    out = []
+    for input_name in used:
+        k = inputs[input_name]
+        out += [f"  %off{k}.{tag} = mul i64 {state}, %st{k}",
+                f"  %row{k}.{tag} = getelementptr double, ptr %inp{k}, i64 %off{k}.{tag}",
+                f"  %rowp{k}.{tag} = getelementptr ptr, ptr %rows, i64 {base + k}",
+                f"  store ptr %row{k}.{tag}, ptr %rowp{k}.{tag}"]
+    return out
+
+
+class _Segment:
+    """The body of one segment function at one lane count: loads of its inputs and of earlier
+    segments' values, its nodes, stores of its values that later segments use and of its
+    outputs. Lanes: %rows holds the row pointers of lane l at [l * inputs + k], %scratch
+    ``width`` doubles per slot; %orows is the output row (one state) or, with lanes, a buffer of
+    ``width`` doubles per output that the kernel then copies to the rows (with one vector store
+    per output instead of one store per lane, a 38-DoF mass matrix compiled 3x faster)."""
+
+    def __init__(self, g, part, inputs, slots, outputs, declared, types):
+        self.g, self.part, self.inputs, self.slots = g, part, inputs, slots
+        self.outputs, self.declared, self.t = outputs, declared, types
+        self.lines, self.value, self.rows = [], {}, {}
+        self.sincos = {}
+        self.block = "entry"
+        self.count = 0
+
+    def emit(self, line):
+        self.lines.append(line)
+
+    def tmp(self):
+        self.count += 1
+        return f"%t{self.count}"
+
+    def declare(self, name, ret, args):
+        self.declared.add((name, ret, args))
+
+    def row(self, k, lane):
+        key = (k, lane)
+        if key not in self.rows:
+            v = f"%row{k}.{lane}"
+            self.emit(f"  %rp{k}.{lane} = getelementptr ptr, ptr %rows, i64 "
+                      f"{lane * len(self.inputs) + k}")
+            self.emit(f"  {v} = load ptr, ptr %rp{k}.{lane}")
+            self.rows[key] = v
+        return self.rows[key]
+
+    def ref(self, i):
+        """The IR value of node i (loading inputs and earlier segments' values on first use)."""
+        v = self.value.get(i)
+        if v is not None:
+            return v
+        g, t = self.g, self.t
+        op = g.op[i]
+        if op == "const":
+            return t.const(g.value[i][0])
+        if op == "bool_const":
+            return t.bool(g.value[i])
+        v = f"%v{i}"
+        if op == "input":
+            input_name, index = g.value[i]
+            k = self.inputs[input_name]
+            lanes = []
+            for lane in range(t.width):
+                p = self.tmp()
+                self.emit(f"  {p} = getelementptr double, ptr {self.row(k, lane)}, i64 {index}")
+                x = v if t.width == 1 else self.tmp()
+                self.emit(f"  {x} = load double, ptr {p}")
+                lanes.append(x)
+            if t.width > 1:
+                self.emit(self._insert_lanes(v, lanes))
+        else:  # a value of an earlier segment
+            p = self.tmp()
+            self.emit(f"  {p} = getelementptr double, ptr %scratch, i64 "
+                      f"{self.slots[i] * t.width}")
+            if g.kind(i) == "b":
+                x = self.tmp()
+                self.emit(f"  {x} = load {t.f}, ptr {p}, align 8")
+                self.emit(f"  {v} = fcmp une {t.f} {x}, {t.const(0.0)}")
+            else:
+                self.emit(f"  {v} = load {t.f}, ptr {p}, align 8")
+        self.value[i] = v
+        return v
+
+    def _insert_lanes(self, v, lanes):
+        t, acc, lines = self.t, "poison", []
+        for lane, x in enumerate(lanes):
+            target = v if lane == len(lanes) - 1 else self.tmp()
+            lines.append(f"  {target} = insertelement {t.f} {acc}, double {x}, i64 {lane}")
+            acc = target
+        return "\n".join(lines)
+
+    def call_intrinsic(self, name, args, ret=None):
+        t = self.t
+        ret = ret or t.f
+        full = f"{name}.{t.suffix}"
+        self.declare(full, ret, ", ".join([t.f] * len(args)))
+        v = self.tmp()
+        self.emit(f"  {v} = call {ret} @{full}({', '.join(f'{t.f} {a}' for a in args)})")
+        return v
+
+    def call_libm(self, name, args):
+        """A C library function, one call per lane."""
+        t = self.t
+        self.declare(name, "double", ", ".join(["double"] * len(args)))
+        if t.width == 1:
+            v = self.tmp()
+            self.emit(f"  {v} = call double @{name}({', '.join(f'double {a}' for a in args)})")
+            return v
+        results = []
+        for lane in range(t.width):
+            lane_args = []
+            for a in args:
+                x = self.tmp()
+                self.emit(f"  {x} = extractelement {t.f} {a}, i64 {lane}")
+                lane_args.append(f"double {x}")
+            r = self.tmp()
+            self.emit(f"  {r} = call double @{name}({', '.join(lane_args)})")
+            results.append(r)
+        v = self.tmp()
+        self.emit(self._insert_lanes(v, results))
+        return v
+
+    def binary(self, op, a, b):
+        v = self.tmp()
+        self.emit(f"  {v} = {op} {self.t.f} {a}, {b}")
+        return v
+
+    def select(self, c, a, b):
+        v = self.tmp()
+        self.emit(f"  {v} = select {self.t.b} {c}, {self.t.f} {a}, {self.t.f} {b}")
+        return v
+
+    def sincos_of(self, x):
+        """(sin x, cos x), one reduction for both: |x| <= SINCOS_LIMIT by reduction to
+        [-pi/4, pi/4] and polynomials (see the constants above), anything else (large, inf,
+        NaN) by the C library; the choice is made per element, so lanes and single states agree
+        in every bit."""
+        if x in self.sincos:
+            return self.sincos[x]
+        t, c, mul, sub, add = self.t, self.t.const, (lambda a, b: self.binary("fmul", a, b)), \
+            (lambda a, b: self.binary("fsub", a, b)), (lambda a, b: self.binary("fadd", a, b))
+        ax = self.call_intrinsic("llvm.fabs", [x])
+        ok = self.tmp()
+        self.emit(f"  {ok} = fcmp ole {t.f} {ax}, {c(SINCOS_LIMIT)}")
+        xs = self.select(ok, x, c(0.0))
+        fn = self.call_intrinsic("llvm.rint", [mul(xs, c(_TWO_OVER_PI))])
+        r = xs
+        for part in _PIO2:
+            r = sub(r, mul(fn, c(part)))
+        z = mul(r, r)
+        S1, S2, S3, S4, S5, S6 = (c(k) for k in _SIN)
+        poly = add(S2, mul(z, add(S3, mul(z, add(S4, mul(z, add(S5, mul(z, S6))))))))
+        s = add(r, mul(mul(z, r), add(S1, mul(z, poly))))
+        C1, C2, C3, C4, C5, C6 = (c(k) for k in _COS)
+        w2 = mul(z, z)
+        cr = add(mul(z, add(C1, mul(z, add(C2, mul(z, C3))))),
+                 mul(mul(w2, w2), add(C4, mul(z, add(C5, mul(z, C6))))))
+        hz = mul(c(0.5), z)
+        w = sub(c(1.0), hz)
+        co = add(w, add(sub(sub(c(1.0), w), hz), mul(z, cr)))
+        n = self.tmp()
+        self.emit(f"  {n} = fptosi {t.f} {fn} to {t.i}")
+        q = self.tmp()
+        self.emit(f"  {q} = and {t.i} {n}, {t.int(3)}")
+        quadrant = []
+        for k in range(3):
+            e = self.tmp()
+            self.emit(f"  {e} = icmp eq {t.i} {q}, {t.int(k)}")
+            quadrant.append(e)
+        ns, nc = self.tmp(), self.tmp()
+        self.emit(f"  {ns} = fneg {t.f} {s}")
+        self.emit(f"  {nc} = fneg {t.f} {co}")
+        sin = self.select(quadrant[0], s, self.select(quadrant[1], co,
+                                                      self.select(quadrant[2], ns, nc)))
+        cos = self.select(quadrant[0], co, self.select(quadrant[1], ns,
+                                                       self.select(quadrant[2], nc, s)))
+        if t.width == 1:
+            all_ok = ok
+        else:
+            all_ok = self.tmp()
+            name = f"llvm.vector.reduce.and.v{t.width}i1"
+            self.declare(name, "i1", t.b)
+            self.emit(f"  {all_ok} = call i1 @{name}({t.b} {ok})")
+        label = f"sc{self.count}"
+        before = self.block
+        self.emit(f"  br i1 {all_ok}, label %{label}.join, label %{label}.libm")
+        self.emit(f"{label}.libm:")
+        self.block = f"{label}.libm"
+        sin_l, cos_l = self.call_libm("sin", [x]), self.call_libm("cos", [x])
+        sin_f, cos_f = self.select(ok, sin, sin_l), self.select(ok, cos, cos_l)
+        self.emit(f"  br label %{label}.join")
+        self.emit(f"{label}.join:")
+        self.block = f"{label}.join"
+        sin_out, cos_out = self.tmp(), self.tmp()
+        self.emit(f"  {sin_out} = phi {t.f} [ {sin}, %{before} ], [ {sin_f}, %{label}.libm ]")
+        self.emit(f"  {cos_out} = phi {t.f} [ {cos}, %{before} ], [ {cos_f}, %{label}.libm ]")
+        self.sincos[x] = (sin_out, cos_out)
+        return self.sincos[x]
+
+    def ir(self):
+        g, t = self.g, self.t
+        for i in self.part:  # loads first: the inputs this segment reads
+            if g.op[i] == "input":
+                self.ref(i)
+        for i in self.part:
+            op, args = g.op[i], g.args[i]
+            if op in _INPUT_LIKE:
+                continue
+            a = [self.ref(x) for x in args]
+            v = f"%v{i}"
+            if op in _BINARY_IR:
+                self.emit(f"  {v} = {_BINARY_IR[op]} {t.f} {a[0]}, {a[1]}")
+            elif op == "neg":
+                self.emit(f"  {v} = fneg {t.f} {a[0]}")
+            elif op in ("sin", "cos"):
+                v = self.sincos_of(a[0])[0 if op == "sin" else 1]
+            elif op in _INTRINSIC_1 or op in _INTRINSIC_2:
+                v = self.call_intrinsic(_INTRINSIC_1.get(op) or _INTRINSIC_2[op], a)
+            elif op in _LIBM_1 or op in _LIBM_2:
+                v = self.call_libm(_LIBM_1.get(op) or _LIBM_2[op], a)
+            elif op in _FCMP:
+                self.emit(f"  {v} = fcmp {_FCMP[op]} {t.f} {a[0]}, {a[1]}")
+            elif op == "isfinite":
+                ax = self.call_intrinsic("llvm.fabs", a)
+                self.emit(f"  {v} = fcmp one {t.f} {ax}, {t.const(float('inf'))}")
+            elif op == "isnan":
+                self.emit(f"  {v} = fcmp uno {t.f} {a[0]}, {t.const(0.0)}")
+            elif op == "and":
+                self.emit(f"  {v} = and {t.b} {a[0]}, {a[1]}")
+            elif op == "or":
+                self.emit(f"  {v} = or {t.b} {a[0]}, {a[1]}")
+            elif op == "not":
+                self.emit(f"  {v} = xor {t.b} {a[0]}, {t.bool(True)}")
+            elif op == "select":
+                self.emit(f"  {v} = select {t.b} {a[0]}, {t.f} {a[1]}, {t.f} {a[2]}")
+            elif op == "to_float":
+                self.emit(f"  {v} = uitofp {t.b} {a[0]} to {t.f}")
+            else:
+                raise NotImplementedError(f"no code for op {op!r}")
+            self.value[i] = v
+            if i in self.slots:
+                stored = v
+                if g.kind(i) == "b":
+                    stored = self.tmp()
+                    self.emit(f"  {stored} = uitofp {t.b} {v} to {t.f}")
+                p = self.tmp()
+                self.emit(f"  {p} = getelementptr double, ptr %scratch, i64 "
+                          f"{self.slots[i] * t.width}")
+                self.emit(f"  store {t.f} {stored}, ptr {p}, align 8")
+        if t.width > 1:  # lanes: one vector store per output into the buffer %orows
+            for j, i in self.outputs:
+                p = self.tmp()
+                self.emit(f"  {p} = getelementptr double, ptr %orows, i64 {j * t.width}")
+                self.emit(f"  store {t.f} {self.ref(i)}, ptr {p}, align 8")
+        else:
+            row = self.tmp()
+            if self.outputs:
+                self.emit(f"  {row} = load ptr, ptr %orows")
+            for j, i in self.outputs:
+                p = self.tmp()
+                self.emit(f"  {p} = getelementptr double, ptr {row}, i64 {j}")
+                self.emit(f"  store double {self.ref(i)}, ptr {p}")
+        self.emit("  ret void")
+        return "\n".join(self.lines) + "\n"
+
+
+# -- LLVM: initialisation, compilation, loading --------------------------------------------
+def _llvm():
+    """llvmlite.binding, initialised once; None if llvmlite is not installed."""
+    if "binding" not in _STATE:
+        try:
+            import llvmlite.binding as llvm
+        except ImportError:
+            _STATE["binding"] = None
+        else:
+            llvm.initialize_native_target()
+            llvm.initialize_native_asmprinter()
+            _STATE["binding"] = llvm
+    return _STATE["binding"]
+
+
+def available():
+    """Whether machine code can be made here (llvmlite is installed)."""
+    return _llvm() is not None
+
+
+def version():
+    """The versions of llvmlite and LLVM (part of every cache key)."""
+    import llvmlite
+
+    return llvmlite.__version__, tuple(_llvm().llvm_version_info)
+
+
+def host():
+    """(triple, cpu, features): what object code is made for; part of every cache key."""
+    llvm = _llvm()
+    return (llvm.get_process_triple(), llvm.get_host_cpu_name(),
+            llvm.get_host_cpu_features().flatten())
+
+
+def _target_machine(opt):
+    """A new target machine for the host (each compilation and each engine has its own: an
+    engine owns its target machine, and compilations run in several threads)."""
+    llvm = _llvm()
+    triple, cpu, features = host()
+    return llvm.Target.from_triple(triple).create_target_machine(
+        cpu=cpu, features=features, opt=opt, reloc="pic", codemodel="default")
+
+
+def compile_object(ir, opt=2):
+    """Object code (bytes) for LLVM IR text, for the host CPU, with LLVM's code generator at
+    level ``opt`` (0: fast to compile; 2: fast code; the same results in every bit, since no
+    fast-math flag allows any level to change an operation). LLVM's IR optimisation passes are
+    not run: the program arrives optimised (hash-consed, folded, dead code removed), and on the
+    Panda's forward dynamics they took 3 of every 4 seconds of compilation for no measurable
+    gain. Thread-safe: each call has its own LLVM context."""
+    llvm = _llvm()
+    context = llvm.create_context()
+    module = llvm.parse_assembly(ir, context)
+    module.verify()
+    return _target_machine(opt).emit_object(module)
+
+
+class Library:
+    """Object code linked into this process; ``address(name)`` of its functions and globals.
+    Keep it alive as long as any of its functions may be called."""
+
+    def __init__(self, obj, symbols=None):
+        llvm = _llvm()
+        with _LOCK:
+            for name, address in (symbols or {}).items():
+                llvm.add_symbol(name, address)
+            tm = _target_machine(0)
+            self._obj = bytes(obj)  # LLVM reads the object file in place: keep it alive
+            self._engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
+            self._engine.add_object_file(llvm.ObjectFileRef.from_data(self._obj))
+            self._engine.finalize_object()
+
+    def address(self, name):
+        with _LOCK:
+            address = self._engine.get_function_address(name)
+            if not address:
+                address = self._engine.get_global_value_address(name)
+        if not address:
+            raise KeyError(f"no symbol {name!r} in the object code")
+        return address

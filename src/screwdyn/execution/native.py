@@ -1,0 +1,278 @@
+"""Native programs: a public function, for one model, algebra and set of inputs, as machine code.
+
+``get(function, model, algebra, inputs, bound)`` returns a ``NativeProgram``, from this
+process's memory, from the disk cache (``cache``), or by tracing the function's recursion
+(``trace``), generating LLVM IR (``llvm``) and compiling it. A program computes one state per row:
+inputs are rows of the public layout (q (nq,), qd (nv,), ..., f_ext flattened to nlinks * 6), the
+result a row of the function's output shape.
+
+Two levels of code, the same results in every bit (``llvm.compile_object``): level 0, one state
+at a time, compiles about ten times faster; level 2 runs about twice as fast for one state and,
+with its vector loop (``llvm.kernel_ir``), four to five times as fast per state in batches. A
+new program is compiled at level 0 and used at once; when it has run ``entry.HOT_STATES``
+states through its fast entry, level 2 is compiled in a background thread and replaces it
+(``NativeProgram.optimise``, or ``optimise=True`` to compile level 2 before returning, as
+``sd.compile`` and ``Plan.compile`` do). Both levels go to the disk cache; a new process loads
+the best one there.
+
+The program's key holds everything its code depends on (see ``cache``), so programs are never
+reused across models, library sources, LLVM versions or CPUs.
+"""
+import atexit
+import os
+import queue
+import sys
+import threading
+import time
+
+import numpy as np
+
+from . import cache, entry, graph, llvm, trace
+from ..model.configuration import integrate_arrays
+from .call import Call, core_shape, propagate_non_finite
+
+VERSION = 1  # of the program format (bump when the kernel's calling convention changes)
+LEVELS = (0, 2)  # LLVM code generation levels: first, then optimised
+_PROGRAMS = {}
+#: the name of a function's ``jacobian`` input that stands for q's tangent space: derivatives
+#: d/de f(q (+) e) at e = 0 (``screwdyn.integrate``), nv columns, as Pinocchio's
+TANGENT = "tangent"
+_LOCK = threading.RLock()
+
+
+class NativeProgram:
+    """Machine code for one (function, model, algebra, inputs, bound constants).
+
+    ``input_names``, ``input_sizes`` (flat sizes per state), ``output_shape`` (per state),
+    ``level`` (0 or 2: LLVM's code generation level of the code in use), ``compile_time``
+    (seconds until the first code was usable: tracing and compiling, or loading from the disk
+    cache), ``optimise_time`` (seconds to compile level 2, None until done), ``source``
+    ("compiled" or "disk cache"), ``nodes`` (the live operations by kind, when it was traced in
+    this process), ``key`` (the cache key). ``call(arrays, out, n)`` runs it through ctypes;
+    ``bind(fallback)`` gives the fast Python entry (``entry``)."""
+
+    def __init__(self, key, input_names, input_sizes, output_shape, function, model, algebra,
+                 bound, static):
+        self.key = key
+        self.input_names, self.input_sizes = tuple(input_names), tuple(input_sizes)
+        self.output_shape = tuple(output_shape)
+        self._spec = (function, model, algebra, bound, static)
+        self.level = self.address = self.call = None
+        self.source, self.compile_time, self.optimise_time, self.nodes = None, None, None, None
+        self._libraries, self._bound = [], []
+        self._program = None  # the traced graph.Program while the optimised code is made
+        self._optimised = threading.Event()
+        self._queued = False
+        self.error = None
+
+    def _install(self, obj, level):
+        library = llvm.Library(obj)
+        address = library.address("kernel")
+        with _LOCK:
+            self._libraries.append(library)  # old code stays loaded: a call may be running it
+            self.address, self.level, self.call = address, level, entry.caller(address)
+            for f in self._bound:
+                entry.set_kernel(f, address)
+        if level == LEVELS[-1]:
+            self._optimised.set()
+
+    def bind(self, fallback):
+        """The fast callable (``entry.bind``), or None where the fast entry is unavailable."""
+        hot = None if self.level == LEVELS[-1] else self._hot
+        f = entry.bind(self.address, self.input_sizes, self.output_shape, fallback, self, hot)
+        if f is not None:
+            with _LOCK:
+                self._bound.append(f)
+                if self.level == LEVELS[-1]:  # optimised meanwhile
+                    entry.set_kernel(f, self.address)
+        return f
+
+    def _hot(self):
+        try:
+            self.optimise(wait=False)
+        except Exception:  # noqa: BLE001  (called from the fast entry: must not raise)
+            pass
+
+    def optimise(self, wait=True):
+        """Compile the optimised code (level 2) and use it: now (``wait``) or in the background
+        thread. Returns self."""
+        if self._optimised.is_set():
+            return self
+        with _LOCK:
+            queued, self._queued = self._queued, True
+        if wait:
+            if queued:
+                self._optimised.wait()
+            else:
+                self._compile_optimised()
+        elif not queued:
+            _background(self)
+        return self
+
+    def _compile_optimised(self):
+        if self._optimised.is_set():
+            return
+        start = time.perf_counter()
+        try:
+            obj = llvm.compile_object(self._source_ir(vector=True), LEVELS[-1])
+            cache.store_object(_level_key(self.key, LEVELS[-1]), obj)
+            self._install(obj, LEVELS[-1])
+            self.optimise_time = time.perf_counter() - start
+            self._program = None
+        except Exception as error:  # noqa: BLE001  (the level-0 code stays in use)
+            self.error = error
+            self._optimised.set()
+
+    def _source_ir(self, vector=False):
+        """The kernel's IR: one state at a time (level 0), or with a vector loop."""
+        if self._program is None:
+            self._program = trace_program(*self._spec[:3], self.input_names, *self._spec[3:])
+        return llvm.kernel_ir(self._program, width=llvm.vector_width() if vector else 1)
+
+    def wait(self, timeout=None):
+        """Wait until the optimised code is in use (after ``optimise(wait=False)``)."""
+        return self._optimised.wait(timeout)
+
+    def __repr__(self):
+        return (f"NativeProgram({self.input_names} -> {self.output_shape}, level {self.level}, "
+                f"{self.source}, {self.compile_time:.3g} s)")
+
+
+def _level_key(key, level):
+    return key if level == LEVELS[-1] else f"{key}-{level}"
+
+
+def _bound_key(bound):
+    return tuple(sorted((k, tuple(np.asarray(v, dtype=float).reshape(-1).tolist()))
+                        for k, v in bound.items()))
+
+
+def key(function, model, algebra, inputs, bound, static):
+    """The cache key of a program (see ``cache``)."""
+    return cache.key("screwdyn-native", VERSION, function.name, function.jacobian,
+                     cache.content_hash(model),
+                     algebra, tuple(inputs), _bound_key(bound), static, llvm.host(),
+                     llvm.version(), sys.version_info[:2], cache.source_fingerprint())
+
+
+def get(function, model, algebra, inputs, bound=None, static=(), optimise=False):
+    """The ``NativeProgram`` of ``function`` (a ``plan.Function``) for ``model`` in ``algebra``
+    with the inputs ``inputs`` (names, in call order) and constants ``bound`` ({"gravity": g});
+    ``optimise``: with its optimised code. Raises what tracing raises where the function cannot
+    be compiled (``graph.DataDependentError``, ``NotImplementedError``, ``TypeError``)."""
+    bound = dict(bound or {})
+    k = key(function, model, algebra, inputs, bound, static)
+    program = _PROGRAMS.get(k)
+    if program is None:
+        with _LOCK:
+            program = _PROGRAMS.get(k)
+            if program is None:
+                program = _make(k, function, model, algebra, tuple(inputs), bound, static)
+                _PROGRAMS[k] = program
+    if optimise:
+        program.optimise(wait=True)
+    return program
+
+
+def _make(k, function, model, algebra, inputs, bound, static):
+    start = time.perf_counter()
+    sizes = [int(np.prod(core_shape(model, name), dtype=int)) for name in inputs]
+    output = tuple(function.output(model, *static))
+    program = NativeProgram(k, inputs, sizes, output, function, model, algebra, bound, static)
+    for level in reversed(LEVELS):  # the best code on disk
+        obj = cache.load_object(_level_key(k, level))
+        if obj is not None:
+            program._install(obj, level)
+            program.source = "disk cache"
+            break
+    else:
+        traced = trace_program(function, model, algebra, inputs, bound, static)
+        if tuple(traced.output_shape) != output:
+            raise AssertionError(f"{function.name}: traced output {traced.output_shape}, "
+                                 f"expected {output}")
+        program.nodes = traced.count()
+        obj = llvm.compile_object(llvm.kernel_ir(traced), LEVELS[0])
+        cache.store_object(_level_key(k, LEVELS[0]), obj)
+        program._install(obj, LEVELS[0])
+        program.source = "compiled"
+    program.compile_time = time.perf_counter() - start
+    return program
+
+
+def trace_program(function, model, algebra, inputs, bound=None, static=()):
+    """The ``graph.Program`` of ``function``'s kernel on one symbolic state (its derivatives
+    for a ``function.jacobian``)."""
+    bound = dict(bound or {})
+
+    tangent = TANGENT in function.jacobian
+
+    def run(**arrays):
+        for name, value in bound.items():
+            arrays[name] = np.asarray(value, dtype=float).reshape(core_shape(model, name))[
+                ..., None]
+        if tangent:  # the kernel at q (+) e: its derivative in e is the one in q's tangent space
+            e = arrays.pop(TANGENT)
+            arrays["q"] = integrate_arrays(trace.xp, model, arrays["q"].T, e.T).T
+        alg = function.algebra(algebra, trace.xp)
+        call = Call(model, algebra, alg, trace.xp, arrays)
+        return function.kernel(call, *static)
+
+    shapes = {name: core_shape(model, name) for name in inputs}
+    if tangent:
+        shapes[TANGENT] = (model.nv,)
+    program = trace.trace(run, shapes)
+    if function.jacobian:
+        program = graph.jacobian(program, function.jacobian)
+        if tangent:
+            program = graph.substitute(program, {TANGENT: np.zeros(model.nv)})
+    return _propagate_non_finite(program, model, inputs)
+
+
+def _propagate_non_finite(program, model, names):
+    """``program`` with ``call.propagate_non_finite``'s rule on its outputs (after any
+    derivative: a NaN input makes the derivatives NaN too)."""
+    g = program.graph
+    inputs = trace.inputs(g, {name: core_shape(model, name) for name in names})
+    result = trace.SymArray(np.array([g._handles[i] for i in program.outputs], dtype=object)
+                            .reshape(program.output_shape + (1,)))
+    guarded = trace._objects(propagate_non_finite(trace.xp, list(inputs.values()), result))
+    return graph.Program(g, program.inputs, [e if type(e) is graph.Node else g.operand(e)
+                                             for e in guarded.reshape(-1)],
+                         program.output_shape)
+
+
+# -- the background thread that compiles optimised code ---------------------------------------
+_QUEUE = queue.Queue()
+_WORKER = {"thread": None, "stopping": False, "busy": threading.Lock()}
+
+
+def _background(program):
+    with _LOCK:
+        if _WORKER["thread"] is None:
+            thread = threading.Thread(target=_work, name="screwdyn-optimise", daemon=True)
+            _WORKER["thread"] = thread
+            thread.start()
+    _QUEUE.put(program)
+
+
+def _work():
+    if hasattr(os, "setpriority"):  # behind the process's own work (Linux: per thread)
+        try:
+            os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
+        except OSError:
+            pass
+    while True:
+        program = _QUEUE.get()
+        with _WORKER["busy"]:
+            if _WORKER["stopping"]:
+                return
+            program._compile_optimised()
+
+
+@atexit.register
+def _stop():
+    """At exit, let a compilation in progress finish (LLVM must not be torn down under it)
+    and drop the rest of the queue."""
+    _WORKER["stopping"] = True
+    with _WORKER["busy"]:
+        pass

@@ -1,0 +1,445 @@
+"""The execution plan: how a public call runs, decided in one place from explicit inputs.
+
+Every public function (``screwdyn.dynamics``) is a ``Function``: a kernel written once on the
+recursions (its internal layout: components first, one trailing batch axis), its input names
+and output shape. ``run`` executes a call; ``decide`` says how, from these inputs only:
+
+=================  ========================================================================
+inputs             numpy arrays (also lists and scalars) or JAX arrays (any JAX array makes
+                   the call JAX, as in ``_backend``'s dtype policy)
+native setting     ``use_native(True)`` (the default) or ``use_native(False)``
+llvmlite           installed or not (it is a dependency; a platform without wheels lacks it)
+the function       whether its kernel traces to a straight-line program (every built-in one
+                   does; a failure is reported once and remembered)
+JAX backend        ``jax.default_backend()`` for JAX inputs
+=================  ========================================================================
+
+Paths:
+
+- ``"native"`` (numpy inputs): the machine code of the function for this model, algebra and
+  inputs (``native``), compiled on first use or loaded from the disk cache, one state per row.
+  One state, a batch of N, any batch shape: every state runs the same code, so a result does
+  not depend on the batch size in any bit, and NaN and inf propagate as IEEE arithmetic does.
+  Memory: the result, plus a copy of inputs that are not float64 and contiguous.
+- ``"numpy"`` (numpy inputs, native off or unavailable): the recursions on numpy arrays,
+  entries mode for RNEA, ABA and CRBA, evaluated in chunks of ``chunk_size`` states (bounded
+  memory, about 256 MiB of intermediates).
+- ``"jax"``: the recursions on jax.numpy, traced by the caller's ``jax.jit``/``vmap``/``grad``
+  or run eagerly, with two rules for XLA (``jax_options``): on CPU, the sine and cosine of every
+  joint angle and every quaternion norm are computed once (``xla.namespace``); trees of more than
+  ``CHECKPOINT_BODIES`` bodies, programs inside loops (simulation rollouts) and, on accelerators,
+  functions with many outputs (the mass matrix) are cut once per body. Neither rule depends on
+  the batch size, and both leave every value unchanged (a division by an exact 1).
+
+On every path a state with a NaN or infinite input gets NaN for every result that would
+otherwise be finite (``call.propagate_non_finite``): the recursions leave out products with the
+model's exact zeros, and with them, sometimes, an input (the Panda at rest never multiplies its
+first joint angle's sine and cosine by anything but zeros).
+
+``plan(model, function, ...)`` returns a ``Plan`` that tells what a call will do
+(``Plan.explain()``) and what compiling it costs.
+"""
+import functools
+import threading
+import warnings
+
+import numpy as np
+
+from .. import _backend
+from ..algebra import ALGEBRAS, get_algebra
+from . import llvm, native, xla
+from .. import validation
+from .call import Call, check, core_shape, parse, propagate_non_finite, validate
+from .graph import DataDependentError
+
+CHECKPOINT_BODIES = 12  # JAX: trees with more bodies are cut once per body (see jax_options)
+_SETTINGS = {"native": True}
+_FAILED = {}  # (function name, model, algebra, inputs) -> why it could not be compiled
+_ENTRIES = {}
+_FUNCTIONS = []
+_LOCK = threading.RLock()
+TRACE_ERRORS = (DataDependentError, NotImplementedError, TypeError)
+
+
+class NativeCompileWarning(UserWarning):
+    """A function could not be compiled to machine code and runs on the numpy path."""
+
+
+class NativeUnavailable(RuntimeError):
+    """A function that only the native path computes (a derivative program) was called where
+    that path does not run (JAX inputs, native code off, no llvmlite)."""
+
+
+def use_native(enabled=True):
+    """Run numpy calls through compiled machine code (True, the default) or on numpy (False),
+    in this process. Returns the previous setting."""
+    previous = _SETTINGS["native"]
+    _SETTINGS["native"] = bool(enabled)
+    _forget()
+    return previous
+
+
+def _forget():
+    """Drop the callables made for calls (after a change of setting)."""
+    with _LOCK:
+        _ENTRIES.clear()
+        for function in list(_FUNCTIONS):
+            function.last = (None, None, None, None)
+
+
+def native_enabled():
+    return _SETTINGS["native"] and llvm.available()
+
+
+class Function:
+    """A public function as the plan runs it.
+
+    ``kernel(call, *static)`` computes the result in the internal layout (output shape + (N,))
+    from a ``call.Call``; ``inputs`` are the required array arguments in call order, ``options``
+    the optional ones (``f_ext``, ``gravity``); ``output(model, *static)`` the output shape of
+    one state; ``entries``: the recursion runs in the algebra's entries mode (RNEA, ABA, CRBA);
+    ``many_outputs``: a result with many outputs per state (XLA rule, see ``jax_options``);
+    ``check(model)``: raises if the model cannot run it (once per model); ``bytes_per_body``:
+    intermediates per state and body on the numpy path (for ``chunk_size``); ``jacobian``: the
+    function is the derivative of the kernel's result with respect to these inputs (forward
+    mode on the traced program, ``graph.jacobian``), which only the native path computes (other
+    paths raise ``NativeUnavailable``)."""
+
+    def __init__(self, name, kernel, inputs, output, options=(), entries=False,
+                 many_outputs=False, check=None, bytes_per_body=512, jacobian=()):
+        self.name, self.kernel, self.inputs, self.options = name, kernel, tuple(inputs), \
+            tuple(options)
+        self.output, self.entries, self.many_outputs = output, entries, many_outputs
+        self.check, self.bytes_per_body = check, bytes_per_body
+        self.jacobian = tuple(jacobian)
+        self.last = (None, None, None, None)  # (model, algebra, static, callable) of the last call
+        _FUNCTIONS.append(self)
+
+    def __repr__(self):
+        return f"Function({self.name!r})"
+
+    def algebra(self, name, xp, checkpoints=False):
+        """The algebra object the kernel runs in (None for ``"vector"``, which has none)."""
+        if name == "vector":
+            return None
+        alg = get_algebra(name, xp)
+        return alg.entries_mode(checkpoints=checkpoints) if self.entries else alg
+
+
+# -- the decisions ----------------------------------------------------------------------------
+def jax_options(function, model, backend, loop=False):
+    """{"cut_sines": bool, "checkpoints": bool} for a JAX call (see the module docstring).
+    ``backend``: JAX's platform ("cpu", "gpu", "tpu"); ``loop``: the program is the body of an
+    XLA loop (a simulation rollout), where uncut single-state programs ran 4 to 45 times
+    slower in some algebras."""
+    on_cpu = backend == "cpu"
+    checkpoints = (loop or model.nbodies > CHECKPOINT_BODIES
+                   or (function.many_outputs and not on_cpu))
+    return {"cut_sines": on_cpu, "checkpoints": checkpoints}
+
+
+def decide(function, model, algebra="spatial", inputs="numpy", options=(), backend=None,
+           loop=False):
+    """(path, reasons): how ``function`` runs for ``model`` in ``algebra`` with ``inputs``
+    ("numpy" or "jax") and the optional inputs ``options`` given (names)."""
+    if inputs == "jax":
+        backend = backend or _jax_backend()
+        o = jax_options(function, model, backend, loop)
+        return "jax", [f"JAX inputs: the recursion runs on jax.numpy (backend {backend!r})",
+                       f"sine/cosine computed once: {o['cut_sines']} (CPU only)",
+                       f"cut once per body: {o['checkpoints']} (loop bodies, trees over "
+                       f"{CHECKPOINT_BODIES} bodies, many outputs on accelerators)"]
+    if not _SETTINGS["native"]:
+        return "numpy", ["native code is switched off (screwdyn.execution.use_native(False))"]
+    if not llvm.available():
+        return "numpy", ["llvmlite is not installed: no machine code (pip install llvmlite)"]
+    failed = _FAILED.get((function.name, model, algebra, tuple(options)))
+    if failed:
+        return "numpy", [f"the function could not be compiled: {failed}"]
+    return "native", ["numpy inputs: machine code compiled from the recursion for this model, "
+                      "algebra and inputs (one state per row, any batch)"]
+
+
+def _jax_backend():
+    import jax
+
+    return jax.default_backend()
+
+
+# -- running a call ---------------------------------------------------------------------------
+def run(function, model, algebra, args, options=(), static=()):
+    """``function`` on the arrays ``args`` (its ``inputs``, in order) and ``options`` (its
+    ``options``, in order, None where not given), with static arguments ``static``."""
+    for option in options:
+        if option is not None:
+            break
+    else:  # no optional input
+        last = function.last  # the last model called (a loop over states: no dictionary lookup)
+        if last[0] is model and last[1] == algebra and last[2] == static:
+            return last[3](*args)
+        f = _ENTRIES.get((function, model, algebra, static))
+        if f is None:
+            f = _entry(function, model, algebra, (), static)
+        function.last = (model, algebra, static, f)
+        return f(*args)
+    given = tuple(o is not None for o in options)
+    f = _ENTRIES.get((function, model, algebra, static, given))
+    if f is None:
+        f = _entry(function, model, algebra, given, static)
+    return f(*args, *(o for o in options if o is not None))
+
+
+def _entry(function, model, algebra, given, static):
+    """The callable for one kind of call: the native program's fast entry (numpy arrays of one
+    state or one batch axis) with the general path as its fallback, or the general path."""
+    if algebra not in ALGEBRAS:
+        raise ValueError(f"unknown algebra {algebra!r}; valid: "
+                         + ", ".join(repr(a) for a in ALGEBRAS))
+    names = function.inputs + tuple(n for n, g in zip(function.options, given) if g)
+    if function.check is not None:
+        function.check(model)
+    general = General(function, model, algebra, names, static)
+    f = general
+    if decide(function, model, algebra, "numpy", names[len(function.inputs):])[0] == "native":
+        program = general.native()
+        if program is not None:
+            f = program.bind(general) or general
+    key = (function, model, algebra, static) + ((given,) if given else ())
+    with _LOCK:
+        if len(_ENTRIES) > 4096:  # models made afresh in a loop would pile up
+            _ENTRIES.clear()
+        _ENTRIES[key] = f
+    return f
+
+
+class General:
+    """Any call of one kind (function, model, algebra, inputs given): checks and converts the
+    arguments and runs the planned path. The fast entry hands it every call it does not take
+    itself."""
+
+    def __init__(self, function, model, algebra, names, static):
+        self.function, self.model, self.algebra = function, model, algebra
+        self.names, self.static = tuple(names), static
+        self._program = None
+
+    def native(self):
+        """The native program, compiled (or loaded) now; None if the function cannot be
+        compiled (reported once with a ``NativeCompileWarning``)."""
+        if self._program is None:
+            key = (self.function.name, self.model, self.algebra,
+                   self.names[len(self.function.inputs):])
+            try:
+                self._program = native.get(self.function, self.model, self.algebra, self.names,
+                                           static=self.static)
+            except TRACE_ERRORS as error:
+                _FAILED[key] = f"{type(error).__name__}: {error}"
+                warnings.warn(f"screwdyn: {self.function.name} could not be compiled for model "
+                              f"{self.model.name!r} ({type(error).__name__}: {error}); it runs "
+                              "on the numpy path", NativeCompileWarning, stacklevel=4)
+                return None
+        return self._program
+
+    def __call__(self, *args):
+        if len(args) != len(self.names):
+            raise TypeError(f"{self.function.name} takes {len(self.names)} arrays "
+                            f"({', '.join(self.names)}), got {len(args)}")
+        given = dict(zip(self.names, args))
+        xp = _backend.namespace(*args)
+        jacobian = bool(self.function.jacobian)
+        if xp is not np and not jacobian:  # JAX, or a trace (a caller is being compiled)
+            return run_jax(self.function, self.model, self.algebra, given, self.static)
+        path = decide(self.function, self.model, self.algebra, "numpy",
+                      self.names[len(self.function.inputs):])[0]
+        program = self.native() if path == "native" and xp is np else None
+        if program is None and jacobian:
+            raise NativeUnavailable(f"{self.function.name} runs on the native path only")
+        if program is None:
+            return run_numpy(self.function, self.model, self.algebra, given, self.static)
+        return run_native(program, self.model, given, self.function.name)
+
+
+def run_native(program, model, given, name="the native program"):
+    """A native program on public numpy inputs of any batch shape: checked and converted
+    (float64, contiguous rows), a single vector passed once (broadcast by the kernel), a batch
+    that broadcasts gathered chunk by chunk (``validation.chunks``)."""
+    _, arrays, batch, N = validate(model, {name: given[name] for name in program.input_names},
+                                   np)
+    out = _result(name, batch, N, program.output_shape)
+    if N == 0:
+        return out.reshape(batch + program.output_shape)
+    cores = {name: (arrays[name], len(core_shape(model, name))) for name in program.input_names}
+    size = max(1, int(CHUNK_STATES)) if CHUNK_STATES else NATIVE_CHUNK_STATES
+    for start, stop, chunk in validation.chunks(cores, batch, size):
+        rows = []
+        for name, size in zip(program.input_names, program.input_sizes):
+            a = chunk[name]
+            ndim = len(core_shape(model, name))
+            rows.append(np.ascontiguousarray(a.reshape(size) if a.ndim == ndim
+                                             else a.reshape(stop - start, size)))
+        program.call(rows, out[start:stop], stop - start)
+    return out.reshape(batch + program.output_shape)
+
+
+#: states per chunk of a native batch (an input that broadcasts is gathered a chunk at a time);
+#: ``CHUNK_STATES``, when set, overrides it as it does the numpy path's
+NATIVE_CHUNK_STATES = 1 << 16
+
+
+def _result(name, batch, N, shape):
+    """The result array (N, *shape) of a batch, refused at once (``ValueError`` naming the
+    bytes) when it could not fit in this machine's memory."""
+    validation.check_fits(N * int(np.prod(shape, dtype=np.int64)) * 8,
+                          f"the result of {name}, shape {tuple(batch) + tuple(shape)} float64,")
+    return np.empty((N,) + tuple(shape))
+
+
+def run_jax(function, model, algebra, given, static=(), loop=False):
+    """The kernel on jax.numpy (see ``jax_options``), or on the traced arrays of
+    ``trace`` (the caller's own program is being compiled: the recursion joins it)."""
+    call = _call(function, model, algebra, given, loop)
+    return call.vector(_kernel(function, call, static))
+
+
+def _kernel(function, call, static):
+    """The kernel's result with ``call.propagate_non_finite``'s rule (on the inputs given)."""
+    inputs = [call[name] for name in call.given]
+    return propagate_non_finite(call.xp, inputs, function.kernel(call, *static))
+
+
+def _call(function, model, algebra, given, loop=False):
+    xp, arrays, batch, N = parse(model, given)
+    if xp is np or getattr(xp, "traced", False):
+        return Call(model, algebra, function.algebra(algebra, xp), xp, arrays, batch, N)
+    options = jax_options(function, model, _jax_backend(), loop)
+    ns = xla.namespace(options["cut_sines"])
+    alg = function.algebra(algebra, ns, checkpoints=options["checkpoints"])
+    return Call(model, algebra, alg, ns, arrays, batch, N)
+
+
+def call(model, algebra, given, entries=False, many_outputs=False, loop=False):
+    """A ``Call`` of the public inputs ``given`` {name: array or None} for a recursion run outside
+    a ``Function`` (the subsystems of an assembly), its algebra chosen as for a function with
+    these ``entries`` and ``many_outputs`` flags."""
+    if algebra not in ALGEBRAS:
+        raise ValueError(f"unknown algebra {algebra!r}; valid: "
+                         + ", ".join(repr(a) for a in ALGEBRAS))
+    return _call(_recursion(bool(entries), bool(many_outputs)), model, algebra, given, loop)
+
+
+@functools.lru_cache(maxsize=None)
+def _recursion(entries, many_outputs):
+    return Function("recursion", None, (), None, entries=entries, many_outputs=many_outputs)
+
+
+# -- the numpy path: chunks of states ---------------------------------------------------------
+CHUNK_STATES = None  # states per chunk of a numpy batch; None: chosen from the model's size
+_ALGEBRA_FACTOR = {"cga": 1.75}  # CGA keeps 1.4 to 1.7 times the intermediates per body
+
+
+def chunk_size(model, function, algebra="spatial"):
+    """States per chunk when ``function`` (a ``Function``) evaluates a numpy batch on the numpy
+    path: about 256 MiB of intermediates, at least 2048 and at most 32768 states
+    (``CHUNK_STATES`` overrides). Larger chunks amortise Python's per-operation overhead (about
+    a microsecond), smaller ones stay in cache and bound memory: a million states cost one chunk
+    of intermediates plus the result. Bytes per state and body were measured with tracemalloc
+    (Panda and a 100-link chain); beyond glibc's trim threshold a 100-link chain in CGA ran 2.8x
+    slower."""
+    if CHUNK_STATES:
+        return max(1, int(CHUNK_STATES))
+    per_state = function.bytes_per_body * _ALGEBRA_FACTOR.get(algebra, 1.0) * max(model.nbodies, 1)
+    if function.many_outputs:
+        per_state += 16 * model.nv ** 2  # the entries of an nv x nv result
+    return int(min(32768, max(2048, (256 << 20) // int(per_state))))
+
+
+def run_numpy(function, model, algebra, given, static=()):
+    """The kernel on numpy arrays, in chunks of ``chunk_size`` states; inputs that broadcast are
+    gathered one chunk at a time (``validation.chunks``), an empty batch gives an empty result,
+    a result that cannot fit is refused before any work, and non-finite states propagate
+    without floating-point warnings."""
+    _, arrays, batch, N = validate(model, given, np)
+    shape = tuple(function.output(model, *static))
+    out = _result(function.name, batch, N, shape)
+    if N == 0:
+        return out.reshape(batch + shape)
+    if N >= 256:
+        _backend.tune_allocator()
+    size = chunk_size(model, function, algebra)
+    alg = function.algebra(algebra, np)
+    cores = {name: (a, len(core_shape(model, name))) for name, a in arrays.items()}
+    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
+        for start, stop, chunk in validation.chunks(cores, batch, size):
+            _, internal, part, n = parse(model, chunk, np)
+            call = Call(model, algebra, alg, np, internal, part, n)
+            result = np.asarray(call.vector(_kernel(function, call, static)))
+            out[start:stop] = result.reshape((stop - start,) + shape)
+    return out.reshape(batch + shape)
+
+
+# -- sd.plan ----------------------------------------------------------------------------------
+class Plan:
+    """How a call of ``function`` runs (see the module docstring): ``path`` ("native", "numpy",
+    "jax"), ``reasons``, and for the native path the ``program`` (a ``native.NativeProgram``
+    once compiled or loaded: ``compile_time``, ``source``, ``nodes``)."""
+
+    def __init__(self, function, model, algebra, inputs, options, backend, loop, static):
+        self.function, self.model, self.algebra = function, model, algebra
+        self.inputs, self.options, self.static = inputs, tuple(options), static
+        self.path, self.reasons = decide(function, model, algebra, inputs, self.options,
+                                         backend, loop)
+        self.program = None
+        if self.path == "native":
+            key = native.key(function, model, algebra, function.inputs + self.options, {},
+                             static)
+            self.program = native._PROGRAMS.get(key)
+            self.cached_on_disk = native.cache.load_object(key) is not None
+            self.cache_file = native.cache.path(key)
+
+    def compile(self):
+        """Compile (or load) the native program now, with its optimised code; returns it."""
+        if self.path != "native":
+            raise ValueError(f"this call runs on the {self.path} path: nothing to compile")
+        self.program = native.get(self.function, self.model, self.algebra,
+                                  self.function.inputs + self.options, static=self.static,
+                                  optimise=True)
+        return self.program
+
+    def explain(self):
+        """A few lines: what runs, why, and what compiling costs."""
+        lines = [f"{self.function.name} of model {self.model.name!r} (nq={self.model.nq}, "
+                 f"nv={self.model.nv}, {self.model.nbodies} bodies), algebra {self.algebra!r}, "
+                 f"{self.inputs} inputs: path {self.path!r}"]
+        lines += [f"  - {r}" for r in self.reasons]
+        if self.path == "native":
+            if self.program is not None:
+                p = self.program
+                what = (f"compiled in this process in {p.compile_time:.3g} s"
+                        if p.source == "compiled" else
+                        f"loaded from the disk cache in {p.compile_time * 1e3:.3g} ms")
+                lines.append(f"  - program: {what}; code level {p.level} "
+                             + ("(optimised)" if p.level == native.LEVELS[-1] else
+                                "(fast to compile; the optimised code is compiled in the "
+                                "background once it has run 1,000 states)"))
+                if p.optimise_time is not None:
+                    lines.append(f"  - optimised code compiled in {p.optimise_time:.3g} s")
+                if p.nodes:
+                    lines.append("  - operations per state: " + ", ".join(
+                        f"{k} {v}" for k, v in sorted(p.nodes.items(), key=lambda kv: -kv[1])
+                        if k not in ("input", "const", "bool_const")))
+            elif self.cached_on_disk:
+                lines.append(f"  - program: on disk ({self.cache_file}), loads in milliseconds")
+            else:
+                lines.append("  - program: not compiled yet; the first call traces and compiles "
+                             "it (Panda forward dynamics: about 0.1 s, a 38-DoF humanoid's: "
+                             "about a second), then it is cached in "
+                             f"{native.cache.directory()}")
+            lines.append("  - per call: the fast entry takes float64 C-contiguous arrays of one "
+                         "state (n,) or one batch axis (N, n); anything else is converted first")
+        elif self.path == "numpy":
+            lines.append(f"  - chunks of {chunk_size(self.model, self.function, self.algebra)} "
+                         "states (bounded memory)")
+        return "\n".join(lines)
+
+    def __repr__(self):
+        return f"Plan({self.function.name!r}, path={self.path!r})"
+

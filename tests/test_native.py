@@ -1,0 +1,582 @@
+"""The native path: machine code traced from the recursions (screwdyn.execution).
+
+Against independent references: the numpy path of the same recursions (a different evaluation,
+the entries layer on numpy arrays), closed forms (a pendulum), IEEE arithmetic for NaN and inf,
+Pinocchio (in test_robots and test_dynamics through the public functions, which now run here).
+Structure: results do not depend on the batch size in any bit; the fast entry refuses nothing
+silently (every wrong input gets the public ValueError); the disk cache detects corrupted
+entries, survives concurrent writers and read-only directories."""
+import os
+import subprocess
+import sys
+import textwrap
+import warnings
+
+import numpy as np
+import pytest
+
+import screwdyn as sd
+from conftest import random_state, random_tree
+from screwdyn.execution import cache, entry, graph, llvm, native, plan, trace
+
+pytestmark = pytest.mark.skipif(not llvm.available(), reason="llvmlite is not installed")
+
+ALGEBRAS = ("spatial", "cga", "dq")
+
+
+@pytest.fixture(scope="module")
+def tree():
+    return random_tree(41, n=7, floating_base=True)
+
+
+def _calls(model, link=None):
+    """Every public function of (q, qd, u) (u: qdd or tau), by name."""
+    link = model.nlinks - 1 if link is None else link
+    return {
+        "inverse_dynamics": lambda q, qd, u, a: sd.inverse_dynamics(model, q, qd, u, algebra=a),
+        "forward_dynamics": lambda q, qd, u, a: sd.forward_dynamics(model, q, qd, u, algebra=a),
+        "mass_matrix": lambda q, qd, u, a: sd.mass_matrix(model, q, algebra=a),
+        "bias_forces": lambda q, qd, u, a: sd.bias_forces(model, q, qd, algebra=a),
+        "gravity_torques": lambda q, qd, u, a: sd.gravity_torques(model, q, algebra=a),
+        "forward_kinematics": lambda q, qd, u, a: sd.forward_kinematics(model, q, algebra=a),
+        "jacobian": lambda q, qd, u, a: sd.jacobian(model, q, link, algebra=a),
+        "jacobian_local": lambda q, qd, u, a: sd.jacobian(model, q, 1, frame="local", algebra=a),
+        "coriolis_matrix": lambda q, qd, u, a: sd.coriolis_matrix(model, q, qd),
+        "kinetic_energy": lambda q, qd, u, a: sd.kinetic_energy(model, q, qd),
+        "potential_energy": lambda q, qd, u, a: sd.potential_energy(model, q),
+        "center_of_mass": lambda q, qd, u, a: sd.center_of_mass(model, q),
+    }
+
+
+def _on_numpy(f, *args):
+    previous = plan.use_native(False)
+    try:
+        return f(*args)
+    finally:
+        plan.use_native(previous)
+
+
+@pytest.mark.parametrize("algebra", ALGEBRAS)
+def test_every_function_equals_the_numpy_path(tree, algebra):
+    q, qd, u = random_state(tree, 1, batch=(5,))
+    for name, f in _calls(tree).items():
+        if algebra != "spatial" and name in ("coriolis_matrix", "kinetic_energy",
+                                             "potential_energy", "center_of_mass"):
+            continue
+        assert plan.decide(sd.dynamics.FUNCTIONS[name.replace("_local", "")], tree, algebra)[0] \
+            == "native"
+        got, want = f(q, qd, u, algebra), _on_numpy(f, q, qd, u, algebra)
+        assert isinstance(got, np.ndarray) and got.dtype == np.float64, name
+        assert got.shape == want.shape, name
+        np.testing.assert_allclose(got, want, rtol=1e-11, atol=1e-11, err_msg=name)
+        one = f(q[2], qd[2], u[2], algebra)  # one state, through the fast entry
+        np.testing.assert_allclose(one, want[2], rtol=1e-11, atol=1e-11, err_msg=name)
+
+
+@pytest.mark.parametrize("algebra", ALGEBRAS)
+def test_external_wrenches_and_gravity_equal_the_numpy_path(tree, algebra):
+    q, qd, u = random_state(tree, 2, batch=(3, 2))
+    rng = np.random.default_rng(2)
+    f_ext = rng.normal(size=(2, tree.nlinks, 6))  # broadcast over the 3
+    gravity = rng.normal(size=(3, 1, 3))
+    for f in (sd.inverse_dynamics, sd.forward_dynamics):
+        for kw in ({"f_ext": f_ext}, {"gravity": gravity}, {"f_ext": f_ext, "gravity": gravity},
+                   {"gravity": (0.0, 1.0, -3.0)}):
+            got = f(tree, q, qd, u, algebra=algebra, **kw)
+            want = _on_numpy(lambda: f(tree, q, qd, u, algebra=algebra, **kw))
+            np.testing.assert_allclose(got, want, rtol=1e-11, atol=1e-11)
+    for f, args in ((sd.bias_forces, (q, qd)), (sd.gravity_torques, (q,))):
+        got = f(tree, *args, gravity=gravity, algebra=algebra)
+        np.testing.assert_allclose(got, _on_numpy(lambda: f(tree, *args, gravity=gravity,
+                                                             algebra=algebra)),
+                                   rtol=1e-11, atol=1e-11)
+    got = sd.potential_energy(tree, q, gravity=gravity)
+    np.testing.assert_allclose(got, _on_numpy(lambda: sd.potential_energy(tree, q,
+                                                                          gravity=gravity)),
+                               rtol=1e-11, atol=1e-11)
+
+
+def test_dh_models_run_native_in_the_vector_algebra():
+    model = sd.robots.load("puma560")
+    q, qd, u = random_state(model, 3, batch=(4,))
+    for f in (sd.inverse_dynamics, sd.forward_dynamics):
+        got = f(model, q, qd, u, algebra="vector")
+        np.testing.assert_allclose(got, _on_numpy(lambda: f(model, q, qd, u, algebra="vector")),
+                                   rtol=1e-11, atol=1e-11)
+    np.testing.assert_allclose(sd.mass_matrix(model, q, algebra="vector"),
+                               sd.mass_matrix(model, q), rtol=1e-11, atol=1e-11)
+
+
+@pytest.mark.parametrize("algebra", ALGEBRAS)
+def test_results_do_not_depend_on_the_batch_size_in_any_bit(tree, algebra):
+    q, qd, u = random_state(tree, 4, batch=(130,))
+    for name in ("inverse_dynamics", "forward_dynamics", "mass_matrix", "forward_kinematics"):
+        f = _calls(tree)[name]
+        whole = f(q, qd, u, algebra)
+        for n in (1, 2, 63, 64, 65, 129):
+            assert np.array_equal(f(q[:n], qd[:n], u[:n], algebra), whole[:n]), (name, n)
+        for i in (0, 64, 129):
+            assert np.array_equal(f(q[i], qd[i], u[i], algebra), whole[i]), (name, i)
+        # one vector broadcast against a batch, and a batch of several leading axes
+        assert np.array_equal(f(q[:6], qd[0], u[0], algebra),
+                              f(q[:6], np.tile(qd[0], (6, 1)), np.tile(u[0], (6, 1)), algebra))
+        assert np.array_equal(f(q[:12].reshape(3, 4, -1), qd[:12].reshape(3, 4, -1),
+                                u[:12].reshape(3, 4, -1), algebra),
+                              whole[:12].reshape((3, 4) + whole.shape[1:]))
+
+
+def test_the_optimised_code_gives_the_same_bits_as_the_first(tree):
+    """Level 0 and level 2 code (no fast-math: no operation may change)."""
+    F = sd.dynamics.FUNCTIONS["forward_dynamics"]
+    program = native.trace_program(F, tree, "spatial", F.inputs)
+    ir = llvm.kernel_ir(program)
+    q, qd, u = random_state(tree, 5, batch=(50,))
+    q[3, 2], qd[7, 1], u[9, 0] = np.nan, np.inf, -np.inf
+    outs = []
+    for level in (0, 2):
+        library = llvm.Library(llvm.compile_object(ir, level))
+        out = np.empty((50, tree.nv))
+        entry.caller(library.address("kernel"))([q, qd, u], out, 50)
+        outs.append(out)
+    assert np.array_equal(outs[0], outs[1], equal_nan=True)
+    np.testing.assert_allclose(outs[0][10:], sd.forward_dynamics(tree, q, qd, u)[10:],
+                               rtol=1e-11, atol=1e-11)
+
+
+def test_segmented_and_vector_programs_equal_whole_scalar_ones(tree):
+    """Programs split into several functions (large trees) and programs running several states
+    in SIMD lanes (batches) compute the same bits as one function, one state at a time."""
+    F = sd.dynamics.FUNCTIONS["mass_matrix"]
+    program = native.trace_program(F, tree, "spatial", F.inputs)
+    q = random_state(tree, 6, batch=(23,))[0]
+    q[3, 0], q[4, 1], q[5, 2] = np.inf, np.nan, 1e9  # sine and cosine from the C library there
+    outs = []
+    for segment, width in ((10 ** 9, 1), (97, 1), (10 ** 9, 4), (97, 4), (300, 2)):
+        ir = llvm.kernel_ir(program, segment=segment, width=width)
+        assert ("kernel.w1.seg1" in ir) == (segment < 10 ** 9)
+        library = llvm.Library(llvm.compile_object(ir, 0 if width == 1 else 2))
+        out = np.empty((23, tree.nv, tree.nv))
+        entry.caller(library.address("kernel"))([q], out, 23)
+        outs.append(out)
+    for out in outs[1:]:
+        assert np.array_equal(out, outs[0], equal_nan=True)
+    np.testing.assert_allclose(outs[0], _on_numpy(sd.mass_matrix, tree, q), rtol=1e-11,
+                               atol=1e-11)
+
+
+# -- IEEE: NaN and inf --------------------------------------------------------------------------
+def _pendulum():
+    b = sd.ModelBuilder("pendulum")
+    b.add_link("base")
+    b.add_link("rod", mass=2.0, com=(0.5, 0.0, 0.0), inertia=np.zeros((3, 3)))
+    b.add_joint("hinge", "revolute", parent="base", child="rod", rpy=(np.pi / 2, 0.0, 0.0),
+                axis=(0, 0, 1))
+    return b.build()
+
+
+def test_nan_and_inf_propagate_as_ieee_says():
+    """tau = m l^2 qdd + m g l cos q for a point mass: qdd = +-inf gives +-inf, NaN gives NaN,
+    q = inf gives cos(inf) = NaN; never a finite number."""
+    model = _pendulum()
+    q = np.array([[0.3], [0.3], [0.3], [np.inf], [np.nan]])
+    qdd = np.array([[np.inf], [-np.inf], [np.nan], [1.0], [1.0]])
+    tau = sd.inverse_dynamics(model, q, np.zeros((5, 1)), qdd)[:, 0]
+    assert tau[0] == np.inf and tau[1] == -np.inf and np.isnan(tau[2:]).all()
+    for i in range(5):  # one state at a time: the same
+        one = sd.inverse_dynamics(model, q[i], [0.0], qdd[i])
+        assert np.array_equal(one, tau[i:i + 1], equal_nan=True)
+    assert sd.forward_dynamics(model, [0.3], [0.0], [np.inf])[0] == np.inf
+
+
+def test_nan_and_inf_make_the_same_pattern_as_the_numpy_path(tree):
+    q, qd, u = random_state(tree, 7, batch=(6,))
+    q[0, 0], qd[1, 3], u[2, 5], u[3, 1], q[4, tree.nq - 1] = np.nan, np.inf, -np.inf, np.nan, \
+        np.inf
+    for name, f in _calls(tree).items():
+        got, want = f(q, qd, u, "spatial"), _on_numpy(f, q, qd, u, "spatial")
+        assert np.array_equal(np.isnan(got), np.isnan(want)), name
+        assert np.array_equal(np.isinf(got), np.isinf(want)), name
+        finite = np.isfinite(want)
+        np.testing.assert_allclose(got[finite], want[finite], rtol=1e-11, atol=1e-11,
+                                   err_msg=name)
+        assert np.isfinite(got[5]).all(), name  # the clean state is untouched
+
+
+def test_a_non_finite_input_never_gives_a_finite_result():
+    """A NaN or inf in a state's inputs makes every finite output of that state NaN, on every
+    path. The Panda's first axis is vertical: at rest its gravity torques never meet sin(q0) and
+    cos(q0) (products with the model's exact zeros are left out), so a NaN q0 gave finite
+    torques before the rule (``execution.call.propagate_non_finite``)."""
+    panda = sd.robots.load("panda")
+    q = np.stack([sd.random_configuration(panda, seed) for seed in range(4)])
+    zero = np.zeros((4, panda.nv))
+    clean = sd.inverse_dynamics(panda, q[:1], zero[:1], zero[:1])
+    assert np.isfinite(clean).all()
+    q[1, 0], q[2, 0] = np.nan, np.inf
+    qd = zero.copy()
+    qd[3, 0] = np.nan  # joint 0's rate: it meets only exact zeros at rest too
+    ID = sd.compile(panda, "inverse_dynamics")
+    for native in (True, False):
+        previous = plan.use_native(native)
+        try:
+            results = dict(_calls(panda), compiled=lambda q, qd, u, a: ID(q, qd, u),
+                           derivatives=lambda q, qd, u, a: sd.dynamics_derivatives(
+                               panda, q, qd, qdd=u).dq)
+            for name, f in results.items():
+                if name in ("forward_kinematics", "jacobian", "jacobian_local",
+                            "center_of_mass", "mass_matrix", "gravity_torques",
+                            "potential_energy"):
+                    bad = (1, 2)  # functions of q alone
+                else:
+                    bad = (1, 2, 3)
+                with np.errstate(all="ignore"):
+                    out = np.asarray(f(q, qd, zero, "spatial"))
+                for state in range(4):
+                    assert np.isnan(out[state]).all() == (state in bad), (name, native, state)
+                np.testing.assert_allclose(out[0], np.asarray(f(q[:1], zero[:1], zero[:1],
+                                                                "spatial"))[0], rtol=1e-13,
+                                           atol=1e-13, err_msg=name)
+        finally:
+            plan.use_native(previous)
+    import jax.numpy as jnp
+
+    with np.errstate(all="ignore"):
+        tau = np.asarray(sd.inverse_dynamics(panda, jnp.asarray(q), jnp.asarray(qd),
+                                             jnp.asarray(zero)))
+    assert np.isnan(tau[1:]).all() and np.isfinite(tau[0]).all()
+
+
+# -- bad input through the fast entry -----------------------------------------------------------
+def test_wrong_inputs_get_the_public_value_errors(tree):
+    q, qd, u = random_state(tree, 8, batch=(4,))
+    fd = sd.compile(tree, "forward_dynamics")
+    for f in (lambda *a: sd.forward_dynamics(tree, *a), fd):
+        with pytest.raises(ValueError, match=r"q must have shape \(\.\.\., %d\)" % tree.nq):
+            f(q[:, :-1], qd, u)
+        with pytest.raises(ValueError, match=r"qd must have shape \(\.\.\., %d\)" % tree.nv):
+            f(q[0], qd[0, :-1], u[0])
+        with pytest.raises(ValueError, match=r"tau must have shape"):
+            f(q, qd, u[:, None, :-1])
+        with pytest.raises(ValueError, match=r"batch shapes do not broadcast"):
+            f(q, qd[:3], u)
+        with pytest.raises(ValueError, match=r"real numeric"):
+            f(q + 0j, qd, u)
+        with pytest.raises(ValueError, match=r"real numeric"):
+            f(np.array([["a"] * tree.nq]), qd, u)
+        with pytest.raises(ValueError, match=r"real numeric"):
+            f(q.astype(object), qd, u)
+        with pytest.raises(ValueError, match=r"q must have shape"):
+            f(q[0, 0], qd[0], u[0])  # a scalar
+        with pytest.raises(TypeError, match="takes 3 arrays|missing 1 required"):
+            f(q, qd)
+    # what the fast entry does not take goes through the general path: the same bits for the
+    # same float64 values, float32 and lists converted as the dtype policy says
+    want = sd.forward_dynamics(tree, q, qd, u)
+    for same in (np.asfortranarray(q), q.astype(">f8"), q[:, ::-1][:, ::-1], q.tolist()):
+        assert np.array_equal(fd(same, qd, u), want)
+        assert np.array_equal(sd.forward_dynamics(tree, same, qd, u), want)
+    single = q.astype(np.float32)
+    np.testing.assert_array_equal(fd(single, qd, u), fd(single.astype(float), qd, u))
+    ints = sd.mass_matrix(tree, np.zeros(tree.nq, dtype=int) + tree.neutral.astype(int))
+    assert ints.dtype == np.float64
+
+
+def test_zero_states_and_empty_batches(tree):
+    q, qd, u = (np.zeros((0, n)) for n in (tree.nq, tree.nv, tree.nv))
+    assert sd.inverse_dynamics(tree, q, qd, u).shape == (0, tree.nv)
+    assert sd.mass_matrix(tree, q.reshape(0, 3, tree.nq)).shape == (0, 3, tree.nv, tree.nv)
+
+
+# -- sd.compile ----------------------------------------------------------------------------------
+def test_compile_binds_the_model_and_gravity(tree):
+    q, qd, u = random_state(tree, 9, batch=(7,))
+    g = (0.5, -1.0, -3.0)
+    f = sd.compile(tree, "inverse_dynamics", gravity=g)
+    assert f.source in ("compiled", "disk cache") and f.program.level == 2
+    assert f.input_names == ("q", "qd", "qdd") and f.output_shape == (tree.nv,)
+    want = sd.inverse_dynamics(tree, q, qd, u, gravity=g)
+    np.testing.assert_allclose(f(q, qd, u), want, rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(f(q[1], qd[1], u[1]), want[1], rtol=1e-12, atol=1e-12)
+    np.testing.assert_allclose(f(q.reshape(7, 1, -1), qd, u),  # (7, 1) x (7,): (7, 7)
+                               sd.inverse_dynamics(tree, q.reshape(7, 1, -1), qd, u, gravity=g),
+                               rtol=1e-12, atol=1e-12)
+    M = sd.compile(tree, "mass_matrix", algebra="dq")
+    np.testing.assert_allclose(M(q), sd.mass_matrix(tree, q), rtol=1e-11, atol=1e-11)
+    with pytest.raises(ValueError, match="unknown function"):
+        sd.compile(tree, "inverse_dynamic")
+    with pytest.raises(ValueError, match="takes no gravity"):
+        sd.compile(tree, "mass_matrix", gravity=g)
+    with pytest.raises(ValueError, match="options of backend='jax'"):
+        sd.compile(tree, "mass_matrix", batch_shape=(3,))
+
+
+def test_plan_explains_the_path(tree):
+    text = sd.plan(tree, "forward_dynamics").explain()
+    assert "path 'native'" in text
+    p = sd.plan(tree, "forward_dynamics", gravity=True)
+    program = p.compile()
+    assert program.level == 2 and program.input_names == ("q", "qd", "tau", "gravity")
+    assert "optimised" in sd.plan(tree, "forward_dynamics", gravity=True).explain()
+    assert "path 'jax'" in sd.plan(tree, "forward_dynamics", inputs="jax").explain()
+    previous = plan.use_native(False)
+    try:
+        assert "path 'numpy'" in sd.plan(tree, "forward_dynamics").explain()
+    finally:
+        plan.use_native(previous)
+    with pytest.raises(ValueError, match="takes no f_ext"):
+        sd.plan(tree, "mass_matrix", f_ext=True)
+
+
+# -- the disk cache ---------------------------------------------------------------------------
+def _forget_programs():
+    native._PROGRAMS.clear()
+    plan._forget()
+
+
+@pytest.fixture
+def fresh_cache(tmp_path):
+    previous = cache.directory()
+    cache.set_directory(tmp_path / "cache")
+    _forget_programs()
+    yield tmp_path / "cache"
+    cache.set_directory(previous)
+    _forget_programs()
+
+
+def _entries(folder):
+    return sorted(p for p in os.listdir(folder) if p.endswith(".o")) if os.path.isdir(folder) \
+        else []
+
+
+def test_corrupted_or_stale_entries_are_rebuilt(tree, fresh_cache):
+    q, qd, u = random_state(tree, 10, batch=(3,))
+    want = _on_numpy(sd.inverse_dynamics, tree, q, qd, u)
+    np.testing.assert_allclose(sd.inverse_dynamics(tree, q, qd, u), want, rtol=1e-11, atol=1e-11)
+    files = _entries(fresh_cache)
+    assert len(files) == 1  # the level-0 program
+    path = fresh_cache / files[0]
+    good = path.read_bytes()
+    damages = {"truncated": good[:len(good) // 2], "flipped": good[:-100] + bytes(
+        [good[-100] ^ 0xFF]) + good[-99:], "empty": b"", "garbage": os.urandom(len(good)),
+        "other key": good.replace(files[0][:-2].encode(), b"0" * len(files[0][:-2]))}
+    for what, data in damages.items():
+        path.write_bytes(data)
+        assert cache.load_object(files[0][:-2]) is None, what
+        _forget_programs()
+        np.testing.assert_allclose(sd.inverse_dynamics(tree, q, qd, u), want, rtol=1e-11,
+                                   atol=1e-11, err_msg=what)
+        assert native._PROGRAMS and next(iter(native._PROGRAMS.values())).source == "compiled"
+        assert cache.load_object(files[0][:-2]) is not None, what  # rewritten
+    _forget_programs()
+    sd.inverse_dynamics(tree, q, qd, u)
+    assert next(iter(native._PROGRAMS.values())).source == "disk cache"
+
+
+def test_an_unwritable_cache_warns_once_and_computes(tree, tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("not a directory")
+    previous = cache.directory()
+    cache.set_directory(blocker / "cache")  # cannot be created, even by root
+    _forget_programs()
+    try:
+        q, qd, u = random_state(tree, 11, batch=(2,))
+        with pytest.warns(cache.CacheWarning, match="cannot write the program cache"):
+            tau = sd.inverse_dynamics(tree, q, qd, u)
+            sd.mass_matrix(tree, q)
+        np.testing.assert_allclose(tau, _on_numpy(sd.inverse_dynamics, tree, q, qd, u),
+                                   rtol=1e-11, atol=1e-11)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", cache.CacheWarning)  # once per process
+            sd.forward_dynamics(tree, q, qd, u)
+    finally:
+        cache.set_directory(previous)
+        _forget_programs()
+
+
+_CHILD = textwrap.dedent("""
+    import sys, numpy as np, screwdyn as sd
+    from screwdyn.execution import cache, native
+    cache.set_directory(sys.argv[1])
+    model = sd.robots.load("ur5")
+    q = np.linspace(-1, 1, model.nq)
+    tau = sd.inverse_dynamics(model, q, q, q)
+    program = next(iter(native._PROGRAMS.values()))
+    print(program.source.split()[0], cache.content_hash(model), repr(tau.tolist()))
+""")
+
+
+def test_processes_share_the_cache_and_compile_safely_at_once(tmp_path):
+    """Two processes compiling the same program into one directory at once: both work, the
+    entry is whole; a third process loads it from disk; the model's content hash is the same in
+    every process."""
+    folder = str(tmp_path / "cache")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+    children = [subprocess.Popen([sys.executable, "-c", _CHILD, folder], stdout=subprocess.PIPE,
+                                 stderr=subprocess.PIPE, text=True, env=env) for _ in range(2)]
+    outputs = [c.communicate(timeout=300) for c in children]
+    for child, (out, err) in zip(children, outputs):
+        assert child.returncode == 0, err
+    results = [out.split(" ", 2) for out, _ in outputs]
+    assert results[0][1:] == results[1][1:]  # the same hash and the same bits
+    third = subprocess.run([sys.executable, "-c", _CHILD, folder], capture_output=True,
+                           text=True, env=env, timeout=300)
+    assert third.returncode == 0, third.stderr
+    source, digest, tau = third.stdout.split(" ", 2)
+    assert source == "disk" and digest == results[0][1] and tau == results[0][2]
+    assert digest == cache.content_hash(sd.robots.load("ur5"))
+    assert not [f for f in os.listdir(folder) if f.endswith(".tmp")]
+
+
+def test_content_hash_follows_the_content():
+    a, b = random_tree(3, n=4), random_tree(3, n=4)
+    assert a is not b and cache.content_hash(a) == cache.content_hash(b)
+    c = a.with_joint_parameters(armature=0.1)
+    assert cache.content_hash(c) != cache.content_hash(a)
+    assert cache.content_hash(-0.0) != cache.content_hash(0.0)
+    for opaque in (lambda t: t, np.sin, object()):  # what a function computes is not its state
+        with pytest.raises(TypeError):
+            cache.content_hash(("reference", opaque))
+
+
+# -- the scalar program -------------------------------------------------------------------------
+def test_graph_shares_folds_and_keeps_ieee():
+    g = graph.Graph()
+    x, y = g.input("x", 0), g.input("x", 1)
+    assert (x * y) is (y * x) and (x + y) is (y + x)  # one node (hash-consing)
+    assert (x - y) is not (y - x)
+    assert x * 1.0 is x and (x * -1.0) is -x and x + 0.0 is x and x / 1.0 is x and --x is x
+    two = g.constant(2.0)
+    assert g.const_value((two * 3.0 + 1.0).i) == 7.0
+    assert g.const_value((g.constant(1.0) / 0.0).i) == np.inf
+    assert np.isnan(g.const_value((g.constant(0.0) / 0.0).i))
+    assert g.const_value((x * 0.0).i) is None  # x * 0 is NaN for x = inf: never folded
+    assert g.const_value((x - x).i) is None
+    with pytest.raises(graph.DataDependentError):
+        if x > y:
+            pass
+    program = graph.Program(g, [("x", 2)], [x * y + 1.0, g.apply("sin", x)], (2,))
+    np.testing.assert_allclose(program.evaluate(x=[0.5, 3.0]), [2.5, np.sin(0.5)])
+
+
+def test_sine_and_cosine_are_accurate_to_two_ulps():
+    """The compiled sine and cosine (a reduction by pi/2 and polynomials, the C library beyond
+    |x| = 823549.6) against Python's math module (the C library): within 2 ulps, and within
+    1 ulp for 99.9 % of arguments, over small, large and special arguments."""
+    rng = np.random.default_rng(13)
+    x = np.concatenate([rng.uniform(-4, 4, 20000), rng.uniform(-1e5, 1e5, 20000),
+                        np.arange(-200, 200) * np.pi / 2, np.arange(-200, 200) * np.pi / 4,
+                        rng.uniform(-1e-8, 1e-8, 1000), [0.0, -0.0, 823549.5, 823549.7, 1e300,
+                                                         np.inf, -np.inf, np.nan, 5e-324]])
+    g = graph.Graph()
+    t = g.input("x", 0)
+    program = graph.Program(g, [("x", 1)], [g.apply("sin", t), g.apply("cos", t)], (2,))
+    for width, level in ((1, 0), (4, 2)):
+        library = llvm.Library(llvm.compile_object(llvm.kernel_ir(program, width=width), level))
+        out = np.empty((len(x), 2))
+        entry.caller(library.address("kernel"))([x[:, None].copy()], out, len(x))
+        for k, f in enumerate((np.sin, np.cos)):
+            want = np.array([getattr(__import__("math"), f.__name__)(v) if np.isfinite(v)
+                             else np.nan for v in x])
+            got = out[:, k]
+            assert np.array_equal(np.isnan(got), np.isnan(want))
+            ok = ~np.isnan(want)
+            ulps = np.abs(got[ok] - want[ok]) / np.spacing(np.abs(want[ok]))
+            assert ulps.max() <= 2.0, (f.__name__, x[ok][np.argmax(ulps)], ulps.max())
+            assert np.mean(ulps <= 1.0) > 0.999
+
+
+def test_tracing_handles_where_sqrt_and_small_linear_algebra():
+    rng = np.random.default_rng(12)
+    A = rng.normal(size=(4, 4))
+    b = rng.normal(size=4)
+
+    def f(a, v):
+        M = a.reshape(4, 4)
+        x = trace.xp.linalg.solve(M, v[:, 0])[:, None]
+        w = trace.xp.where(v > 0.0, trace.xp.sqrt(v * v + 1.0), -v)
+        return trace.xp.concatenate([x, w, trace.xp.sum(a, axis=0, keepdims=True)])
+
+    program = trace.trace(f, {"a": (16,), "v": (4,)})
+    got = program.evaluate(a=A.reshape(-1), v=b)
+    want = np.concatenate([np.linalg.solve(A, b), np.where(b > 0, np.sqrt(b * b + 1), -b),
+                           [A.sum()]])
+    np.testing.assert_allclose(got, want, rtol=1e-12)
+    lib = llvm.Library(llvm.compile_object(llvm.kernel_ir(program), 0))
+    out = np.empty((1, 9))
+    entry.caller(lib.address("kernel"))([A.reshape(-1), b], out, 1)
+    np.testing.assert_allclose(out[0], want, rtol=1e-12)
+
+
+def test_jacobians_of_programs_are_exact():
+    """graph.jacobian against central differences of the compiled program, on every operation
+    it differentiates."""
+    def f(x):
+        xp = trace.xp
+        a, b, c = x[0], x[1], x[2]
+        return xp.stack([xp.sin(a) * b / (c + 3.0), xp.sqrt(a * a + 1.0) - xp.cos(b * c),
+                         xp.where(a > b, a * c, xp.exp(b) - xp.log(c + 4.0)),
+                         xp.arctan2(a, c + 2.0) + xp.abs(b) + xp.tan(c) + a ** 3,
+                         xp.maximum(a, c) - xp.minimum(b, c)])
+
+    program = trace.trace(f, {"x": (3,)})
+    J = graph.jacobian(program, ("x",))
+    assert J.output_shape == (5, 3)
+    nodes = [program.graph._handles[i] for i in program.outputs + J.outputs]
+    lib = llvm.Library(llvm.compile_object(llvm.kernel_ir(graph.Program(
+        program.graph, program.inputs, nodes, (20,))), 0))
+    call = entry.caller(lib.address("kernel"))
+    for x in ([0.3, -0.7, 0.4], [1.2, 0.5, -0.2], [-0.4, 0.9, 0.8]):
+        x = np.array(x)
+        out = np.empty((1, 20))
+        call([x], out, 1)
+        value, jac = out[0, :5], out[0, 5:].reshape(5, 3)
+        h = 1e-6
+        for k in range(3):
+            e = np.eye(3)[k] * h
+            plus, minus = np.empty((1, 20)), np.empty((1, 20))
+            call([x + e], plus, 1)
+            call([x - e], minus, 1)
+            np.testing.assert_allclose(jac[:, k], (plus[0, :5] - minus[0, :5]) / (2 * h),
+                                       rtol=1e-7, atol=1e-7)
+
+
+def test_native_derivatives_equal_the_jax_path():
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    model = random_tree(42, n=5, floating_base=True)
+    q, qd, u = random_state(model, 14, batch=(3,))
+    for kw in ({"qdd": u}, {"tau": u}):
+        native_d = sd.dynamics_derivatives(model, q, qd, **kw)
+        jax_d = sd.dynamics_derivatives(model, jax.numpy.asarray(q), qd, **kw)
+        for a, b in zip(native_d, jax_d):
+            assert isinstance(a, np.ndarray)
+            np.testing.assert_allclose(a, np.asarray(b), rtol=1e-10, atol=1e-10)
+    F = sd.dynamics.FUNCTIONS["inverse_dynamics_derivatives"]
+    assert plan.decide(F, model)[0] == "native"
+    previous = plan.use_native(False)
+    try:
+        with pytest.raises(plan.NativeUnavailable):
+            plan.run(F, model, "spatial", (q, qd, u), (None,))
+    finally:
+        plan.use_native(previous)
+
+
+def test_a_kernel_that_does_not_trace_runs_on_numpy_with_one_warning(tree):
+    """Python control flow on a traced value cannot be compiled: the plan says so once
+    (NativeCompileWarning), remembers it, and runs the numpy path with the right result."""
+    def kernel(call):
+        q = call["q"]
+        if float(np.asarray(q).reshape(-1)[0]) > 0:  # data-dependent: no straight-line code
+            return 2.0 * q
+        return -q
+
+    function = plan.Function("data_dependent", kernel, ("q",), lambda m: (m.nq,))
+    q = np.abs(random_state(tree, 15)[0]) + 0.1
+    with pytest.warns(plan.NativeCompileWarning, match="could not be compiled"):
+        out = plan.run(function, tree, "spatial", (q,))
+    np.testing.assert_array_equal(out, 2.0 * q)
+    assert plan.decide(function, tree)[0] == "numpy"
+    assert "could not be compiled" in " ".join(plan.decide(function, tree)[1])
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", plan.NativeCompileWarning)
+        np.testing.assert_array_equal(plan.run(function, tree, "spatial", (-q,)), q)
