@@ -10,6 +10,7 @@ from .dynamics import (bias_forces, center_of_mass, coriolis_matrix, forward_dyn
                        forward_kinematics, gravity_torques, inverse_dynamics, jacobian,
                        kinetic_energy, mass_matrix, potential_energy)
 from .errors import InertiaWarning, ModelError
+from .identification import check_inertial_parameters, inverse_dynamics_regressor
 from .model import (DHLink, Model, ModelBuilder, from_dh, from_mujoco, joints, load_dh_table,
                     load_mjcf, load_urdf, robots, save_dh_table)
 from .model.configuration import difference
@@ -27,5 +28,5 @@ __all__ = [
     "potential_energy", "random_configuration", "robots", "from_dh", "load_dh_table",
     "save_dh_table", "simulate", "Trajectory", "SimulationError", "integrate", "controllers",
     "plot", "compile", "dynamics_derivatives", "load_mjcf", "from_mujoco", "joints", "difference",
-    "view", "WrenchLog",
+    "view", "WrenchLog", "inverse_dynamics_regressor", "check_inertial_parameters",
 ]

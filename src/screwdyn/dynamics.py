@@ -85,7 +85,7 @@ class _Call:
                  "gravity": (3, "gravity vector in the world frame"),
                  "f_ext": ((model.nlinks, 6), "one [force; torque] wrench per link, nlinks x 6")}
         given = {k: v for k, v in arrays.items() if v is not None}
-        self.xp = xp = _backend.namespace(*given.values())
+        self.xp = xp = _backend.namespace(*given.values(), model.traced_parameters)
         self.algebra_name = algebra
         if algebra not in ALGEBRAS:
             raise ValueError(f"unknown algebra {algebra!r}; valid: "
@@ -204,7 +204,7 @@ def _chunked(function):
         bound = signature.bind(*args, **kwargs)
         model = bound.arguments["model"]
         given = {k: v for k, v in bound.arguments.items() if k in _BATCH_ARGS and v is not None}
-        if any(_backend._is_jax(v) for v in given.values()):
+        if any(_backend._is_jax(v) for v in given.values()) or model.parameters is not None:
             return function(*args, **kwargs)
         expected = {"q": (model.nq,), "qd": (model.nv,), "qdd": (model.nv,), "tau": (model.nv,),
                     "gravity": (3,), "f_ext": (model.nlinks, 6)}
@@ -367,7 +367,7 @@ def forward_dynamics(model: Model, q: ArrayLike, qd: ArrayLike, tau: ArrayLike,
         qdd = sd.forward_dynamics(panda, panda.neutral, np.zeros(9), np.zeros(9))  # it falls
         ```
     """
-    _aba.check_defined(model.tree)
+    _aba.check_defined(model.tree.nominal)
     call = _Call(model, algebra, entries=True, q=q, qd=qd, tau=tau, f_ext=f_ext, gravity=gravity)
     if call.coupling is not None:  # M qdd = tau - b in the model's (reduced) coordinates
         b = call.reduce(_tree_inverse_dynamics(call, call["qd"], 0 * call["qd"]))
