@@ -23,7 +23,7 @@ import screwdyn as sd
 from screwdyn.controllers import ComputedTorque
 
 NOISE = 0.5  # N m (N for the fingers): standard deviation of the torque measurement noise
-ROLLOUTS, SECONDS, DT, EVERY = 8, 2.0, 5e-3, 2  # simulated runs; every 2nd sample is used
+ROLLOUTS, SECONDS, DT, EVERY = 8, 1.5, 5e-3, 2  # simulated runs; 1 sample in EVERY is used
 
 
 def exciting_reference(model, seed):
@@ -50,7 +50,8 @@ def measure(model, seed, rng):
     reference = exciting_reference(model, seed)
     controller = ComputedTorque(model, reference, kp=100.0, kd=20.0)
     q0, qd0, _ = reference(0.0)
-    traj = sd.simulate(model, q0, qd0, controller, t_final=SECONDS, dt=DT, backend="numpy")
+    traj = sd.simulate(model, q0, qd0, controller, t_final=SECONDS, dt=DT, backend="numpy",
+                       control="hold")  # a digital controller at 1/DT
     pick = slice(None, None, EVERY)
     q, qd, qdd, tau = (getattr(traj, k)[:, pick].reshape(-1, n) for k, n in
                        (("q", model.nq), ("qd", model.nv), ("qdd", model.nv), ("tau", model.nv)))
@@ -85,7 +86,7 @@ def main():
     sigma = NOISE * np.sqrt(np.diag(np.linalg.inv(W[:, P[:r]].T @ W[:, P[:r]])))
     error = np.abs(beta - beta_true)
     print(f"Panda: {panda.nbodies} bodies, {pi.size} inertial parameters; "
-          f"{len(q)} samples ({ROLLOUTS} rollouts of {SECONDS:g} s, every {EVERY}th step of "
+          f"{len(q)} samples ({ROLLOUTS} rollouts of {SECONDS:g} s, 1 step in {EVERY} of "
           f"{DT * 1e3:g} ms), torque noise {NOISE} N m")
     print(f"stacked regressor W: {W.shape}, rank {r} = the number of base parameters "
           f"({pi.size - r} combinations are not identifiable)")

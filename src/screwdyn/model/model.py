@@ -244,7 +244,8 @@ class Model:
         matrix, bias forces, energies, centre of mass) in the spatial, CGA and dual-quaternion
         algebras differentiates through it. (``algebra="vector"`` reads the DH table and does
         not; the bodies' floats are kept for structural checks such as the one of forward
-        dynamics.)
+        dynamics.) A model made by ``from_dh`` loses its DH table (which holds the old
+        inertias): ``algebra="vector"`` then raises ``ValueError``.
 
         Args:
             pi: (bodies, 10) parameters.
@@ -279,7 +280,10 @@ class Model:
             m, c, I_c = inertial.inertia_from_parameters(p)
             bodies.append(replace(b, mass=float(m), com=_tuple(c),
                                   inertia=_tuple((I_c + I_c.T) / 2)))
-        return replace(self, bodies=tuple(bodies), parameters=None, _hash_cache=[])
+        # a DH table holds the old inertias in its own frames: dropped, as split models drop it
+        # (algebra="vector" then says the model has none)
+        return replace(self, bodies=tuple(bodies), parameters=None, dh=(), dh_convention="",
+                       _hash_cache=[])
 
     @cached_property
     def tree(self):
