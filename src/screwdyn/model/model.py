@@ -31,6 +31,7 @@ from functools import cached_property
 import numpy as np
 
 from ..errors import ModelError
+from ..typing import Array, ArrayLike
 from . import inertial
 from .joints import JointModel
 
@@ -210,7 +211,7 @@ class Model:
         return self if self.parameters is None else replace(self, parameters=None,
                                                             _hash_cache=[])
 
-    def inertial_parameters(self):
+    def inertial_parameters(self) -> Array:
         """The bodies' inertial parameters, (bodies, 10), in body order, Pinocchio's order and
         frames (``pinocchio.Inertia.toDynamicParameters``): mass (kg), first moment m c
         (kg m), and the rotational inertia about the body frame's origin Ixx, Ixy, Iyy, Ixz,
@@ -233,7 +234,7 @@ class Model:
         return _frozen(np.array([inertial.parameters_from_inertia(b.mass, b.com, b.inertia)
                                  for b in self.bodies]).reshape(self.nbodies, 10))
 
-    def with_inertial_parameters(self, pi, check: bool = True):
+    def with_inertial_parameters(self, pi: ArrayLike, check: bool = True) -> "Model":
         """The model with the bodies' inertias given by ``pi`` (bodies, 10) (the layout of
         ``inertial_parameters``).
 
