@@ -11,6 +11,7 @@ from .dynamics import (bias_forces, center_of_mass, coriolis_matrix, forward_dyn
                        kinetic_energy, mass_matrix, plan, potential_energy)
 from . import execution  # noqa: E402  (sd.execution.use_native, set_directory)
 from .errors import InertiaWarning, ModelError
+from .identification import check_inertial_parameters, inverse_dynamics_regressor
 from .model import (DHLink, Model, ModelBuilder, from_dh, from_mujoco, joints, load_dh_table,
                     load_mjcf, load_urdf, robots, save_dh_table)
 from .dynamics import link_velocities
@@ -40,4 +41,5 @@ __all__ = [
     "SimulationInterrupted", "link_velocities",
     "rollouts", "read_rollouts", "RolloutError",
     "plan", "execution",
+    "inverse_dynamics_regressor", "check_inertial_parameters",
 ]

@@ -100,7 +100,7 @@ def _solve(xp, M, rhs):
 
 
 def _check_forward_dynamics(model):
-    _aba.check_defined(model.tree)
+    _aba.check_defined(model.tree.nominal)
 
 
 def _mass_matrix(call):

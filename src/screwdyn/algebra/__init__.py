@@ -86,11 +86,21 @@ def get_algebra(name, xp=np):
     return implementations[name](xp)
 
 
-@lru_cache(maxsize=64)
 def body_constants(algebra, model):
     """Per body: the joint placement (pose), the motion subspace S (list of twists, body frame;
     None for a joint whose S depends on q, see ``algorithms.kinematics.motion_subspaces``) and
-    the body inertia, in ``algebra``'s representation. Computed once per model."""
+    the body inertia, in ``algebra``'s representation. Computed once per model; for a model
+    holding traced inertial parameters (``Model.traced_parameters``), the inertias are
+    ``parameter_inertia`` of them (computed per call: tracers are never cached)."""
+    pi = model.traced_parameters
+    if pi is None:
+        return _body_constants(algebra, model)
+    return tuple((placement, S, parameter_inertia(algebra, pi[i]))
+                 for i, (placement, S, _) in enumerate(_body_constants(algebra, model.nominal)))
+
+
+@lru_cache(maxsize=64)
+def _body_constants(algebra, model):
     out = []
     for b in model.bodies:
         placement = algebra.pose(np.reshape(b.rotation, (3, 3)), np.array(b.translation))
@@ -100,6 +110,38 @@ def body_constants(algebra, model):
         inertia = algebra.inertia(b.mass, np.array(b.com), np.reshape(b.inertia, (3, 3)))
         out.append((placement, S, inertia))
     return tuple(out)
+
+
+@lru_cache(maxsize=None)
+def inertia_basis(algebra):
+    """The inertias B_0..B_9 of ``algebra`` such that a body of inertial parameters pi (10,)
+    (Pinocchio's order: m, m c, I at the origin; ``model.inertial``) has the inertia
+    sum_k pi_k B_k: every algebra's inertia is linear in pi. B_0 is the unit point mass at the
+    origin; B_1..3 (first moments) and B_4..9 (rotational inertia at the origin) are differences
+    of inertias of unit mass (``algebra.inertia(m, c, I_c)``, I_c = I_o - m S(c)^T S(c))."""
+    def inertia(c, I_o):
+        S = np.array([[0.0, -c[2], c[1]], [c[2], 0.0, -c[0]], [-c[1], c[0], 0.0]])
+        return algebra.inertia(1.0, np.asarray(c, dtype=float), I_o - S.T @ S)
+
+    point = inertia(np.zeros(3), np.zeros((3, 3)))
+    basis = [point]
+    for axis in np.eye(3):
+        basis.append(inertia(axis, np.zeros((3, 3))) - point)
+    for r, k in ((0, 0), (0, 1), (1, 1), (0, 2), (1, 2), (2, 2)):
+        E = np.zeros((3, 3))
+        E[r, k] = E[k, r] = 1.0
+        basis.append(inertia(np.zeros(3), E) - point)
+    return tuple(basis)
+
+
+def parameter_inertia(algebra, pi):
+    """The inertia of ``algebra`` of one body's inertial parameters pi (10,), numpy or traced
+    JAX values: sum_k pi_k B_k (``inertia_basis``)."""
+    basis = inertia_basis(algebra)
+    out = basis[0] * pi[0]  # the algebra object first: it decides what a product is
+    for k in range(1, 10):
+        out = out + basis[k] * pi[k]
+    return out
 
 
 @lru_cache(maxsize=64)

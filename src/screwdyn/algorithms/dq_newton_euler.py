@@ -40,6 +40,7 @@ import numpy as np
 
 from ..algebra import body_constants
 from ..algebra.entries import Entries, EntriesMode, components
+from ..model.inertial import inertia_from_parameters
 from .kinematics import joint_motion, joint_poses, motion_subspaces, subspace_rates
 from .rnea import newton_euler_backward
 
@@ -55,17 +56,37 @@ class CentreOfMass(NamedTuple):
     II: object
 
 
-@lru_cache(maxsize=64)
 def com_constants(alg, model):
-    """Per body, its ``CentreOfMass`` constants in ``alg`` (the dual-quaternion algebra)."""
+    """Per body, its ``CentreOfMass`` constants in ``alg`` (the dual-quaternion algebra); of
+    the traced inertial parameters when the model holds them (``Model.traced_parameters``)."""
+    pi = model.traced_parameters
+    if pi is None:
+        return _com_constants(alg, model)
+    xp = alg.xp
+    out = []
+    for pi_i in pi:
+        mass, com, inertia_com = inertia_from_parameters(pi_i)
+        out.append(CentreOfMass(alg.twist(xp.concatenate([com, xp.zeros(3)])[:, None]),
+                                inertia_operator(alg, mass, inertia_com)))
+    return tuple(out)
+
+
+@lru_cache(maxsize=64)
+def _com_constants(alg, model):
     return tuple(CentreOfMass(alg.twist(np.concatenate([b.com, np.zeros(3)])[:, None]),  # eps c
                               inertia_operator(alg, b.mass, b.inertia)) for b in model.bodies)
 
 
-@lru_cache(maxsize=64)
 def _screws_at_com(alg, model):
     """Per body, Ad(B_i) s_i (the joint screws at the centre of mass) when they are model
-    constants, else None (the joint's screws move with q)."""
+    constants, else None (the joint's screws move with q, or the centres of mass are traced)."""
+    if model.parameters is not None:
+        return (None,) * model.nbodies
+    return _constant_screws_at_com(alg, model)
+
+
+@lru_cache(maxsize=64)
+def _constant_screws_at_com(alg, model):
     return tuple(None if S is None else [translated(alg, -c.c, s) for s in S]
                  for (_, S, _), c in zip(body_constants(alg, model), com_constants(alg, model)))
 
@@ -79,9 +100,14 @@ def inertia_operator(alg, mass, inertia_com):
     """II(omega + eps v) = m v + eps I_c omega as a constant operator of ``alg``
     (``inertia_apply``): a 6x6 matrix, rows [f; tau], columns [omega; v]; in the algebra's
     entries mode, as entries (its zeros then cost nothing)."""
-    II = np.zeros((6, 6, 1))
-    II[:3, 3:, 0] = mass * np.eye(3)
-    II[3:, :3, 0] = np.reshape(inertia_com, (3, 3))
+    if isinstance(mass, (int, float)):
+        II = np.zeros((6, 6, 1))
+        II[:3, 3:, 0] = mass * np.eye(3)
+        II[3:, :3, 0] = np.reshape(inertia_com, (3, 3))
+    else:  # traced values (``com_constants``)
+        xp, zero = alg.xp, alg.xp.zeros((3, 3))
+        II = xp.concatenate([xp.concatenate([zero, mass * xp.eye(3)], 1),
+                             xp.concatenate([xp.reshape(inertia_com, (3, 3)), zero], 1)])[..., None]
     if isinstance(alg, EntriesMode):
         return Entries(alg.xp, components(II, 2), (6, 6))
     return II

@@ -17,8 +17,11 @@ def center_of_mass_moment(alg, model, q):
     xp = alg.xp
     T = world_poses(alg, model, joint_poses(alg, model, q))
     moment = xp.zeros((3,) + q.shape[1:], dtype=q.dtype)
-    for T_i, b in zip(T, model.bodies):
+    pi = model.traced_parameters
+    for i, (T_i, b) in enumerate(zip(T, model.bodies)):
         H = alg.to_matrix(T_i)
-        c = xp.einsum("ij...,j...->i...", H[:3, :3], xp.asarray(b.com)[:, None]) + H[:3, 3]
-        moment = moment + b.mass * c
+        mass, first = (b.mass, b.mass * xp.asarray(b.com)) if pi is None else (pi[i, 0],
+                                                                                pi[i, 1:4])
+        moment = moment + xp.einsum("ij...,j...->i...", H[:3, :3], first[:, None]) \
+            + mass * H[:3, 3]
     return moment

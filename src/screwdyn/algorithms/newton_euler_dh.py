@@ -189,6 +189,9 @@ def _inward_modified(links, R, pstar, F, N):
 
 # -- inputs -------------------------------------------------------------------------------------
 def _dh_table(model):
+    if model.parameters is not None:
+        raise ValueError("algebra='vector' reads the inertias of the DH table, not traced "
+                         "inertial parameters: use algebra='spatial', 'cga' or 'dq'")
     if not model.dh or model.dh_convention not in ("standard", "modified") \
             or len(model.dh) != model.nbodies:
         raise ValueError(f"algebra='vector' needs a model made by from_dh (a DH table); model "

@@ -44,8 +44,8 @@ def validate(model, given, xp=None):
     the shapes alone (nothing broadcast yet). ``xp``: the namespace (default: numpy, or
     jax.numpy if any input is a JAX array)."""
     given = validation.given(given)
-    if xp is None:
-        xp = _backend.namespace(*given.values())
+    if xp is None:  # inertial parameters traced by JAX make the call a JAX call
+        xp = _backend.namespace(*given.values(), model.traced_parameters)
     arrays = {name: validation.state_array(name, value, core_shape(model, name),
                                            INPUTS[name][1], xp)
               for name, value in given.items()}

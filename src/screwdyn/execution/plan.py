@@ -170,6 +170,13 @@ def _jax_backend():
 def run(function, model, algebra, args, options=(), static=()):
     """``function`` on the arrays ``args`` (its ``inputs``, in order) and ``options`` (its
     ``options``, in order, None where not given), with static arguments ``static``."""
+    if model.parameters is not None:  # inertial parameters traced by JAX: the JAX path
+        if function.check is not None:
+            function.check(model)
+        names = function.inputs + tuple(n for n, o in zip(function.options, options)
+                                        if o is not None)
+        values = tuple(args) + tuple(o for o in options if o is not None)
+        return run_jax(function, model, algebra, dict(zip(names, values)), static)
     for option in options:
         if option is not None:
             break

@@ -31,6 +31,8 @@ from functools import cached_property
 import numpy as np
 
 from ..errors import ModelError
+from ..typing import Array, ArrayLike
+from . import inertial
 from .joints import JointModel
 
 GRAVITY = (0.0, 0.0, -9.81)
@@ -137,6 +139,9 @@ class Model:
     gravity: tuple = GRAVITY  # the default gravity of the dynamics calls, world frame, m/s^2
     mimic: tuple = ()  # Mimic relations of the source file
     coupled: bool = False  # mimicking joints tied to their sources (see the module docstring)
+    # None, or the bodies' inertial parameters as traced JAX values (``with_inertial_parameters``
+    # under ``jax.jit``/``jax.grad``): the recursions then read them (``traced_parameters``)
+    parameters: "TracedParameters | None" = field(default=None, repr=False)
     source: str = field(default="", compare=False)  # the file the model was loaded from
     _hash_cache: list = field(default_factory=list, compare=False, repr=False)
 
@@ -186,7 +191,100 @@ class Model:
 
     @cached_property
     def total_mass(self):
+        """The moving bodies' mass (kg): a float, or a traced JAX scalar when the model holds
+        traced inertial parameters."""
+        if self.parameters is not None:
+            return self.parameters.array[:, 0].sum()
         return float(sum(b.mass for b in self.bodies))
+
+    # -- inertial parameters ----------------------------------------------------------------
+    @property
+    def traced_parameters(self):
+        """The (bodies, 10) traced inertial parameters the recursions read, or None when the
+        bodies' own (float) inertias hold (see ``with_inertial_parameters``)."""
+        return None if self.parameters is None else self.parameters.array
+
+    @cached_property
+    def nominal(self):
+        """The model with its bodies' float inertias: itself, or, for a model holding traced
+        inertial parameters, the model they were substituted into (for structural checks)."""
+        return self if self.parameters is None else replace(self, parameters=None,
+                                                            _hash_cache=[])
+
+    def inertial_parameters(self) -> Array:
+        """The bodies' inertial parameters, (bodies, 10), in body order, Pinocchio's order and
+        frames (``pinocchio.Inertia.toDynamicParameters``): mass (kg), first moment m c
+        (kg m), and the rotational inertia about the body frame's origin Ixx, Ixy, Iyy, Ixz,
+        Iyz, Izz (kg m^2), in the body frame (the joint frame after the joint's motion).
+        Links welded to a body by fixed joints are merged into it; ``base_inertia`` (links
+        welded to the world) is not a parameter: no joint moves it. A numpy array, or the
+        traced array of a model made by ``with_inertial_parameters`` under JAX tracing.
+
+        Example:
+            ```python
+            import screwdyn as sd
+
+            panda = sd.robots.load("panda")
+            pi = panda.inertial_parameters()          # (9, 10)
+            heavier = panda.with_inertial_parameters(pi * 1.1)
+            ```
+        """
+        if self.parameters is not None:
+            return self.parameters.array
+        return _frozen(np.array([inertial.parameters_from_inertia(b.mass, b.com, b.inertia)
+                                 for b in self.bodies]).reshape(self.nbodies, 10))
+
+    def with_inertial_parameters(self, pi: ArrayLike, check: bool = True) -> "Model":
+        """The model with the bodies' inertias given by ``pi`` (bodies, 10) (the layout of
+        ``inertial_parameters``).
+
+        numpy (or concrete JAX) values give a plain model (floats in its bodies; the mass,
+        centre of mass and inertia about it recovered from pi to rounding). A traced JAX array
+        (inside ``jax.jit``, ``jax.grad``, ``jax.vmap``) gives a model that carries it
+        (``traced_parameters``): every dynamics function (inverse and forward dynamics, mass
+        matrix, bias forces, energies, centre of mass) in the spatial, CGA and dual-quaternion
+        algebras differentiates through it. (``algebra="vector"`` reads the DH table and does
+        not; the bodies' floats are kept for structural checks such as the one of forward
+        dynamics.) A model made by ``from_dh`` loses its DH table (which holds the old
+        inertias): ``algebra="vector"`` then raises ``ValueError``.
+
+        Args:
+            pi: (bodies, 10) parameters.
+            check: raise ``ValueError`` for physically invalid values (negative mass, a
+                pseudo-inertia that is not positive semi-definite: ``check_inertial_parameters``);
+                traced values cannot be checked here: call ``check_inertial_parameters`` on them.
+
+        Raises:
+            ValueError: pi has another shape than (bodies, 10), is not finite, or (``check``)
+                describes no real mass distribution; the message names the body.
+        """
+        from .._backend import _is_jax
+
+        shape = tuple(getattr(pi, "shape", np.shape(pi)))
+        if shape != (self.nbodies, 10):
+            raise ValueError(f"inertial parameters must have shape (bodies, 10) = "
+                             f"({self.nbodies}, 10) for model {self.name!r}, got shape {shape}")
+        if _is_jax(pi) and not _is_concrete(pi):
+            return replace(self, parameters=TracedParameters(pi), _hash_cache=[])
+        a = np.array(pi, dtype=float)
+        if not np.all(np.isfinite(a)):
+            raise ValueError("inertial parameters must be finite")
+        if check:
+            valid, smallest = inertial.check_inertial_parameters(a)
+            for i in np.flatnonzero(~valid):
+                raise ValueError(f"inertial parameters of body {i} (link "
+                                 f"{self.bodies[i].link!r}) describe no real mass "
+                                 f"distribution: {inertial.describe_violation(a[i], smallest[i])}"
+                                 " (pass check=False to accept them)")
+        bodies = []
+        for b, p in zip(self.bodies, a):
+            m, c, I_c = inertial.inertia_from_parameters(p)
+            bodies.append(replace(b, mass=float(m), com=_tuple(c),
+                                  inertia=_tuple((I_c + I_c.T) / 2)))
+        # a DH table holds the old inertias in its own frames: dropped, as split models drop it
+        # (algebra="vector" then says the model has none)
+        return replace(self, bodies=tuple(bodies), parameters=None, dh=(), dh_convention="",
+                       _hash_cache=[])
 
     @cached_property
     def tree(self):
@@ -396,8 +494,9 @@ class Model:
 
     # -- presentation ---------------------------------------------------------------------
     def __repr__(self):
+        mass = ("traced" if self.parameters is not None else f"{self.total_mass:.4g} kg")
         return (f"Model({self.name!r}, nq={self.nq}, nv={self.nv}, bodies={self.nbodies}, "
-                f"links={self.nlinks}, mass={self.total_mass:.4g} kg)")
+                f"links={self.nlinks}, mass={mass})")
 
     def summary(self):
         """A readable table of the joints (type, geometry, limits), links and masses."""
@@ -477,6 +576,29 @@ class Model:
                                  f"got shape {value.shape}")
             out[s] = value
         return out
+
+
+class TracedParameters:
+    """A model's traced inertial parameters (``Model.parameters``): equal only to itself, so
+    that models holding different traced values never compare equal."""
+
+    __slots__ = ("array",)
+
+    def __init__(self, array):
+        self.array = array
+
+    def __eq__(self, other):
+        return self is other
+
+    def __hash__(self):
+        return id(self)
+
+
+def _is_concrete(a):
+    """Whether a JAX array has values (not a tracer of jit, grad or vmap)."""
+    import jax
+
+    return not isinstance(a, jax.core.Tracer)
 
 
 def random_configuration(model: Model, seed: "int | np.random.Generator | None" = None
