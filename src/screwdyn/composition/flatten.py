@@ -5,6 +5,7 @@ import numpy as np
 
 from ..errors import ModelError
 from ..model import Model
+from ..model.geometry import merged_inertia
 from .frames import homogeneous
 
 
@@ -75,13 +76,11 @@ def _placed_inertia(inertia, T):
 
 
 def _merged(parts):
-    """Body fields (mass, com, inertia about the com) of rigidly joined parts in one frame."""
-    mass = sum(m for m, _, _ in parts)
-    com = sum(m * c for m, c, _ in parts) / mass if mass > 0 else np.zeros(3)
-    inertia = sum((I + m * (np.dot(c - com, c - com) * np.eye(3) - np.outer(c - com, c - com))
-                   for m, c, I in parts), np.zeros((3, 3)))
-    return {"mass": float(mass), "com": tuple(map(float, com)),
-            "inertia": tuple(map(float, inertia.ravel()))}
+    """Body fields (mass, com, inertia about the com) of rigidly joined parts (mass, com (3,),
+    inertia about their com (3, 3)) in one frame: ``model.geometry.merged_inertia``."""
+    mass, com, inertia = merged_inertia([(float(m), tuple(map(float, c)),
+                                          tuple(map(float, np.ravel(I)))) for m, c, I in parts])
+    return {"mass": mass, "com": tuple(map(float, com)), "inertia": tuple(map(float, inertia))}
 
 
 def _base(assembly, s, first_body, base):
