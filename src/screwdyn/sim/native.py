@@ -179,9 +179,9 @@ class _Program:
         self.run = one = copy.copy(run)
         one.batch = ()  # the program sees one rollout
         system, policy = run.system, run.policy
-        params = {"system": run.params}
         q, qd = run.q0[:1], run.qd0[:1]
-        hybrid = system.initial_hybrid(np, run.params, q)
+        params = {"system": system.params(q)}  # of the first rollout: for the layouts
+        hybrid = system.initial_hybrid(np, params["system"], q)
         self.state = Layout({"q": q, "qd": qd, "hybrid": hybrid, "energy": np.zeros((1, 2))})
         self.shared, self.local = _split_system(run)
         self.shared_layout = [(p, np.shape(a)) for p, a in _leaves(self.shared)]
