@@ -191,8 +191,9 @@ class _Program:
         self.n_shared = self.gains + sum(int(np.prod(s, dtype=int))
                                          for _, s in self.shared_layout)
         step_fn = make_step(one, np, run.dt)
+        gains = {"row": np.zeros(run.model.nv)} if policy.kind == "table" else policy.params
         with np.errstate(all="ignore"):
-            _, sample, _ = step_fn(dict(params, policy=policy.params), 0, q, qd, hybrid,
+            _, sample, _ = step_fn(dict(params, policy=gains), 0, q, qd, hybrid,
                                    np.zeros((1, 2)))
         self.sample = Layout(sample)
         self.gravity = np.asarray(run.params["gravity"], dtype=float)
@@ -216,7 +217,7 @@ class _Program:
         system = {"gravity": self.gravity}
         start = 0
         if self.table:
-            gains = {"row": tau.T}
+            gains = {"row": tau[:, 0]}
         else:
             gains = _unflatten_gains(params[:self.gains], one.policy.params) \
                 if self.gains else {}
