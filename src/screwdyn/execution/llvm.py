@@ -528,7 +528,11 @@ class Library:
                 llvm.add_symbol(name, address)
             tm = _target_machine(0)
             self._obj = bytes(obj)  # LLVM reads the object file in place: keep it alive
-            self._engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm)
+            # llvmlite's memory manager puts an object's sections in one reservation: with
+            # LLVM's own, a constant pool could land more than 2 GiB from the code that reads it
+            # once the process's memory is fragmented (after JAX, with dozens of programs
+            # loaded), and loading aborted the process (RuntimeDyldELF: isInt<32>(RealOffset))
+            self._engine = llvm.create_mcjit_compiler(llvm.parse_assembly(""), tm, use_lmm=True)
             self._engine.add_object_file(llvm.ObjectFileRef.from_data(self._obj))
             self._engine.finalize_object()
 
