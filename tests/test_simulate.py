@@ -248,6 +248,35 @@ def test_native_gains_are_inputs_of_one_program(monkeypatch):
     assert sum("s" in shapes for shapes in traced) <= 1  # once, or none: from the disk cache
 
 
+class PerRolloutGain(controllers.Controller):
+    """Joint damping with one gain per rollout (its gain has the batch's shape)."""
+
+    params = ("kd",)
+    name = "per-rollout damping"
+
+    def __init__(self, kd):
+        self.kd = np.asarray(kd, dtype=float)
+
+    def __call__(self, t, q, qd):
+        return -self.kd[..., None] * qd
+
+
+def test_gains_per_rollout_are_not_native_and_auto_compiles_them_with_jax():
+    model, q0 = arm3(), [[0.3, 0.2, 0.1], [0.1, -0.2, 0.4]]
+    damping = PerRolloutGain([1.0, 5.0])
+    with pytest.raises(ValueError, match="backend='native': the controller per-rollout damping "
+                                         "returns joint forces of the batch's shape"):
+        simulate(model, q0, [1.0, 0.0, 0.5], damping, 0.02, 1e-3, backend="native")
+    runs = [simulate(model, q0, [1.0, 0.0, 0.5], damping, 0.02, 1e-3, backend=b)
+            for b in ("auto", "numpy")]
+    assert runs[0].meta["backend"] == "jax"
+    np.testing.assert_allclose(runs[0].q, runs[1].q, rtol=1e-12, atol=1e-12)
+    # one state, one gain: native
+    one = simulate(model, q0[1], [1.0, 0.0, 0.5], PerRolloutGain(5.0), 0.02, 1e-3)
+    assert one.meta["backend"] == "native"
+    np.testing.assert_allclose(one.q, runs[1].q[1], rtol=1e-11, atol=1e-12)
+
+
 def test_torque_table_is_applied_step_by_step():
     """A torque table (steps, nv) equals the same torques given as a profile of time."""
     model, dt = arm3(), 1e-3

@@ -81,7 +81,8 @@ def refusal(run):
                 "program")
     if policy.kind != "table" and any(np.ndim(v) > 1 for v in policy.params.values()):
         return f"the controller {policy.name} has gains with batch axes"
-    key = (policy.key, run.model, system.key)
+    key = (policy.key, run.model, system.key, run.batch,
+           tuple((k, np.shape(v)) for k, v in sorted(policy.params.items())))
     if key not in _REFUSALS:
         if len(_REFUSALS) > 256:  # closures made afresh for every call would pile up
             _REFUSALS.clear()
@@ -102,8 +103,11 @@ def _probe(run):
         extra = _gain_size(policy.params)
         try:
             trace.trace(fn, dict(shapes, **({"params": (extra,)} if extra else {})))
-        except BadOutput:  # a wrong shape: the native run reports it at step 0
-            pass
+        except BadOutput:  # a wrong shape for one state: wrong for the batch too?
+            if run.batch and _fits_the_batch(run):
+                return (f"{what} returns joint forces of the batch's shape for one state (gains "
+                        "per rollout): the native program runs one rollout at a time")
+            # else a wrong shape: the native run reports it at step 0, as the others do
         except Exception as e:  # noqa: BLE001
             return f"{what} cannot be traced ({type(e).__name__}: {_first_line(e)})"
     if run.system.external is not None:
@@ -117,6 +121,17 @@ def _probe(run):
             return (f"the external wrench function cannot be traced ({type(e).__name__}: "
                     f"{_first_line(e)})")
     return None
+
+
+def _fits_the_batch(run):
+    """Whether the policy's joint forces have the right shape for the whole batch (numpy)."""
+    policy = run.policy
+    try:
+        with np.errstate(all="ignore"):
+            policy.torque(policy.params, 0, 0.0, run.q0, run.qd0, np, run.batch)
+    except Exception:  # noqa: BLE001  (wrong for the batch too, or failing: reported later)
+        return False
+    return True
 
 
 def _first_line(e):
