@@ -1,10 +1,10 @@
 """Speed of a simulation with ground contact, beside MuJoCo on the same robot.
 
-    python benchmarks/bench_contact.py [--batch 1000] [--repeat 3]
+    python benchmarks/bench_contact.py [--batch 1000] [--repeat 3] [--backends native,jax]
 
 The scene: ANYmal B (example-robot-data) standing on the ground under joint PD (kp 300, kd 10),
-1 s at dt = 1 ms. screwdyn: the compiled rollout (``sd.simulate``), RK4 and semi-implicit
-Euler, contact points from all its collision geometry (boxes, cylinders, spheres: 492 points) and
+1 s at dt = 1 ms. screwdyn: the compiled rollout (``sd.simulate``: the native backend, the step
+in machine code, and the JAX backend, one XLA loop), RK4 and semi-implicit Euler, contact points from all its collision geometry (boxes, cylinders, spheres: 492 points) and
 from its four feet only, one state and a batch. MuJoCo: ``mj_step`` (its default Euler
 integrator, soft contacts between the same primitive geoms and a plane, position actuators kp 300
 and joint damping 10 for the PD) on the same URDF loaded by MuJoCo's compiler, one state, and
@@ -102,7 +102,7 @@ def time_mujoco(q0_screwdyn, batch, repeat):
     return np.median(single), np.median(many), drift
 
 
-def time_screwdyn(model, q0, contact, integrator, batch, repeat):
+def time_screwdyn(model, q0, contact, integrator, batch, repeat, backend):
     pd = controllers.JointPD(model, kp=300.0, kd=10.0, q_ref=q0, gravity_compensation=True)
     out = {}
     for n in (None, batch):
@@ -112,7 +112,7 @@ def time_screwdyn(model, q0, contact, integrator, batch, repeat):
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 traj = sd.simulate(model, start, None, pd, 1.0, 1e-3, contact=contact,
-                                   integrator=integrator)
+                                   integrator=integrator, backend=backend)
             walls.append(traj.meta["wall_time"])
             compile_time = compile_time or traj.meta["compile_time"]
         out[n] = (np.median(walls[1:]), compile_time, np.abs(traj.q[..., 2] - q0[2]).max())
@@ -123,6 +123,8 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--batch", type=int, default=1000)
     parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--backends", default="native,jax",
+                        help="comma-separated screwdyn backends (native, jax, numpy)")
     parser.add_argument("--skip-all-points", action="store_true",
                         help="only the feet (the whole collision geometry compiles slowly)")
     args = parser.parse_args()
@@ -149,15 +151,17 @@ def main():
                                         ("semi_implicit_euler", {"dissipation": 0.3},
                                          ", dissipation 0.3")):
             contact = sd.GroundContact(mu=0.8, **where, **extra)
-            try:
-                result = time_screwdyn(model, q0, contact, integrator, args.batch, args.repeat)
-            except sd.SimulationError as e:
-                print(f"screwdyn {integrator}, {label}{note}: {e}", flush=True)
-                continue
-            wall, compile_time, sag = result[None]
-            bwall, _, _ = result[args.batch]
-            row(f"screwdyn {integrator}, {label}{note}", 1.0 / wall, 1000 / wall,
-                1000 * args.batch / bwall, compile_time, sag)
+            for backend in args.backends.split(","):
+                name = f"screwdyn {backend} {integrator}, {label}{note}"
+                try:
+                    result = time_screwdyn(model, q0, contact, integrator, args.batch,
+                                           args.repeat, backend)
+                except sd.SimulationError as e:
+                    print(f"{name}: {e}", flush=True)
+                    continue
+                wall, compile_time, sag = result[None]
+                bwall, _, _ = result[args.batch]
+                row(name, 1.0 / wall, 1000 / wall, 1000 * args.batch / bwall, compile_time, sag)
     wall, bwall, sag = time_mujoco(q0, args.batch, args.repeat)
     row("MuJoCo mj_step (Euler), same robot", 1.0 / wall, 1000 / wall,
         1000 * args.batch / bwall, None, sag)

@@ -293,12 +293,14 @@ def physical(model):
 def mjcf_of(model):
     """An MJCF of a screwdyn model with revolute joints and physical inertias (``physical``):
     bodies nested as the model's, joint axes, armature, inertias at the centre of mass."""
+    from screwdyn.model.joints import Revolute
+
     lines = ['<mujoco model="%s"><option timestep="0.001" integrator="RK4" gravity="0 0 -9.81"/>'
              '<compiler angle="radian"/><worldbody>' % model.name]
     closes = []
     depth = {}
     for i, b in enumerate(model.bodies):
-        if b.kind not in ("revolute", "continuous"):
+        if not isinstance(b.joint_model, Revolute):  # (continuous joints are revolute too)
             raise ValueError("mjcf_of takes revolute joints only")
         while closes and closes[-1] != b.parent:
             lines.append("</body>")
@@ -313,8 +315,8 @@ def mjcf_of(model):
                      inertia[1, 2]])
         lines.append(
             f'<body name="{b.link}" pos="{text(b.translation)}" quat="{text(quat)}">'
-            f'<joint name="{b.joint}" type="hinge" axis="{text(b.axis)}" '
-            f'armature="{float(b.armature)!r}" damping="{float(b.damping)!r}"/>'
+            f'<joint name="{b.joint}" type="hinge" axis="{text(b.joint_model.axis)}" '
+            f'armature="{float(b.armature[0])!r}" damping="{float(b.damping[0])!r}"/>'
             f'<inertial pos="{text(b.com)}" mass="{float(b.mass)!r}" '
             f'fullinertia="{full}"/>')
         closes.append(i)

@@ -489,3 +489,68 @@ def test_command_simulates_contact_and_joint_limits(tmp_path, capsys):
     assert "contact      ground plane, 8 contact points, mu = 0.4" in text
     traj = sd.Trajectory.load(out)
     assert traj.meta["contact"]["mu"] == 0.4 and traj.qd[-1, 0] < 1.0  # friction slowed it
+
+
+def test_native_rollouts_of_contact_limits_friction_and_pushes_equal_numpy(tmp_path):
+    """The native backend (the same step traced into machine code) against the numpy backend on
+    every force the settings add: a ball bouncing and sliding (RK4, contact forces recorded), a
+    box sliding down a slope (semi-implicit Euler, four corners' stick-slip springs), a joint
+    hitting its limits, stick-slip joint friction, an external push; and a batch of boxes equal,
+    bit for bit, to each box alone."""
+    angle = np.radians(35)
+    slope = GroundContact(mu=0.5, normal=(-np.sin(angle), 0, np.cos(angle)))
+    model = ball(mass=2.0)
+
+    def push(t, q, qd):
+        xp = sd._backend.namespace(q)
+        R = sd.forward_kinematics(model, q)[..., 0, :3, :3]
+        local = xp.einsum("...ji,j->...i", R, xp.asarray([3.0, -1.0, 2.0]))  # R^T F
+        return xp.concatenate([local, 0 * local], axis=-1)[..., None, :]
+
+    limited = pendulum(limits={"lower": -0.3, "upper": 0.3, "effort": 10, "velocity": 5})
+    box = box_model(tmp_path)
+    cases = [(ball(), [0, 0, 0.105, 0, 0, 0, 1], [0.5, 0, -1.0, 0, 3.0, 0],
+              dict(contact=GroundContact(points=BALL, mu=0.3), record_contact_forces=True)),
+             (box, resting_box(angle), None,
+              dict(contact=slope, integrator="semi_implicit_euler")),
+             (limited, [[0.0], [0.1]], [[3.0], [-2.5]], dict(joint_limits=True)),
+             (pendulum(coulomb=3.0), [[0.5], [0.2]], None, {}),
+             (model, [0, 0, 0.3, 0, 0, 0, 1], [0, 0, 0, 1.0, 2.0, -1.0],
+              dict(external=push, contact=GroundContact(points=BALL)))]
+    for m, q0, qd0, kw in cases:
+        runs = [simulate(m, q0, qd0, None, 0.1, 1e-3, backend=b, **kw)
+                for b in ("numpy", "native")]
+        assert runs[1].meta["backend"] == "native"
+        for name in ("q", "qd", "qdd", "elastic", "work_in", "work_passive", "contact_force"):
+            if getattr(runs[0], name) is not None:
+                np.testing.assert_allclose(getattr(runs[1], name), getattr(runs[0], name),
+                                           rtol=1e-10, atol=1e-10, err_msg=f"{m.name} {name}")
+    assert abs(runs[0].work_in[-1]) > 0.01  # the push did work (against the fall: negative)
+    # the box slid (the slope is steeper than its friction angle): the native run shows it
+    boxes = np.stack([resting_box(angle), resting_box(angle) + [0.01, 0, 0, 0, 0, 0, 0]])
+    batch = simulate(box, boxes, None, None, 0.1, 1e-3, contact=slope,
+                     integrator="semi_implicit_euler", backend="native")
+    along = batch.q[..., :3] @ np.array([np.cos(angle), 0, np.sin(angle)])
+    assert np.all(along[:, -1] - along[:, 0] < -1e-3)
+    for i in range(2):
+        one = simulate(box, boxes[i], None, None, 0.1, 1e-3, contact=slope,
+                       integrator="semi_implicit_euler", backend="native")
+        for name in ("q", "qd", "elastic", "work_passive"):
+            assert np.array_equal(getattr(batch[i], name), getattr(one, name)), name
+
+
+def test_auto_backend_is_native_for_contact_and_falls_back_for_numpy_only_code():
+    from screwdyn.execution import plan
+
+    traj = simulate(ball(), [0, 0, 0.105, 0, 0, 0, 1], None, None, 0.01, 1e-3,
+                    contact=GroundContact(points=BALL))
+    assert traj.meta["backend"] == ("native" if plan.native_enabled() else "jax")
+
+    def numpy_only(t, q, qd):
+        return np.zeros((1, 6)) if float(np.asarray(q).ravel()[2]) > 0 else np.ones((1, 6))
+
+    with pytest.raises(ValueError, match="backend='native': the external wrench function "
+                                         "cannot be traced"):
+        simulate(ball(), [0, 0, 0.105, 0, 0, 0, 1], None, None, 0.01, 1e-3, backend="native",
+                 contact=GroundContact(points=BALL), external=lambda t, q, qd: numpy_only(
+                     t, q, qd)[None])

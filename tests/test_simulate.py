@@ -175,14 +175,16 @@ def test_jax_rollout_equals_numpy_rollout(integrator):
                            (brick(), np.r_[0, 0, 1, unit([0.1, 0.2, 0.3, 0.9])],
                             [0.3, -0.2, 0.5, 1.0, 3.0, 0.2])):
         runs = [simulate(model, q0, qd0, None, 0.1, 1e-3, integrator=integrator, backend=b)
-                for b in ("numpy", "jax")]
-        assert [r.meta["backend"] for r in runs] == ["numpy", "jax"]
-        for name in ("q", "qd", "qdd", "tau", "kinetic", "potential"):
-            np.testing.assert_allclose(getattr(runs[0], name), getattr(runs[1], name),
-                                       rtol=1e-12, atol=1e-12, err_msg=name)
+                for b in ("numpy", "jax", "native")]
+        assert [r.meta["backend"] for r in runs] == ["numpy", "jax", "native"]
+        for name in ("q", "qd", "qdd", "tau", "kinetic", "potential", "work_in",
+                     "work_passive"):
+            for other in runs[1:]:
+                np.testing.assert_allclose(getattr(runs[0], name), getattr(other, name),
+                                           rtol=1e-12, atol=1e-12, err_msg=name)
 
 
-@pytest.mark.parametrize("backend", ["jax", "numpy"])
+@pytest.mark.parametrize("backend", ["native", "jax", "numpy"])
 def test_batched_rollouts_equal_one_by_one(backend):
     rng = np.random.default_rng(0)
     q0 = rng.uniform(-1, 1, size=(2, 2, 3))
@@ -197,6 +199,82 @@ def test_batched_rollouts_equal_one_by_one(backend):
             for name in ("q", "qd", "qdd", "tau", "kinetic"):
                 np.testing.assert_allclose(getattr(batch[i, j], name), getattr(one, name),
                                            rtol=1e-13, atol=1e-13)
+                if backend == "native":  # the same program for one rollout and a batch
+                    assert np.array_equal(getattr(batch[i, j], name), getattr(one, name))
+
+
+def test_native_rollouts_with_tables_controllers_and_a_floating_base():
+    """The native backend against the numpy backend: a torque table per rollout, a computed-
+    torque controller with a reference, a free-flying body, held control, record_every."""
+    model = arm3()
+    rng = np.random.default_rng(5)
+    table = rng.normal(size=(2, 60, 3))
+    reference = controllers.sinusoid([0.1, 0.2, 0.3], 0.2, 1.5)
+    cases = [(model, rng.uniform(-1, 1, (2, 3)), None, table, {}),
+             (model, rng.uniform(-1, 1, (2, 3)), None, table[0], {"record_every": 4}),
+             (model, [0.3, 0.2, 0.1], None,
+              controllers.ComputedTorque(model, reference, kp=100.0, kd=20.0), {}),
+             (model, [0.3, 0.2, 0.1], [0.1, 0.0, 0.0],
+              controllers.JointPD(model, kp=[20.0, 30.0, 10.0], kd=2.0), {"control": "hold"}),
+             (brick(), np.r_[0, 0, 1, unit([0.1, 0.2, 0.3, 0.9])], [0.3, -0.2, 0.5, 1.0, 3.0, 0.2],
+              None, {"integrator": "semi_implicit_euler"})]
+    for m, q0, qd0, controller, kw in cases:
+        runs = [simulate(m, q0, qd0, controller, 0.05, 1e-3, backend=b, **kw)
+                for b in ("numpy", "native")]
+        assert runs[1].meta["backend"] == "native"
+        assert runs[0].q.shape == runs[1].q.shape
+        for name in ("q", "qd", "qdd", "tau", "work_in"):
+            np.testing.assert_allclose(getattr(runs[0], name), getattr(runs[1], name),
+                                       rtol=1e-11, atol=1e-11, err_msg=name)
+
+
+def test_native_gains_are_inputs_of_one_program(monkeypatch):
+    """New gains of the same controller reuse the traced program (traced once, not twice) and
+    act: each run equals numpy's with its gains."""
+    from screwdyn.execution import trace
+
+    traced = []  # the shapes of every program traced: a step program has the state input "s"
+    original = trace.trace
+    monkeypatch.setattr(trace, "trace",
+                        lambda fn, shapes: traced.append(shapes) or original(fn, shapes))
+    model = arm3()
+    runs = {}
+    for kp in (21.0, 63.0):
+        pd = controllers.JointPD(model, kp=kp, kd=2.5, q_ref=[0.2, 0.1, 0.3])
+        runs[kp] = [simulate(model, [0.3, 0.2, 0.1], None, pd, 0.05, 1e-3, backend=b)
+                    for b in ("numpy", "native")]
+        np.testing.assert_allclose(runs[kp][0].q, runs[kp][1].q, rtol=1e-11, atol=1e-12)
+    assert not np.allclose(runs[21.0][1].q, runs[63.0][1].q)
+    assert sum("s" in shapes for shapes in traced) <= 1  # once, or none: from the disk cache
+
+
+class PerRolloutGain(controllers.Controller):
+    """Joint damping with one gain per rollout (its gain has the batch's shape)."""
+
+    params = ("kd",)
+    name = "per-rollout damping"
+
+    def __init__(self, kd):
+        self.kd = np.asarray(kd, dtype=float)
+
+    def __call__(self, t, q, qd):
+        return -self.kd[..., None] * qd
+
+
+def test_gains_per_rollout_are_not_native_and_auto_compiles_them_with_jax():
+    model, q0 = arm3(), [[0.3, 0.2, 0.1], [0.1, -0.2, 0.4]]
+    damping = PerRolloutGain([1.0, 5.0])
+    with pytest.raises(ValueError, match="backend='native': the controller per-rollout damping "
+                                         "returns joint forces of the batch's shape"):
+        simulate(model, q0, [1.0, 0.0, 0.5], damping, 0.02, 1e-3, backend="native")
+    runs = [simulate(model, q0, [1.0, 0.0, 0.5], damping, 0.02, 1e-3, backend=b)
+            for b in ("auto", "numpy")]
+    assert runs[0].meta["backend"] == "jax"
+    np.testing.assert_allclose(runs[0].q, runs[1].q, rtol=1e-12, atol=1e-12)
+    # one state, one gain: native
+    one = simulate(model, q0[1], [1.0, 0.0, 0.5], PerRolloutGain(5.0), 0.02, 1e-3)
+    assert one.meta["backend"] == "native"
+    np.testing.assert_allclose(one.q, runs[1].q[1], rtol=1e-11, atol=1e-12)
 
 
 def test_torque_table_is_applied_step_by_step():
@@ -310,7 +388,7 @@ def test_floating_base_csv_names_quaternion_columns(tmp_path):
 
 
 # -- bad input ------------------------------------------------------------------------------
-@pytest.mark.parametrize("backend", ["jax", "numpy"])
+@pytest.mark.parametrize("backend", ["native", "jax", "numpy"])
 def test_wrong_controller_shape_names_step_zero(backend):
     model = arm3()
     expected = r"step 0 \(t = 0 s\).*shape \(2,\); expected \(3,\)"
@@ -320,7 +398,7 @@ def test_wrong_controller_shape_names_step_zero(backend):
     assert e.value.step == 0 and e.value.trajectory.n_samples == 0
 
 
-@pytest.mark.parametrize("backend", ["jax", "numpy"])
+@pytest.mark.parametrize("backend", ["native", "jax", "numpy"])
 def test_nan_from_controller_keeps_the_trajectory_before_it(backend):
     model = arm3()
 
@@ -343,7 +421,7 @@ def test_nan_from_controller_keeps_the_trajectory_before_it(backend):
         assert err.trajectory.t[-1] == pytest.approx((step - 1) * 1e-3)
 
 
-@pytest.mark.parametrize("backend", ["jax", "numpy"])
+@pytest.mark.parametrize("backend", ["native", "jax", "numpy"])
 def test_divergence_raises_with_the_partial_trajectory(backend):
     model = arm3()
     stiff = controllers.JointPD(model, kp=1e5, kd=0.0, q_ref=[0.1, 0.1, 0.1])
@@ -355,7 +433,8 @@ def test_divergence_raises_with_the_partial_trajectory(backend):
     assert np.all(np.isfinite(partial.q)) and np.all(np.abs(partial.qd) <= 1e6)
 
 
-def test_batch_failure_names_the_rollout():
+@pytest.mark.parametrize("backend", ["native", "jax", "auto"])
+def test_batch_failure_names_the_rollout(backend):
     model = pendulum()
 
     def fails_for_large_angles(t, q, qd):
@@ -363,8 +442,10 @@ def test_batch_failure_names_the_rollout():
         return xp.where(xp.abs(q) > 0.5, xp.nan, 0.0)
 
     with pytest.raises(SimulationError, match=r"rollout \(1,\)") as e:
-        simulate(model, [[0.1], [0.6], [0.2]], None, fails_for_large_angles, 0.5, 1e-3)
+        simulate(model, [[0.1], [0.6], [0.2]], None, fails_for_large_angles, 0.5, 1e-3,
+                 backend=backend)
     assert e.value.step == 0 and e.value.rollout == (1,)
+    assert e.value.trajectory.meta["backend"] == ("native" if backend == "auto" else backend)
 
 
 def test_controller_exception_is_reported_with_its_step():

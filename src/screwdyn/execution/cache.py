@@ -185,7 +185,7 @@ _HASHES = weakref.WeakKeyDictionary()
 
 
 _SOURCES = ("algebra", "algorithms", "execution", "dynamics.py", "model", "_backend.py",
-            "simulate.py", "controllers.py")
+            "sim", "controllers.py")
 
 
 def source_fingerprint():

@@ -499,8 +499,13 @@ def _target_machine(opt):
     engine owns its target machine, and compilations run in several threads)."""
     llvm = _llvm()
     triple, cpu, features = host()
+    # the large code model: a program's code reaches its constants by 64-bit addresses. With the
+    # default (small) one, MCJIT's loader may place the constant pool more than 2 GiB from the
+    # code once the process's memory is fragmented (after JAX, with dozens of programs loaded),
+    # and the loader aborted the process (RuntimeDyldELF: isInt<32>(RealOffset)). The same speed
+    # (the Puma simulation, one rollout and a batch, interleaved: within the noise)
     return llvm.Target.from_triple(triple).create_target_machine(
-        cpu=cpu, features=features, opt=opt, reloc="pic", codemodel="default")
+        cpu=cpu, features=features, opt=opt, reloc="pic", codemodel="large")
 
 
 def compile_object(ir, opt=2):

@@ -1,14 +1,16 @@
 """Rollouts in machine code: one traced step program, run in a loop over steps, for any number of
 rollouts at once (the simulation's native backend).
 
-The step program (``trace.trace`` of a function of one state) has the inputs ``q`` (nq), ``qd``
-(nv), ``time`` (t, dt), optionally ``tau`` (nv, a row of a torque table) and ``params`` (the
-controller's gains, flat), and the output row [q1 (nq), qd1 (nv), qdd (nv), tau (nv), code]:
-the state after the step, the acceleration and joint forces at its start, and a failure code
-(0: fine). The loop (``driver_ir``, LLVM IR) calls the program's kernel once per step for all
-rollouts (its vector loop runs them four at a time, in the same bits as one at a time), records
-every ``every``-th state with its acceleration and joint forces, and keeps each rollout's first
-failing step and code; Python calls it for a chunk of samples at a time.
+The step program (``trace.trace`` of a function of one rollout's state) has the inputs ``s``
+(ns: the state, flattened), ``time`` (k, dt: the step's index, as a float, and the step), optionally ``tau`` (nv, a row of a torque table),
+``params`` (the numbers shared by every rollout: the controller's gains, the contact's
+parameters, flat) and ``local`` (numbers of each rollout that stay fixed over the run: the
+stiffness of its limit springs, flat), and the output row [s1 (ns), sample (nr), code]: the
+state after the step, what is recorded of the step's start, and a failure code (0: fine). The
+loop (``driver_ir``, LLVM IR) calls the program's kernel once per step for all rollouts (its
+vector loop runs them four at a time, in the same bits as one at a time), records the sample of
+every ``every``-th step, and keeps each rollout's first failing step and code; Python calls it
+for a chunk of samples at a time.
 """
 import ctypes
 import threading
@@ -20,47 +22,47 @@ from . import cache, llvm, trace
 
 _ROLLOUTS = {}
 _LOCK = threading.Lock()
-VERSION = 1
+VERSION = 2
 
 
-def driver_ir(nq, nv, table, params):
-    """The loop over steps (see the module docstring) as LLVM IR, calling ``@kernel``."""
-    out = nq + 3 * nv + 1
-    k_in = 3 + bool(table) + bool(params)
+def driver_ir(ns, nr, table, params, local):
+    """The loop over steps (see the module docstring) as LLVM IR, calling ``@kernel``.
+    ``table``: the program takes a torque-table row; ``params``, ``local``: the sizes of those
+    inputs (0: none)."""
+    out = ns + nr + 1
+    k_in = 2 + bool(table) + bool(params) + bool(local)
     lines = [f"""
 declare void @llvm.memcpy.p0.p0.i64(ptr, ptr, i64, i1)
 
-define void @rollout(i64 %N, i64 %k0, i64 %records, i64 %every, double %dt, ptr %q, ptr %qd,
-                     ptr %table, i64 %tstride, ptr %params, ptr %tmp, ptr %rq, ptr %rqd,
-                     ptr %rqdd, ptr %rtau, ptr %badstep, ptr %badcode) {{
+define void @rollout(i64 %N, i64 %k0, i64 %records, i64 %every, double %dt, ptr %s,
+                     ptr %table, i64 %tstride, ptr %params, ptr %local, ptr %tmp, ptr %rec,
+                     ptr %badstep, ptr %badcode) {{
 entry:
   %ins = alloca [{k_in} x ptr]
   %strides = alloca [{k_in} x i64]
   %time = alloca [2 x double]
   %dtp = getelementptr double, ptr %time, i64 1
   store double %dt, ptr %dtp
-  store ptr %q, ptr %ins
+  store ptr %s, ptr %ins
   %in1 = getelementptr ptr, ptr %ins, i64 1
-  store ptr %qd, ptr %in1
-  %in2 = getelementptr ptr, ptr %ins, i64 2
-  store ptr %time, ptr %in2
-  store i64 {nq}, ptr %strides
+  store ptr %time, ptr %in1
+  store i64 {ns}, ptr %strides
   %st1 = getelementptr i64, ptr %strides, i64 1
-  store i64 {nv}, ptr %st1
-  %st2 = getelementptr i64, ptr %strides, i64 2
-  store i64 0, ptr %st2"""]
-    slot = 3
+  store i64 0, ptr %st1"""]
+    slot = 2
     if table:
         lines.append(f"""  %st.tab = getelementptr i64, ptr %strides, i64 {slot}
   store i64 %tstride, ptr %st.tab
   %in.tab = getelementptr ptr, ptr %ins, i64 {slot}""")
         slot += 1
-    if params:
-        lines.append(f"""  %st.par = getelementptr i64, ptr %strides, i64 {slot}
-  store i64 0, ptr %st.par
-  %in.par = getelementptr ptr, ptr %ins, i64 {slot}
-  store ptr %params, ptr %in.par""")
-    lines.append(f"""  br label %rec.head
+    for name, size, stride in (("par", params, 0), ("loc", local, local)):
+        if size:
+            lines.append(f"""  %st.{name} = getelementptr i64, ptr %strides, i64 {slot}
+  store i64 {stride}, ptr %st.{name}
+  %in.{name} = getelementptr ptr, ptr %ins, i64 {slot}
+  store ptr %{'params' if name == 'par' else 'local'}, ptr %in.{name}""")
+            slot += 1
+    lines.append("""  br label %rec.head
 rec.head:
   %i = phi i64 [ 0, %entry ], [ %i.next, %rec.latch ]
   %rdone = icmp sge i64 %i, %records
@@ -71,10 +73,9 @@ step.head:
   %kk = add i64 %k0, %ie
   %k = add i64 %kk, %j
   %kf = sitofp i64 %k to double
-  %t = fmul double %kf, %dt
-  store double %t, ptr %time""")
+  store double %kf, ptr %time""")
     if table:
-        lines.append(f"""  %tk = mul i64 %k, {nv}
+        lines.append(f"""  %tk = mul i64 %k, {table}
   %trow = getelementptr double, ptr %table, i64 %tk
   store ptr %trow, ptr %in.tab""")
     lines.append(f"""  call void @kernel(i64 %N, ptr %ins, ptr %strides, ptr %tmp)
@@ -87,25 +88,12 @@ record.head:
 record.body:
   %iN = mul i64 %i, %N
   %row = add i64 %iN, %r1
-  %qo = mul i64 %row, {nq}
-  %vo = mul i64 %row, {nv}
-  %qs = mul i64 %r1, {nq}
-  %vs = mul i64 %r1, {nv}
+  %ro = mul i64 %row, {nr}
   %to = mul i64 %r1, {out}
-  %dst.q = getelementptr double, ptr %rq, i64 %qo
-  %src.q = getelementptr double, ptr %q, i64 %qs
-  call void @llvm.memcpy.p0.p0.i64(ptr %dst.q, ptr %src.q, i64 {8 * nq}, i1 false)
-  %dst.qd = getelementptr double, ptr %rqd, i64 %vo
-  %src.qd = getelementptr double, ptr %qd, i64 %vs
-  call void @llvm.memcpy.p0.p0.i64(ptr %dst.qd, ptr %src.qd, i64 {8 * nv}, i1 false)
-  %dst.qdd = getelementptr double, ptr %rqdd, i64 %vo
-  %to.qdd = add i64 %to, {nq + nv}
-  %src.qdd = getelementptr double, ptr %tmp, i64 %to.qdd
-  call void @llvm.memcpy.p0.p0.i64(ptr %dst.qdd, ptr %src.qdd, i64 {8 * nv}, i1 false)
-  %dst.tau = getelementptr double, ptr %rtau, i64 %vo
-  %to.tau = add i64 %to, {nq + 2 * nv}
-  %src.tau = getelementptr double, ptr %tmp, i64 %to.tau
-  call void @llvm.memcpy.p0.p0.i64(ptr %dst.tau, ptr %src.tau, i64 {8 * nv}, i1 false)
+  %to.s = add i64 %to, {ns}
+  %dst.r = getelementptr double, ptr %rec, i64 %ro
+  %src.r = getelementptr double, ptr %tmp, i64 %to.s
+  call void @llvm.memcpy.p0.p0.i64(ptr %dst.r, ptr %src.r, i64 {8 * nr}, i1 false)
   %r1.next = add i64 %r1, 1
   br label %record.head
 flags.head:
@@ -130,15 +118,10 @@ mark:
   store i64 %codei, ptr %bc.p
   br label %copy
 copy:
-  %qs2 = mul i64 %r2, {nq}
-  %vs2 = mul i64 %r2, {nv}
-  %dst.q2 = getelementptr double, ptr %q, i64 %qs2
-  %src.q2 = getelementptr double, ptr %tmp, i64 %to2
-  call void @llvm.memcpy.p0.p0.i64(ptr %dst.q2, ptr %src.q2, i64 {8 * nq}, i1 false)
-  %dst.qd2 = getelementptr double, ptr %qd, i64 %vs2
-  %to2v = add i64 %to2, {nq}
-  %src.qd2 = getelementptr double, ptr %tmp, i64 %to2v
-  call void @llvm.memcpy.p0.p0.i64(ptr %dst.qd2, ptr %src.qd2, i64 {8 * nv}, i1 false)
+  %ss2 = mul i64 %r2, {ns}
+  %dst.s2 = getelementptr double, ptr %s, i64 %ss2
+  %src.s2 = getelementptr double, ptr %tmp, i64 %to2
+  call void @llvm.memcpy.p0.p0.i64(ptr %dst.s2, ptr %src.s2, i64 {8 * ns}, i1 false)
   br label %flags.latch
 flags.latch:
   %r2.next = add i64 %r2, 1
@@ -157,52 +140,49 @@ exit:
 
 
 _DRIVER = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
-                           ctypes.c_double, *([ctypes.c_void_p] * 3), ctypes.c_int64,
-                           *([ctypes.c_void_p] * 8))
+                           ctypes.c_double, ctypes.c_void_p, ctypes.c_void_p, ctypes.c_int64,
+                           *([ctypes.c_void_p] * 6))
 
 
 class NativeRollout:
     """A compiled step program with its loop (see the module docstring). ``compile_time``
     (seconds to trace and compile, or to load from the disk cache), ``source``."""
 
-    def __init__(self, obj, nq, nv, table, params, source, seconds):
-        self.nq, self.nv, self.table, self.params = nq, nv, table, params
+    def __init__(self, obj, ns, nr, table, params, local, source, seconds):
+        self.ns, self.nr, self.table, self.params, self.local = ns, nr, table, params, local
         self.source, self.compile_time = source, seconds
         self._library = llvm.Library(obj)
         self._driver = _DRIVER(self._library.address("rollout"))
 
-    def run(self, q, qd, k0, records, every, dt, table=None, params=None):
-        """Advance the states q (N, nq) and qd (N, nv) (float64, C-contiguous, in place) by
-        ``records * every`` steps from step ``k0``; returns the samples (records, N, ...) of q,
-        qd, qdd, tau at steps k0, k0 + every, ... and each rollout's first failing step and
-        code (-1 and 0 where none) in this call. ``table``: (steps, nv), or (N, steps, nv);
-        ``params``: the flat gains."""
-        N, nq, nv = q.shape[0], self.nq, self.nv
-        out = nq + 3 * nv + 1
-        tmp = np.empty((N, out))
-        rec = [np.empty((records, N, n)) for n in (nq, nv, nv, nv)]
+    def run(self, s, k0, records, every, dt, table=None, params=None, local=None):
+        """Advance the states s (N, ns) (float64, C-contiguous, in place) by ``records * every``
+        steps from step ``k0``; returns the samples (records, N, nr) of steps k0, k0 + every,
+        ... and each rollout's first failing step and code (-1 and 0 where none) in this call.
+        ``table``: (steps, nv), or (N, steps, nv), float64 C-contiguous; ``params``: the shared
+        numbers (params,); ``local``: each rollout's numbers (N, local)."""
+        N = s.shape[0]
+        tmp = np.empty((N, self.ns + self.nr + 1))
+        rec = np.empty((records, N, self.nr))
         bad_step, bad_code = np.full(N, -1, dtype=np.int64), np.zeros(N, dtype=np.int64)
-        tstride = 0
-        if table is not None:
-            table = np.ascontiguousarray(table, dtype=np.float64)
-            tstride = table.shape[-2] * nv if table.ndim == 3 else 0
-        if params is not None:
-            params = np.ascontiguousarray(params, dtype=np.float64)
+        tstride = table.shape[-2] * table.shape[-1] if table is not None and table.ndim == 3 \
+            else 0
+        arrays = [None if a is None else np.ascontiguousarray(a, dtype=np.float64)
+                  for a in (table, params, local)]
         pointer = (lambda a: None if a is None else a.ctypes.data)
-        self._driver(N, k0, records, every, float(dt), q.ctypes.data, qd.ctypes.data,
-                     pointer(table), tstride, pointer(params), tmp.ctypes.data,
-                     *(a.ctypes.data for a in rec), bad_step.ctypes.data, bad_code.ctypes.data)
+        self._driver(N, k0, records, every, float(dt), s.ctypes.data, pointer(arrays[0]),
+                     tstride, pointer(arrays[1]), pointer(arrays[2]), tmp.ctypes.data,
+                     rec.ctypes.data, bad_step.ctypes.data, bad_code.ctypes.data)
         return rec, bad_step, bad_code
 
 
-def get(key, memory_key, nq, nv, table, params, step, vector=True):
+def get(key, memory_key, ns, nr, table, params, local, step, vector=True):
     """The ``NativeRollout`` of ``step``: from memory (``memory_key``, any hashable), from the
     disk cache (``key``, a content description valid in every process, or None where there is
     none: a plain Python controller), or by tracing ``step(**inputs)`` (a function of SymArrays
-    q (nq, 1), qd (nv, 1), time (2, 1), tau (nv, 1) if ``table``, params (params, 1) if
-    ``params`` > 0, returning the output row (nq + 3 nv + 1, 1)) and compiling it. ``vector``:
-    with the kernel's vector loop (for batches of rollouts; one rollout needs none, and compiles
-    in half the time without)."""
+    s (ns, 1), time (2, 1), tau (table, 1) if ``table`` (the width of a table row, 0: none),
+    params (params, 1) if ``params`` > 0, local (local, 1) if ``local`` > 0, returning the
+    output row (ns + nr + 1, 1)) and compiling it. ``vector``: with the kernel's vector loop
+    (for batches of rollouts; one rollout needs none, and compiles in half the time without)."""
     width = llvm.vector_width() if vector else 1
     memory_key = (memory_key, width)
     with _LOCK:
@@ -220,19 +200,21 @@ def get(key, memory_key, nq, nv, table, params, step, vector=True):
         obj = cache.load_object(disk_key) if disk_key else None
         source = "disk cache"
         if obj is None:
-            shapes = {"q": (nq,), "qd": (nv,), "time": (2,)}
-            if table:
-                shapes["tau"] = (nv,)
-            if params:
-                shapes["params"] = (params,)
+            shapes = {"s": (ns,), "time": (2,)}
+            for name, size in (("tau", table), ("params", params), ("local", local)):
+                if size:
+                    shapes[name] = (size,)
             program = trace.trace(step, shapes)
-            ir = llvm.kernel_ir(program, width=width) + driver_ir(
-                nq, nv, table, params)
+            if program.output_shape != (ns + nr + 1,):
+                raise ValueError(f"the step program returns shape {program.output_shape}, "
+                                 f"expected ({ns + nr + 1},)")
+            ir = llvm.kernel_ir(program, width=width) + driver_ir(ns, nr, table, params, local)
             obj = llvm.compile_object(ir, 2)
             if disk_key:
                 cache.store_object(disk_key, obj)
             source = "compiled"
-        rollout = NativeRollout(obj, nq, nv, table, params, source, time.perf_counter() - start)
+        rollout = NativeRollout(obj, ns, nr, table, params, local, source,
+                                time.perf_counter() - start)
         if len(_ROLLOUTS) > 64:  # controllers made afresh for every call would pile up
             _ROLLOUTS.clear()
         _ROLLOUTS[memory_key] = rollout

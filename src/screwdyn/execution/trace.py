@@ -434,6 +434,7 @@ class _Namespace:
     traced = True  # arrays of this namespace are symbolic (see _backend.as_float_array)
     float64, float32, floating, bool_, int64 = np.float64, np.float32, np.floating, np.bool_, \
         np.int64
+    complexfloating = np.complexfloating
     pi, inf, nan, newaxis = np.pi, np.inf, np.nan, None
     issubdtype = staticmethod(np.issubdtype)
     ndarray = SymArray

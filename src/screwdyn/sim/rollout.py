@@ -86,10 +86,11 @@ def simulate(model, q0, qd0=None, controller=None, t_final=1.0, dt=1e-3, *, sett
         return _make_trajectory(run, _empty_samples(run, n_records + 1), "numpy",
                                 {"wall_time": 0.0, "compile_time": 0.0})
     _warn_if_unstable(run)
-    chosen = _choose_backend(settings.backend, policy, model, q0, qd0, batch, system)
+    chosen = _choose_backend(settings.backend, policy, model, q0, qd0, batch, system, run)
     progress = _progress(settings.progress, n_steps, dt)
+    runner = {"native": _run_native, "jax": _run_jax, "numpy": _run_numpy}[chosen]
     try:
-        samples, failure, timing = (_run_jax if chosen == "jax" else _run_numpy)(run, progress)
+        samples, failure, timing = runner(run, progress)
     finally:
         if hasattr(progress, "close"):
             progress.close()
@@ -247,9 +248,17 @@ def _dof_name(model, dof):
     return coordinate_names(model)[1][dof]
 
 
-def _choose_backend(backend, policy, model, q0, qd0, batch, system):
+def _choose_backend(backend, policy, model, q0, qd0, batch, system, run):
     if backend == "numpy":
         return "numpy"
+    if backend in ("auto", "native"):
+        from .native import refusal
+
+        why = refusal(run)
+        if why is None:
+            return "native"
+        if backend == "native":
+            raise ValueError(f"backend='native': {why}")
     try:
         import jax
     except ImportError:
@@ -435,6 +444,18 @@ def _empty_samples(run, T=0):
     if run.settings.record_contact_forces and run.points:
         out = out + (np.zeros((T, N, run.points, 3)),)
     return out
+
+
+# -- the native backend: the step in machine code, the loop over steps too (sim/native.py) ----
+def _run_native(run, progress):
+    from .native import run_native
+
+    def finish(samples, bad_step, bad_code):
+        return (_cut_at_failure(samples, bad_step, bad_code, run.n_steps, run.record_every),
+                _failure(samples, bad_step, bad_code, run.batch, run.n_steps, run.record_every))
+
+    return run_native(run, progress, make_step, _bad_flags, _chunk_length,
+                      lambda: _empty_samples(run), finish, _Interrupted)
 
 
 # -- the JAX backend: the rollout is a compiled loop, run in chunks ---------------------------

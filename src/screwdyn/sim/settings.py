@@ -17,7 +17,7 @@ from .checks import positive as _check_positive
 from .contact import GroundContact
 
 INTEGRATORS = ("rk4", "semi_implicit_euler", "euler")
-BACKENDS = ("auto", "jax", "numpy")
+BACKENDS = ("auto", "native", "jax", "numpy")
 CONTROL = ("continuous", "hold")
 JOINT_FRICTION_MODELS = ("stick_slip", "sign")
 
@@ -84,8 +84,10 @@ class Settings:
         bounded energy error, one dynamics evaluation per step) or ``"euler"``.
     algebra: the algebra the forward dynamics and the contact kinematics run in: ``"spatial"``,
         ``"cga"``, ``"dq"`` or, for DH models, ``"vector"``.
-    backend: ``"auto"`` (JAX when the controller can be traced, else numpy with a warning),
-        ``"jax"`` (the rollout compiled into one XLA loop) or ``"numpy"`` (stepped in Python).
+    backend: ``"auto"`` (native when llvmlite is installed and the controller can be traced,
+        else JAX under the same condition, else numpy with a warning), ``"native"`` (the step
+        traced into machine code and the loop over steps in machine code too), ``"jax"`` (the
+        rollout compiled into one XLA loop) or ``"numpy"`` (stepped in Python).
     control: ``"continuous"`` (the controller is part of the ODE, called at every integrator
         stage) or ``"hold"`` (called once per step, its output held: a digital controller at
         1/dt). Torque tables are always held.
