@@ -112,10 +112,13 @@ def test_dt_too_large_for_the_contact_stiffness_warns_with_the_largest_stable_st
 
 # -- interruptions ------------------------------------------------------------------------------
 @pytest.mark.parametrize("backend, dt", [("numpy", 1e-3), ("jax", 1e-4), ("native", 1e-4)])
-def test_ctrl_c_keeps_the_samples_computed_so_far(backend, dt):
+def test_ctrl_c_keeps_the_samples_computed_so_far(backend, dt, monkeypatch):
     """Ctrl-C half way (raised here by the progress callback, as the signal would be): on
-    numpy at the step, on JAX and native between two compiled chunks of samples (1024 at
-    most)."""
+    numpy at the step (the callback called at every step here, not every 0.1 s of wall time,
+    so that the test does not depend on the machine's speed), on JAX and native between two
+    compiled chunks of samples (1024 at most)."""
+    monkeypatch.setattr(sys.modules["screwdyn.sim.rollout"], "PROGRESS_PERIOD", 0.0)
+
     def progress(done, total):
         if done >= total // 2:
             raise KeyboardInterrupt

@@ -427,10 +427,10 @@ def _run_numpy(run, progress):
             if progress is not None and _time.perf_counter() - last_report > PROGRESS_PERIOD:
                 progress(k, n_steps)
                 last_report = _time.perf_counter()
+        if progress is not None and failure is None:
+            progress(n_steps, n_steps)
     except KeyboardInterrupt:
         failure = _Interrupted(k)
-    if progress is not None and failure is None:
-        progress(n_steps, n_steps)
     wall = _time.perf_counter() - t_start
     stacked = tuple(np.stack(a) for a in zip(*samples)) if samples else _empty_samples(run)
     return stacked, failure, {"wall_time": wall, "compile_time": 0.0}
