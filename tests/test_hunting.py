@@ -150,6 +150,7 @@ FUNCTIONS = {  # name: (array arguments, per-state result shape)
     "potential_energy": (("q",), lambda m: ()),
     "center_of_mass": (("q",), lambda m: (3,)),
     "link_velocities": (("q", "qd"), lambda m: (m.nlinks, 6)),
+    "inverse_dynamics_regressor": (("q", "qd", "qdd"), lambda m: (m.nv, 10 * m.nbodies)),
     "integrate": (("q", "v"), lambda m: (m.nq,)),
     "difference": (("q0", "q1"), lambda m: (m.nv,)),
 }
@@ -319,6 +320,8 @@ def test_a_non_finite_state_never_raises_nor_spoils_the_others(model, algebra, v
     u = rng.normal(size=(4, model.nv))
     u[3, :] = value
     for name, (names, _) in FUNCTIONS.items():
+        if name == "inverse_dynamics_regressor" and algebra == "vector":
+            continue  # the DH recursion has no regressor: a documented ValueError (test_regressor)
         args = [{"q": q, "q0": q, "q1": q[[0, 3, 2, 1]], "qd": v, "v": v, "qdd": u, "tau": u}[n]
                 for n in names]
         with warnings.catch_warnings():

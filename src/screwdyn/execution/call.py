@@ -1,10 +1,11 @@
 """One call's inputs in the internal layout, and what the recursions need from them.
 
 The public functions take ``q`` (..., nq), ``qd``, ``qdd``, ``tau`` (..., nv), ``gravity``
-(..., 3) and ``f_ext`` (..., nlinks, 6) with leading batch dimensions that broadcast. ``parse``
-checks them (clear ``ValueError``s naming the argument and the expected shape, the dtype policy of
-``screwdyn._backend``) and brings them to the internal layout of the recursions: components
-first, one trailing batch axis of N states (``gravity`` given once stays (3, 1)). ``Call`` holds
+(..., 3) and ``f_ext`` (..., nlinks, 6) with leading batch dimensions that broadcast. ``validate``
+checks them (``screwdyn.validation``: clear ``ValueError``s naming the argument and the expected
+shape, the dtype policy of ``screwdyn._backend``); ``parse`` also brings them to the internal
+layout of the recursions: components first, one trailing batch axis of N states (``gravity``
+given once stays (3, 1)). ``Call`` holds
 them with the algebra the recursion runs in and builds the algebra objects every recursion
 needs (the gravity twist, the external wrenches on bodies).
 """
@@ -26,14 +27,6 @@ INPUTS = {
 
 def core_shape(model, name):
     return INPUTS[name][0](model)
-
-
-def check(model, name, a):
-    """ValueError unless ``a`` has shape (..., core) for input ``name``."""
-    shape = core_shape(model, name)
-    if a.ndim < len(shape) or tuple(a.shape[a.ndim - len(shape):]) != shape:
-        raise ValueError(f"{name} must have shape (..., {', '.join(map(str, shape))}) "
-                         f"({INPUTS[name][1]}), got shape {tuple(a.shape)}")
 
 
 def validate(model, given, xp=None):

@@ -49,7 +49,7 @@ from .. import _backend
 from ..algebra import ALGEBRAS, get_algebra
 from . import llvm, native, xla
 from .. import validation
-from .call import Call, check, core_shape, parse, propagate_non_finite, validate
+from .call import Call, core_shape, parse, propagate_non_finite, validate
 from .graph import DataDependentError
 
 CHECKPOINT_BODIES = 12  # JAX: trees with more bodies are cut once per body (see jax_options)
