@@ -269,20 +269,19 @@ def run_native(program, model, given, name="the native program"):
     """A native program on public numpy inputs of any batch shape: checked and converted
     (float64, contiguous rows), a single vector passed once (broadcast by the kernel), a batch
     that broadcasts gathered chunk by chunk (``validation.chunks``)."""
-    _, arrays, batch, N = validate(model, {name: given[name] for name in program.input_names},
-                                   np)
+    inputs = program.input_names
+    _, arrays, batch, N = validate(model, {k: given[k] for k in inputs}, np)
     out = _result(name, batch, N, program.output_shape)
     if N == 0:
         return out.reshape(batch + program.output_shape)
-    cores = {name: (arrays[name], len(core_shape(model, name))) for name in program.input_names}
-    size = max(1, int(CHUNK_STATES)) if CHUNK_STATES else NATIVE_CHUNK_STATES
-    for start, stop, chunk in validation.chunks(cores, batch, size):
+    cores = {k: (arrays[k], len(core_shape(model, k))) for k in inputs}
+    states = max(1, int(CHUNK_STATES)) if CHUNK_STATES else NATIVE_CHUNK_STATES
+    for start, stop, chunk in validation.chunks(cores, batch, states):
         rows = []
-        for name, size in zip(program.input_names, program.input_sizes):
-            a = chunk[name]
-            ndim = len(core_shape(model, name))
-            rows.append(np.ascontiguousarray(a.reshape(size) if a.ndim == ndim
-                                             else a.reshape(stop - start, size)))
+        for k, width in zip(inputs, program.input_sizes):
+            a = chunk[k]
+            rows.append(np.ascontiguousarray(a.reshape(width) if a.ndim == cores[k][1]
+                                             else a.reshape(stop - start, width)))
         program.call(rows, out[start:stop], stop - start)
     return out.reshape(batch + program.output_shape)
 
