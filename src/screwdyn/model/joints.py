@@ -373,6 +373,17 @@ class Spherical(JointModel):
         return "quaternion " + ("w x y z" if self.scalar_first else "x y z w")
 
 
+#: the velocity coordinates of a free joint: the base's linear and angular velocity
+FREE_VELOCITY_NAMES = ("vx", "vy", "vz", "wx", "wy", "wz")
+
+
+def _normalize_free(xp, q):
+    """A free joint's q (..., 7) with its quaternion (q[3:7], either order) made unit."""
+    quat = q[..., 3:7]
+    return xp.concatenate([q[..., :3], quat / xp.sqrt((quat * quat).sum(-1, keepdims=True))],
+                          axis=-1)
+
+
 @dataclass(frozen=True)
 class FreeFlyer(JointModel):
     """Six degrees of freedom, Pinocchio's convention: q = (position, quaternion x y z w), v the
@@ -408,12 +419,10 @@ class FreeFlyer(JointModel):
         return v + ad1 / 2 + _se3_bracket(xp, xi, ad1) / 12
 
     def normalize(self, xp, q):
-        quat = q[..., 3:7]
-        return xp.concatenate([q[..., :3], quat / xp.sqrt((quat * quat).sum(-1, keepdims=True))],
-                              axis=-1)
+        return _normalize_free(xp, q)
 
     def velocity_names(self):
-        return ("vx", "vy", "vz", "wx", "wy", "wz")
+        return FREE_VELOCITY_NAMES
 
     def position_names(self):
         return ("x", "y", "z", "qx", "qy", "qz", "qw")
@@ -475,12 +484,10 @@ class MuJoCoFree(JointModel):
                               axis=-1)
 
     def normalize(self, xp, q):
-        quat = q[..., 3:7]
-        return xp.concatenate([q[..., :3], quat / xp.sqrt((quat * quat).sum(-1, keepdims=True))],
-                              axis=-1)
+        return _normalize_free(xp, q)
 
     def velocity_names(self):
-        return ("vx", "vy", "vz", "wx", "wy", "wz")
+        return FREE_VELOCITY_NAMES
 
     def position_names(self):
         return ("x", "y", "z", "qw", "qx", "qy", "qz")
