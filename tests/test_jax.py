@@ -87,7 +87,14 @@ def test_jit_of_batched_calls_equals_numpy():
         np.testing.assert_allclose(np.asarray(got), want, rtol=1e-10, atol=1e-10)
 
 
-def test_programs_cut_per_body_for_large_trees_are_exact(monkeypatch):
+@pytest.fixture
+def jax_numpy_path(monkeypatch):
+    """JAX calls on jax.numpy (the path of accelerators), not as custom calls: for the tests of
+    the programs that path gives XLA."""
+    monkeypatch.setitem(plan._SETTINGS, "custom_calls", False)
+
+
+def test_programs_cut_per_body_for_large_trees_are_exact(jax_numpy_path, monkeypatch):
     """Trees above CHECKPOINT_BODIES compile with a cut per body (x / (exact 1)): same values,
     same gradients."""
     model = random_tree(31, n=4, floating_base=True)
@@ -114,7 +121,7 @@ def test_programs_cut_per_body_for_large_trees_are_exact(monkeypatch):
 
 
 @pytest.mark.parametrize("algebra", ["cga", "dq"])
-def test_cut_programs_are_exact_in_every_algebra(monkeypatch, algebra):
+def test_cut_programs_are_exact_in_every_algebra(jax_numpy_path, monkeypatch, algebra):
     """The per-body cuts of the entries mode (``EntriesMode.checkpoint``) serve CGA and dual
     quaternions too: the cut programs are there and give the uncut values."""
     model = random_tree(33, n=4, floating_base=True)
@@ -136,7 +143,7 @@ def test_cut_programs_are_exact_in_every_algebra(monkeypatch, algebra):
         np.testing.assert_allclose(np.asarray(got), want, rtol=1e-10, atol=1e-10)
 
 
-def test_cuts_depend_on_the_backend_and_the_loop_not_on_the_batch(monkeypatch):
+def test_cuts_depend_on_the_backend_and_the_loop_not_on_the_batch(jax_numpy_path, monkeypatch):
     """On CPU each joint's sine and cosine are cut (computed once) in every batch, one state
     included, nothing else in a small tree; on a GPU the mass matrix's program is cut at every
     body (its nv^2 outputs would each recompute the composite inertias) and the sines and cosines

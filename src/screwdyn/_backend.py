@@ -95,6 +95,13 @@ def broadcast_batch(arrays_and_cores):
         raise ValueError(f"batch shapes do not broadcast ({detail})") from None
 
 
+def x64_enabled():
+    """Whether JAX computes in float64 (``jax_enable_x64``)."""
+    import jax
+
+    return bool(getattr(jax.config, "jax_enable_x64", False))
+
+
 def jax_float64():
     """A context in which JAX computes in float64, without changing the user's global setting
     (``jax.enable_x64``; a no-op when x64 is on already)."""

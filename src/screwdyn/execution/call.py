@@ -22,6 +22,8 @@ INPUTS = {
     "tau": (lambda m: (m.nv,), "joint forces, nv"),
     "gravity": (lambda m: (3,), "gravity vector in the world frame"),
     "f_ext": (lambda m: (m.nlinks, 6), "one [force; torque] wrench per link, nlinks x 6"),
+    # internal: a traced model's inertial parameters, an input of its native programs
+    "parameters": (lambda m: (m.nbodies, 10), "inertial parameters, bodies x 10"),
 }
 
 

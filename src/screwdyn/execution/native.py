@@ -28,7 +28,10 @@ import time
 import numpy as np
 
 from . import cache, entry, graph, llvm, trace
+from dataclasses import replace
+
 from ..model.configuration import integrate_arrays
+from ..model.model import TracedParameters
 from .call import Call, core_shape, propagate_non_finite
 
 VERSION = 1  # of the program format (bump when the kernel's calling convention changes)
@@ -37,6 +40,9 @@ _PROGRAMS = {}
 #: the name of a function's ``jacobian`` input that stands for q's tangent space: derivatives
 #: d/de f(q (+) e) at e = 0 (``screwdyn.integrate``), nv columns, as Pinocchio's
 TANGENT = "tangent"
+#: the name of the input that carries the bodies' inertial parameters (bodies, 10) into a
+#: program traced for a model holding traced parameters (``Model.with_inertial_parameters``)
+PARAMETERS = "parameters"
 _LOCK = threading.RLock()
 
 
@@ -52,14 +58,14 @@ class NativeProgram:
     ``bind(fallback)`` gives the fast Python entry (``entry``)."""
 
     def __init__(self, key, input_names, input_sizes, output_shape, function, model, algebra,
-                 bound, static):
+                 bound, static, derivatives=()):
         self.key = key
         self.input_names, self.input_sizes = tuple(input_names), tuple(input_sizes)
         self.output_shape = tuple(output_shape)
-        self._spec = (function, model, algebra, bound, static)
+        self._spec = (function, model, algebra, bound, static, derivatives)
         self.level = self.address = self.call = None
         self.source, self.compile_time, self.optimise_time, self.nodes = None, None, None, None
-        self._libraries, self._bound = [], []
+        self._libraries, self._bound, self._watchers = [], [], []
         self._program = None  # the traced graph.Program while the optimised code is made
         self._optimised = threading.Event()
         self._queued = False
@@ -73,6 +79,8 @@ class NativeProgram:
             self.address, self.level, self.call = address, level, entry.caller(address)
             for f in self._bound:
                 entry.set_kernel(f, address)
+            for watch in self._watchers:
+                watch(address)
         if level == LEVELS[-1]:
             self._optimised.set()
 
@@ -86,6 +94,13 @@ class NativeProgram:
                 if self.level == LEVELS[-1]:  # optimised meanwhile
                     entry.set_kernel(f, self.address)
         return f
+
+    def watch(self, callback):
+        """Call ``callback(address)`` now and whenever other code replaces the kernel (the
+        optimised code): XLA's custom calls (``custom_call``) point at the kernel this way."""
+        with _LOCK:
+            self._watchers.append(callback)
+            callback(self.address)
 
     def _hot(self):
         try:
@@ -147,38 +162,48 @@ def _bound_key(bound):
                         for k, v in bound.items()))
 
 
-def key(function, model, algebra, inputs, bound, static):
+def key(function, model, algebra, inputs, bound, static, derivatives=()):
     """The cache key of a program (see ``cache``)."""
     return cache.key("screwdyn-native", VERSION, function.name, function.jacobian,
                      cache.content_hash(model),
                      algebra, tuple(inputs), _bound_key(bound), static, llvm.host(),
-                     llvm.version(), sys.version_info[:2], cache.source_fingerprint())
+                     llvm.version(), sys.version_info[:2], cache.source_fingerprint(),
+                     *((tuple(derivatives),) if derivatives else ()))
 
 
-def get(function, model, algebra, inputs, bound=None, static=(), optimise=False):
+def get(function, model, algebra, inputs, bound=None, static=(), optimise=False,
+        derivatives=()):
     """The ``NativeProgram`` of ``function`` (a ``plan.Function``) for ``model`` in ``algebra``
     with the inputs ``inputs`` (names, in call order) and constants ``bound`` ({"gravity": g});
-    ``optimise``: with its optimised code. Raises what tracing raises where the function cannot
+    ``optimise``: with its optimised code; ``derivatives``: a chain of input-name tuples, the
+    program of the derivatives of the result with respect to the first, of those with respect
+    to the second, ... (``graph.jacobian``; output shape + one axis per link, as long as the
+    named inputs' sizes added up). Raises what tracing raises where the function cannot
     be compiled (``graph.DataDependentError``, ``NotImplementedError``, ``TypeError``)."""
     bound = dict(bound or {})
-    k = key(function, model, algebra, inputs, bound, static)
+    derivatives = tuple(tuple(names) for names in derivatives)
+    k = key(function, model, algebra, inputs, bound, static, derivatives)
     program = _PROGRAMS.get(k)
     if program is None:
         with _LOCK:
             program = _PROGRAMS.get(k)
             if program is None:
-                program = _make(k, function, model, algebra, tuple(inputs), bound, static)
+                program = _make(k, function, model, algebra, tuple(inputs), bound, static,
+                                derivatives)
                 _PROGRAMS[k] = program
     if optimise:
         program.optimise(wait=True)
     return program
 
 
-def _make(k, function, model, algebra, inputs, bound, static):
+def _make(k, function, model, algebra, inputs, bound, static, derivatives):
     start = time.perf_counter()
     sizes = [int(np.prod(core_shape(model, name), dtype=int)) for name in inputs]
-    output = tuple(function.output(model, *static))
-    program = NativeProgram(k, inputs, sizes, output, function, model, algebra, bound, static)
+    size_of = dict(zip(inputs, sizes))
+    output = tuple(function.output(model, *static)) + tuple(
+        sum(size_of[name] for name in names) for names in derivatives)
+    program = NativeProgram(k, inputs, sizes, output, function, model, algebra, bound, static,
+                            derivatives)
     for level in reversed(LEVELS):  # the best code on disk
         obj = cache.load_object(_level_key(k, level))
         if obj is not None:
@@ -186,7 +211,7 @@ def _make(k, function, model, algebra, inputs, bound, static):
             program.source = "disk cache"
             break
     else:
-        traced = trace_program(function, model, algebra, inputs, bound, static)
+        traced = trace_program(function, model, algebra, inputs, bound, static, derivatives)
         if tuple(traced.output_shape) != output:
             raise AssertionError(f"{function.name}: traced output {traced.output_shape}, "
                                  f"expected {output}")
@@ -199,9 +224,9 @@ def _make(k, function, model, algebra, inputs, bound, static):
     return program
 
 
-def trace_program(function, model, algebra, inputs, bound=None, static=()):
+def trace_program(function, model, algebra, inputs, bound=None, static=(), derivatives=()):
     """The ``graph.Program`` of ``function``'s kernel on one symbolic state (its derivatives
-    for a ``function.jacobian``)."""
+    for a ``function.jacobian``, then along the chain ``derivatives``, see ``get``)."""
     bound = dict(bound or {})
 
     tangent = TANGENT in function.jacobian
@@ -213,8 +238,12 @@ def trace_program(function, model, algebra, inputs, bound=None, static=()):
         if tangent:  # the kernel at q (+) e: its derivative in e is the one in q's tangent space
             e = arrays.pop(TANGENT)
             arrays["q"] = integrate_arrays(trace.xp, model, arrays["q"].T, e.T).T
+        traced = model
+        if PARAMETERS in arrays:  # symbolic inertial parameters, read as a traced model's
+            traced = replace(model, parameters=TracedParameters(arrays.pop(PARAMETERS)[..., 0]),
+                             _hash_cache=[])
         alg = function.algebra(algebra, trace.xp)
-        call = Call(model, algebra, alg, trace.xp, arrays)
+        call = Call(traced, algebra, alg, trace.xp, arrays)
         return function.kernel(call, *static)
 
     shapes = {name: core_shape(model, name) for name in inputs}
@@ -225,6 +254,8 @@ def trace_program(function, model, algebra, inputs, bound=None, static=()):
         program = graph.jacobian(program, function.jacobian)
         if tangent:
             program = graph.substitute(program, {TANGENT: np.zeros(model.nv)})
+    for names in derivatives:
+        program = graph.jacobian(program, names)
     return _propagate_non_finite(program, model, inputs)
 
 

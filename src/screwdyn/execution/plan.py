@@ -24,8 +24,16 @@ Paths:
 - ``"numpy"`` (numpy inputs, native off or unavailable): the recursions on numpy arrays,
   entries mode for RNEA, ABA and CRBA, evaluated in chunks of ``chunk_size`` states (bounded
   memory, about 256 MiB of intermediates).
-- ``"jax"``: the recursions on jax.numpy, traced by the caller's ``jax.jit``/``vmap``/``grad``
-  or run eagerly, with two rules for XLA (``jax_options``): on CPU, the sine and cosine of every
+- ``"custom_call"`` (JAX inputs on the CPU, float64): the native program as one XLA custom
+  call (``custom_call``), under the caller's ``jax.jit``, ``vmap``, ``grad``, ``jacfwd``,
+  ``jacrev``, ``hessian`` or eagerly: XLA compiles a handful of operations whatever the batch
+  size or the model's numbers, and runs the library's own machine code; derivatives of any order
+  are the native programs of ``graph.jacobian``. Traced inertial parameters
+  (``Model.with_inertial_parameters`` under tracing) are one more input of the program.
+- ``"jax"`` (JAX inputs on accelerators, in float32, or where custom calls are unavailable or
+  switched off, ``use_custom_calls(False)``): the recursions on jax.numpy, traced by the
+  caller's ``jax.jit``/``vmap``/``grad`` or run eagerly, with two rules for XLA
+  (``jax_options``): on CPU, the sine and cosine of every
   joint angle and every quaternion norm are computed once (``xla.namespace``); trees of more than
   ``CHECKPOINT_BODIES`` bodies, programs inside loops (simulation rollouts) and, on accelerators,
   functions with many outputs (the mass matrix) are cut once per body. Neither rule depends on
@@ -47,13 +55,13 @@ import numpy as np
 
 from .. import _backend
 from ..algebra import ALGEBRAS, get_algebra
-from . import llvm, native, xla
+from . import custom_call, llvm, native, xla
 from .. import validation
 from .call import Call, core_shape, parse, propagate_non_finite, validate
 from .graph import DataDependentError
 
 CHECKPOINT_BODIES = 12  # JAX: trees with more bodies are cut once per body (see jax_options)
-_SETTINGS = {"native": True}
+_SETTINGS = {"native": True, "custom_calls": True}
 _FAILED = {}  # (function name, model, algebra, inputs) -> why it could not be compiled
 _ENTRIES = {}
 _FUNCTIONS = []
@@ -85,6 +93,14 @@ def _forget():
         _ENTRIES.clear()
         for function in list(_FUNCTIONS):
             function.last = (None, None, None, None)
+
+
+def use_custom_calls(enabled=True):
+    """Run JAX calls on the CPU through the native programs as XLA custom calls (True, the
+    default) or on jax.numpy (False), in this process. Returns the previous setting."""
+    previous = _SETTINGS["custom_calls"]
+    _SETTINGS["custom_calls"] = bool(enabled)
+    return previous
 
 
 def native_enabled():
@@ -144,8 +160,14 @@ def decide(function, model, algebra="spatial", inputs="numpy", options=(), backe
     ("numpy" or "jax") and the optional inputs ``options`` given (names)."""
     if inputs == "jax":
         backend = backend or _jax_backend()
+        why = _custom_call_refusal(function, model, algebra, options, backend)
+        if why is None:
+            return "custom_call", ["JAX inputs on the CPU: the native program (machine code "
+                                   "compiled from the recursion) as one XLA custom call; "
+                                   "derivatives of any order are native programs too"]
         o = jax_options(function, model, backend, loop)
-        return "jax", [f"JAX inputs: the recursion runs on jax.numpy (backend {backend!r})",
+        return "jax", [f"JAX inputs: the recursion runs on jax.numpy (backend {backend!r}): "
+                       f"{why}",
                        f"sine/cosine computed once: {o['cut_sines']} (CPU only)",
                        f"cut once per body: {o['checkpoints']} (loop bodies, trees over "
                        f"{CHECKPOINT_BODIES} bodies, many outputs on accelerators)"]
@@ -158,6 +180,24 @@ def decide(function, model, algebra="spatial", inputs="numpy", options=(), backe
         return "numpy", [f"the function could not be compiled: {failed}"]
     return "native", ["numpy inputs: machine code compiled from the recursion for this model, "
                       "algebra and inputs (one state per row, any batch)"]
+
+
+def _custom_call_refusal(function, model, algebra, options, backend):
+    """None where a JAX call runs as a custom call (see the module docstring), else why not."""
+    if backend != "cpu":
+        return f"custom calls run on the CPU only (backend {backend!r})"
+    if not (_SETTINGS["custom_calls"] and _SETTINGS["native"]):
+        return "custom calls are switched off (use_custom_calls / use_native)"
+    if not custom_call.available():
+        return "XLA custom calls of native code are unavailable here (llvmlite, jax.ffi)"
+    if not _backend.x64_enabled():
+        return "jax_enable_x64 is off: float32 (native programs compute in float64)"
+    if model.parameters is not None and algebra == "vector":
+        return "the DH recursion reads its table, not traced inertial parameters"
+    failed = _FAILED.get((function.name, model, algebra, tuple(options)))
+    if failed:
+        return f"the function could not be compiled: {failed}"
+    return None
 
 
 def _jax_backend():
@@ -300,10 +340,51 @@ def _result(name, batch, N, shape):
 
 
 def run_jax(function, model, algebra, given, static=(), loop=False):
-    """The kernel on jax.numpy (see ``jax_options``), or on the traced arrays of
-    ``trace`` (the caller's own program is being compiled: the recursion joins it)."""
+    """The kernel as a custom call (see the module docstring), on jax.numpy (see
+    ``jax_options``), or on the traced arrays of ``trace`` (the caller's own program is being
+    compiled: the recursion joins it)."""
+    if not any(getattr(v, "traced", False) for v in given.values()):
+        options = tuple(given)[len(function.inputs):]
+        if decide(function, model, algebra, "jax", options, loop=loop)[0] == "custom_call":
+            try:
+                return run_custom_call(function, model, algebra, given, static)
+            except TRACE_ERRORS as error:
+                _FAILED[(function.name, model, algebra, options)] = \
+                    f"{type(error).__name__}: {error}"
     call = _call(function, model, algebra, given, loop)
     return call.vector(_kernel(function, call, static))
+
+
+def run_custom_call(function, model, algebra, given, static=()):
+    """The native program of ``function`` as an XLA custom call (``custom_call.Op``) on the
+    JAX (or traced) inputs ``given``: checked (``validate``: shapes at trace time), broadcast
+    to one batch, flattened to rows; the result batch + output shape, float64."""
+    import jax.numpy as jnp
+
+    _, arrays, batch, N = validate(model, given, jnp)
+    names = tuple(arrays)
+    if model.parameters is not None:
+        names += (native.PARAMETERS,)
+        arrays[native.PARAMETERS] = model.parameters.array
+    model = model.nominal
+    if function.check is not None:
+        function.check(model)
+    op = _custom_call_op(function, model, algebra, names, static)
+    shape = tuple(op.native.output_shape)
+    if N == 0:
+        return jnp.zeros(batch + shape)
+    rows = []
+    for name in names:
+        core = core_shape(model, name)
+        a = jnp.asarray(arrays[name], dtype=jnp.float64)
+        rows.append(jnp.broadcast_to(a, batch + core).reshape(batch + (int(np.prod(core)),)))
+    return op.call(*rows)
+
+
+@functools.lru_cache(maxsize=1024)
+def _custom_call_op(function, model, algebra, names, static):
+    return custom_call.Op(lambda derivatives: native.get(
+        function, model, algebra, names, static=static, derivatives=derivatives))
 
 
 def _kernel(function, call, static):

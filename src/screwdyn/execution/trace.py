@@ -507,6 +507,10 @@ class _Namespace:
         return np.full(shape, value, dtype=bool if dtype is bool else np.float64)
 
     @staticmethod
+    def eye(n, dtype=None):
+        return np.eye(n)
+
+    @staticmethod
     def zeros_like(x, dtype=None):
         return _Namespace.zeros(np.shape(_objects(x)), dtype)
 
