@@ -294,10 +294,19 @@ def _work():
             pass
     while True:
         program = _QUEUE.get()
-        with _WORKER["busy"]:
-            if _WORKER["stopping"]:
-                return
-            program._compile_optimised()
+        try:
+            with _WORKER["busy"]:
+                if _WORKER["stopping"]:
+                    return
+                program._compile_optimised()
+        finally:
+            _QUEUE.task_done()
+
+
+def wait_for_optimisation():
+    """Wait until every optimised code queued so far is compiled and in use (benchmarks)."""
+    if _WORKER["thread"] is not None:
+        _QUEUE.join()
 
 
 @atexit.register

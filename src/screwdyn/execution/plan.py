@@ -343,7 +343,8 @@ def run_jax(function, model, algebra, given, static=(), loop=False):
     """The kernel as a custom call (see the module docstring), on jax.numpy (see
     ``jax_options``), or on the traced arrays of ``trace`` (the caller's own program is being
     compiled: the recursion joins it)."""
-    if not any(getattr(v, "traced", False) for v in given.values()):
+    xp = _backend.namespace(*given.values(), model.traced_parameters)
+    if xp is not np and not getattr(xp, "traced", False):  # JAX arrays or JAX tracers
         options = tuple(given)[len(function.inputs):]
         if decide(function, model, algebra, "jax", options, loop=loop)[0] == "custom_call":
             try:

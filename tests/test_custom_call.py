@@ -1,0 +1,227 @@
+"""The JAX path on the CPU: the native programs as XLA custom calls (``execution.custom_call``),
+under jit, vmap, grad, jacfwd, jacrev and hessian, against the eager numpy results, finite
+differences, Pinocchio's derivatives and the jax.numpy path; one program whatever the batch
+size or the file's digits; no recompilation on repeated calls."""
+import re
+
+import numpy as np
+import pytest
+
+jax = pytest.importorskip("jax")
+jax.config.update("jax_enable_x64", True)
+import jax.numpy as jnp  # noqa: E402
+
+import screwdyn as sd  # noqa: E402
+from conftest import erd_urdf, random_state, random_tree  # noqa: E402
+from screwdyn.execution import custom_call, plan  # noqa: E402
+
+pytestmark = pytest.mark.skipif(not custom_call.available(), reason="no XLA custom calls here")
+
+ALGEBRAS = ("spatial", "cga", "dq")
+
+
+def panda_files(tmp_path):
+    """example-robot-data's Panda, and the same file with its rpy written with 11 digits (as
+    many real files are: rotations not exactly axis-aligned)."""
+    path = erd_urdf("panda_description/urdf/panda.urdf")
+    with open(path) as f:
+        text = f.read()
+    digits = re.sub(r'rpy="([^"]*)"', lambda m: 'rpy="%s"' % " ".join(
+        "%.11g" % float(x) for x in m.group(1).split()), text)
+    assert digits != text and "1.5707963268" in digits
+    other = tmp_path / "panda_11_digits.urdf"
+    other.write_text(digits)
+    return sd.load_urdf(path), sd.load_urdf(str(other))
+
+
+def custom_calls_in(f, *args):
+    """The number of custom calls and of all operations in the HLO JAX lowers ``f`` to."""
+    text = jax.jit(f).lower(*args).as_text()
+    return text.count("custom_call"), len(re.findall(r"^\s+%\S+ = ", text, re.M)) or \
+        text.count(" = ")
+
+
+def test_the_plan_says_custom_call_on_the_cpu():
+    panda = sd.robots.load("panda")
+    p = sd.plan(panda, "forward_dynamics", inputs="jax")
+    assert p.path == "custom_call", p.explain()
+    previous = plan.use_custom_calls(False)
+    try:
+        assert sd.plan(panda, "forward_dynamics", inputs="jax").path == "jax"
+    finally:
+        plan.use_custom_calls(previous)
+
+
+@pytest.mark.parametrize("algebra", ALGEBRAS)
+def test_jit_vmap_and_eager_equal_numpy(algebra):
+    model = random_tree(3, n=6, floating_base=True)
+    q, qd, qdd = random_state(model, 5, batch=(7,))
+    tau = sd.inverse_dynamics(model, q, qd, qdd, algebra=algebra)
+    calls = {
+        "ID": (lambda q, qd, u: sd.inverse_dynamics(model, q, qd, u, algebra=algebra), tau),
+        "FD": (lambda q, qd, u: sd.forward_dynamics(model, q, qd, u, algebra=algebra), qdd),
+        "M": (lambda q, qd, u: sd.mass_matrix(model, q, algebra=algebra),
+              sd.mass_matrix(model, q, algebra=algebra)),
+        "b": (lambda q, qd, u: sd.bias_forces(model, q, qd, algebra=algebra),
+              sd.bias_forces(model, q, qd, algebra=algebra)),
+    }
+    for name, (f, expected) in calls.items():
+        u = tau if name == "FD" else qdd
+        args = [jnp.asarray(a) for a in (q, qd, u)]
+        assert np.max(np.abs(np.asarray(f(*args)) - expected)) < 1e-12, name
+        assert np.max(np.abs(np.asarray(jax.jit(f)(*args)) - expected)) < 1e-12, name
+        per_state = jax.jit(jax.vmap(f))(*args)
+        assert np.max(np.abs(np.asarray(per_state) - expected)) < 1e-12, name
+        # vmap over one argument only, the others closed over or broadcast (in_axes None)
+        one = jax.vmap(f, in_axes=(0, None, None))(args[0], args[1][0], args[2][0])
+        expected_one = np.stack([np.asarray(f(*(jnp.asarray(a) for a in (q[i], qd[0], u[0]))))
+                                 for i in range(len(q))])
+        assert np.max(np.abs(np.asarray(one) - expected_one)) < 1e-12, name
+        # nested vmap
+        nested = jax.vmap(jax.vmap(f))(*(a.reshape((7, 1) + a.shape[1:]) for a in args))
+        assert np.max(np.abs(np.asarray(nested)[:, 0] - expected)) < 1e-12, name
+
+
+@pytest.mark.parametrize("algebra", ALGEBRAS)
+def test_derivatives_of_every_order_equal_the_jax_numpy_path(algebra):
+    model = random_tree(8, n=5)
+    q, qd, qdd = (jnp.asarray(a) for a in random_state(model, 2))
+    tau = jnp.asarray(sd.inverse_dynamics(model, q, qd, qdd))
+
+    def fd(q, qd):
+        return sd.forward_dynamics(model, q, qd, tau, algebra=algebra)
+
+    def loss(q, qd):
+        return jnp.sum(fd(q, qd) ** 2) + sd.kinetic_energy(model, q, qd)
+
+    got = {"jacfwd": jax.jacfwd(fd)(q, qd), "jacrev": jax.jacrev(fd, argnums=(0, 1))(q, qd),
+           "grad": jax.jit(jax.grad(loss, argnums=(0, 1)))(q, qd),
+           "hessian": jax.hessian(loss)(q, qd)}
+    previous = plan.use_custom_calls(False)
+    try:
+        want = {"jacfwd": jax.jacfwd(fd)(q, qd), "jacrev": jax.jacrev(fd, argnums=(0, 1))(q, qd),
+                "grad": jax.grad(loss, argnums=(0, 1))(q, qd), "hessian": jax.hessian(loss)(q, qd)}
+    finally:
+        plan.use_custom_calls(previous)
+    for name in got:
+        for g, w in zip(jax.tree_util.tree_leaves(got[name]), jax.tree_util.tree_leaves(want[name])):
+            scale = max(1.0, float(np.max(np.abs(w))))
+            assert np.max(np.abs(np.asarray(g) - np.asarray(w))) < 1e-10 * scale, name
+
+
+def test_derivatives_equal_pinocchio():
+    pin = pytest.importorskip("pinocchio")
+    path = erd_urdf("panda_description/urdf/panda.urdf")
+    model = sd.load_urdf(path, joint_order="name")
+    pm = pin.buildModelFromUrdf(path)
+    data = pm.createData()
+    rng = np.random.default_rng(4)
+    q = sd.random_configuration(model, rng)
+    qd, qdd = rng.normal(size=model.nv), rng.normal(size=model.nv)
+    pin.computeRNEADerivatives(pm, data, q, qd, qdd)
+    d_dq, d_dv = np.array(data.dtau_dq), np.array(data.dtau_dv)
+    J = jax.jit(jax.jacrev(lambda q, qd: sd.inverse_dynamics(model, q, qd, jnp.asarray(qdd)),
+                           argnums=(0, 1)))(jnp.asarray(q), jnp.asarray(qd))
+    assert np.max(np.abs(np.asarray(J[0]) - d_dq)) < 1e-9
+    assert np.max(np.abs(np.asarray(J[1]) - d_dv)) < 1e-9
+    tau = np.array(pin.rnea(pm, data, q, qd, qdd))
+    pin.computeABADerivatives(pm, data, q, qd, tau)
+    A = jax.jacfwd(lambda q: sd.forward_dynamics(model, q, jnp.asarray(qd), jnp.asarray(tau)))(
+        jnp.asarray(q))
+    assert np.max(np.abs(np.asarray(A) - np.array(data.ddq_dq))) < 1e-9
+
+
+def test_one_program_for_every_batch_size_and_both_panda_files(tmp_path):
+    """The lowered program is the same few operations for one state and for 100,000, and for
+    the file with exact and with 11-digit rotations; its values equal numpy's."""
+    exact, digits = panda_files(tmp_path)
+    sizes = []
+    for model in (exact, digits):
+        qd, tau = jnp.ones(model.nv), jnp.zeros(model.nv)
+        for n in (None, 1000, 100_000):
+            q = jnp.zeros(model.nq) if n is None else jnp.zeros((n, model.nq))
+            sizes.append(custom_calls_in(lambda q: sd.forward_dynamics(model, q, qd, tau), q))
+        Q = np.stack([sd.random_configuration(model, s) for s in range(50)])
+        got = jax.jit(jax.vmap(lambda q: sd.forward_dynamics(model, q, qd, tau)))(jnp.asarray(Q))
+        assert np.max(np.abs(np.asarray(got) - sd.forward_dynamics(model, Q, np.ones(model.nv),
+                                                                   np.zeros(model.nv)))) < 1e-12
+    assert all(calls == 1 for calls, _ in sizes), sizes
+    assert max(ops for _, ops in sizes) < 20, sizes  # a few broadcasts and reshapes around it
+    assert np.max(np.abs(sd.mass_matrix(exact, np.zeros(9)) - sd.mass_matrix(digits, np.zeros(9)))) \
+        < 1e-9  # the same robot (to the file's digits), not rounded
+
+
+def test_repeated_calls_do_not_recompile():
+    model = sd.robots.load("panda")
+    f = jax.jit(lambda q, qd, tau: sd.forward_dynamics(model, q, qd, tau))
+    g = jax.jit(jax.grad(lambda q, qd: sd.kinetic_energy(model, q, qd)))
+    rng = np.random.default_rng(0)
+    f(*(jnp.asarray(rng.normal(size=9)) for _ in range(3)))
+    g(*(jnp.asarray(rng.normal(size=9)) for _ in range(2)))
+    with jax.log_compiles():
+        import logging
+
+        records = []
+        handler = logging.Handler()
+        handler.emit = records.append
+        logger = logging.getLogger("jax")
+        logger.addHandler(handler)
+        try:
+            for _ in range(5):
+                f(*(jnp.asarray(rng.normal(size=9)) for _ in range(3)))
+                g(*(jnp.asarray(rng.normal(size=9)) for _ in range(2)))
+        finally:
+            logger.removeHandler(handler)
+    compiles = [r for r in records if "Compiling" in r.getMessage()]
+    assert compiles == [], [r.getMessage() for r in compiles]
+
+
+def test_the_model_as_an_argument_static_or_closed_over():
+    panda, ur5 = sd.robots.load("panda"), sd.load_urdf(sd.robots.path("ur5"))
+    f = jax.jit(sd.inverse_dynamics, static_argnums=0)
+    for model in (panda, ur5, panda):
+        q, qd, qdd = (jnp.asarray(a) for a in random_state(model, 1))
+        assert np.max(np.abs(np.asarray(f(model, q, qd, qdd)) - sd.inverse_dynamics(
+            model, *(np.asarray(a) for a in (q, qd, qdd))))) < 1e-12
+    assert f._cache_size() == 2
+
+
+def test_gradient_with_respect_to_inertial_parameters_is_the_regressor():
+    model = sd.robots.load("panda")
+    q, qd, qdd = random_state(model, 3)
+    pi = jnp.asarray(model.inertial_parameters())
+
+    def tau(pi, q):
+        return sd.inverse_dynamics(model.with_inertial_parameters(pi), q, qd, qdd)
+
+    assert plan.decide(sd.dynamics.FUNCTIONS["inverse_dynamics"], model, "spatial", "jax")[0] \
+        == "custom_call"
+    Y = sd.inverse_dynamics_regressor(model, q, qd, qdd)
+    J = jax.jit(jax.jacrev(tau))(pi, jnp.asarray(q))
+    assert np.max(np.abs(np.asarray(J).reshape(model.nv, -1) - Y)) < 1e-9
+    # through forward dynamics: a jnp-path reference
+    loss = lambda pi, q: jnp.sum(sd.forward_dynamics(  # noqa: E731
+        model.with_inertial_parameters(pi), q, qd, jnp.asarray(qdd)) ** 2)
+    got = jax.jit(jax.grad(loss))(pi, jnp.asarray(q))
+    previous = plan.use_custom_calls(False)
+    try:
+        want = jax.grad(loss)(pi, jnp.asarray(q))
+    finally:
+        plan.use_custom_calls(previous)
+    assert np.max(np.abs(np.asarray(got) - np.asarray(want))) < 1e-8 * np.max(np.abs(want))
+
+
+def test_bad_inputs_under_tracing():
+    model = sd.robots.load("panda")
+    f = jax.jit(lambda q: sd.inverse_dynamics(model, q, jnp.zeros(9), jnp.zeros(9)))
+    with pytest.raises(ValueError, match=r"\(\.\.\., 9\)"):
+        f(jnp.zeros(8))
+    with pytest.raises(ValueError, match="axis"):
+        jax.vmap(lambda q, qd: sd.inverse_dynamics(model, q, qd, jnp.zeros(9)))(
+            jnp.zeros((3, 9)), jnp.zeros((4, 9)))
+    # empty batches, NaN per state
+    assert jax.jit(lambda q: sd.mass_matrix(model, q))(jnp.zeros((0, 9))).shape == (0, 9, 9)
+    q = jnp.zeros((3, 9)).at[1, 0].set(jnp.nan)
+    tau = np.asarray(jax.jit(lambda q: sd.inverse_dynamics(model, q, jnp.zeros(9),
+                                                           jnp.zeros(9)))(q))
+    assert np.isnan(tau[1]).all() and np.isfinite(tau[[0, 2]]).all()
