@@ -225,3 +225,67 @@ def test_bad_inputs_under_tracing():
     tau = np.asarray(jax.jit(lambda q: sd.inverse_dynamics(model, q, jnp.zeros(9),
                                                            jnp.zeros(9)))(q))
     assert np.isnan(tau[1]).all() and np.isfinite(tau[[0, 2]]).all()
+
+
+def public_calls(model, link):
+    """Every public array function of one state, as f(q, qd, u) -> array."""
+    return {
+        "forward_kinematics": lambda q, qd, u, a: sd.forward_kinematics(model, q, algebra=a),
+        "jacobian": lambda q, qd, u, a: sd.jacobian(model, q, link, algebra=a),
+        "jacobian_local": lambda q, qd, u, a: sd.jacobian(model, q, link, frame="local",
+                                                           algebra=a),
+        "inverse_dynamics": lambda q, qd, u, a: sd.inverse_dynamics(model, q, qd, u, algebra=a),
+        "forward_dynamics": lambda q, qd, u, a: sd.forward_dynamics(model, q, qd, u, algebra=a),
+        "mass_matrix": lambda q, qd, u, a: sd.mass_matrix(model, q, algebra=a),
+        "bias_forces": lambda q, qd, u, a: sd.bias_forces(model, q, qd, algebra=a),
+        "gravity_torques": lambda q, qd, u, a: sd.gravity_torques(model, q, algebra=a),
+        "coriolis_matrix": lambda q, qd, u, a: sd.coriolis_matrix(model, q, qd, algebra=a),
+        "kinetic_energy": lambda q, qd, u, a: sd.kinetic_energy(model, q, qd, algebra=a),
+        "potential_energy": lambda q, qd, u, a: sd.potential_energy(model, q, algebra=a),
+        "center_of_mass": lambda q, qd, u, a: sd.center_of_mass(model, q),
+        "link_velocities": lambda q, qd, u, a: sd.link_velocities(model, q, qd),
+        "regressor": lambda q, qd, u, a: sd.inverse_dynamics_regressor(model, q, qd, u,
+                                                                       algebra=a),
+        "with_gravity": lambda q, qd, u, a: sd.inverse_dynamics(
+            model, q, qd, u, gravity=jnp.asarray([0.0, 1.0, -9.0]) + 0 * qd[..., :3],
+            algebra=a),
+        "with_f_ext": lambda q, qd, u, a: sd.forward_dynamics(
+            model, q, qd, u, f_ext=jnp.ones((model.nlinks, 6)) * qd[..., :1, None],
+            algebra=a),
+    }
+
+
+@pytest.mark.parametrize("algebra", ALGEBRAS)
+def test_every_public_function_under_jit_vmap_and_grad(algebra):
+    model = random_tree(11, n=5, floating_base=True)
+    link = model.link_names[-1]
+    q, qd, u = random_state(model, 6, batch=(4,))
+    for name, f in public_calls(model, link).items():
+        expected = np.stack([np.asarray(f(q[i], qd[i], u[i], algebra)) for i in range(4)])
+        args = [jnp.asarray(a) for a in (q, qd, u)]
+        assert sd.plan(model, name if name in sd.dynamics.FUNCTIONS else "inverse_dynamics",
+                       algebra="spatial", inputs="jax").path == "custom_call"
+        jitted = jax.jit(jax.vmap(lambda q, qd, u: f(q, qd, u, algebra)))(*args)
+        assert np.max(np.abs(np.asarray(jitted) - expected)) < 1e-11 * max(
+            1.0, np.max(np.abs(expected))), name
+        g = jax.jit(jax.grad(lambda q, qd: jnp.sum(jnp.sin(f(q, qd, args[2][0], algebra))),
+                             argnums=(0, 1)))(args[0][0], args[1][0])
+        previous = plan.use_custom_calls(False)
+        try:
+            w = jax.grad(lambda q, qd: jnp.sum(jnp.sin(f(q, qd, args[2][0], algebra))),
+                         argnums=(0, 1))(args[0][0], args[1][0])
+        finally:
+            plan.use_custom_calls(previous)
+        for a, b in zip(g, w):
+            assert np.max(np.abs(np.asarray(a) - np.asarray(b))) < 1e-9 * max(
+                1.0, float(np.max(np.abs(b)))), name
+
+
+def test_dynamics_derivatives_with_jax_inputs_equal_numpy():
+    model = sd.robots.load("panda")
+    q, qd, qdd = random_state(model, 2, batch=(3,))
+    d_np = sd.dynamics_derivatives(model, q, qd, qdd=qdd)
+    d_jax = jax.jit(lambda q, qd, qdd: sd.dynamics_derivatives(model, q, qd, qdd=qdd))(
+        *(jnp.asarray(a) for a in (q, qd, qdd)))
+    for a, b in zip(d_np, d_jax):
+        assert np.max(np.abs(np.asarray(a) - np.asarray(b))) < 1e-10

@@ -175,7 +175,10 @@ class Op:
     """A native program (``native.NativeProgram``, made by ``make(derivatives)``) as a JAX
     operation on rows: ``op(*rows)`` with ``rows[k]`` of shape batch + (input_sizes[k],), all
     of one batch shape, returns batch + output_shape (float64). Differentiable to any order
-    (``derivative``); every program compiled on first use (and loaded from the disk cache)."""
+    (``derivative``); every program compiled on first use (and loaded from the disk cache).
+    A function's own program is optimised in the background once registered (the vector loop
+    for batches, ``native``); derivative programs, which grow with the number of inputs
+    differentiated, keep the code that compiles fast."""
 
     def __init__(self, make, derivatives=()):
         self._make, self.derivatives = make, tuple(derivatives)
@@ -211,7 +214,8 @@ class Op:
                 jax.ffi.register_ffi_target(name, jax.ffi.pycapsule(handler), platform="cpu")
                 self._handler = handler
                 self._target = name
-                program.optimise(wait=False)
+                if not self.derivatives:
+                    program.optimise(wait=False)
             return self._target
 
     def derivative(self, wrt):
