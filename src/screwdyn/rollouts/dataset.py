@@ -370,8 +370,12 @@ class Dataset:
             if problem is not None:
                 raise ValueError(f"{path}: {problem}; the shard is corrupted (rerun the call that "
                                  "made the dataset to redo it)")
+        # one thread, no pre-buffering: Arrow's CPU and IO thread pools, once started, can
+        # abort the process at exit (apache/arrow#34314: "terminate called without an active
+        # exception", seen here once in a full-disk test); a shard is read in memory anyway
         return pq.read_table(pa.BufferReader(data), columns=columns,
-                             page_checksum_verification=True)
+                             page_checksum_verification=True, use_threads=False,
+                             pre_buffer=False)
 
     def table(self, columns=None):
         """The samples of every finished shard as one ``pyarrow.Table`` (``columns``: a subset
