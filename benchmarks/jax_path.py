@@ -25,8 +25,9 @@ programs' tracing and compilation:
   ``crba``) in a Python loop over the 1,000 states.
 
 Writes ``jax_path.json`` to ``--out`` (default ``benchmarks/results``) and prints a markdown
-table. MJX (``mujoco-mjx``) is not installed beside MuJoCo 4 here (its releases pin MuJoCo 3):
-it is reported as missing.
+table. Beside them, MJX (``pip install mujoco-mjx``) where it is installed: ``jax.jit(jax.vmap(
+mjx.forward))`` and ``mjx.inverse`` on the same URDF through MuJoCo's compiler (collision geometry
+stripped, as for every candidate), on the CPU.
 """
 import argparse
 import json
@@ -47,6 +48,9 @@ ROBOTS = ("panda", "panda11", "talos", "chain100")
 #: are dense Jacobians, nv columns of the function's operations (the 100-link chain's mass
 #: matrix: 100 x 86,000 operations, minutes to compile)
 GRAD_MAX_DOF = 40
+#: states of MJX's batch (its CPU time per state is milliseconds: a batch of 1,000 takes
+#: seconds per call)
+MJX_STATES = 100
 
 
 def model_path(name, folder):
@@ -66,21 +70,16 @@ def model_path(name, folder):
 
 
 def median_time(f, per=1, target=0.3, rounds=5):
-    """Median seconds per call of ``f`` over ``rounds`` rounds of about ``target`` seconds."""
+    """Median seconds per call of ``f`` over ``rounds`` rounds of about ``target`` seconds in
+    all (``regressor.best_of``), divided by ``per``."""
+    from regressor import best_of
+
     f()
     start, n = time.perf_counter(), 0
     while time.perf_counter() - start < target / rounds:
         f()
         n += 1
-    n = max(n, 1)
-    times = []
-    for _ in range(rounds):
-        t = time.perf_counter()
-        for _ in range(n):
-            f()
-        times.append((time.perf_counter() - t) / n)
-    times.sort()
-    return times[len(times) // 2] / per
+    return best_of(f, rounds, max(n, 1)) / per
 
 
 def measure(name, quick):
@@ -153,6 +152,21 @@ def measure(name, quick):
         row["run"][f"numpy call, {N} states (native, us per state)"] = median_time(
             lambda: call(Q, QD, U), per=N) * 1e6
         out["rows"][short] = row
+    # gradients with respect to the inertial parameters, beside those with respect to q
+    pi = jnp.asarray(model.inertial_parameters())
+    q1, qd1, u1 = (jnp.asarray(a[0]) for a in (Q, QD, U))
+    by_pi = jax.jit(jax.grad(lambda pi, q: jnp.sum(sd.inverse_dynamics(
+        model.with_inertial_parameters(pi), q, qd1, u1))))
+    by_q = jax.jit(jax.grad(lambda q, pi: jnp.sum(sd.inverse_dynamics(
+        model.with_inertial_parameters(pi), q, qd1, u1))))
+    out["grad ID by pi"] = {"compile (s)": first(by_pi, pi, q1)}
+    out["grad ID by q, traced pi"] = {"compile (s)": first(by_q, q1, pi)}
+    native.wait_for_optimisation()
+    out["grad ID by pi"]["us per call"] = median_time(
+        lambda: by_pi(pi, q1).block_until_ready()) * 1e6
+    out["grad ID by q, traced pi"]["us per call"] = median_time(
+        lambda: by_q(q1, pi).block_until_ready()) * 1e6
+    out["mjx"] = mjx_rows(path, floating, folder, name, Q, QD, U)
     trivial = jax.jit(lambda q, qd, u: q.sum() + qd + u)
     a1 = tuple(jnp.asarray(a[0]) for a in (Q, QD, U))
     out["trivial jit (us per call)"] = median_time(
@@ -173,12 +187,64 @@ def measure(name, quick):
     return out
 
 
+def mjx_rows(path, floating, folder, name, Q, QD, U):
+    """MJX on the same file (MuJoCo's URDF compiler, as ``latency.py`` loads it):
+    ``jax.jit(jax.vmap(...))`` of ``mjx.forward`` (qacc) and ``mjx.inverse`` (qfrc_inverse)
+    over the first ``MJX_STATES`` states, CPU: compile seconds and us per state; or why not."""
+    import numpy as np
+
+    try:
+        import jax
+        import jax.numpy as jnp
+        import mujoco
+        from mujoco import mjx
+    except ImportError as error:
+        return f"missing ({error})"
+    from latency import mujoco_model
+
+    try:
+        m = mujoco_model(mujoco, path, floating, folder, name)
+        mx = mjx.put_model(m)
+    except Exception as error:  # noqa: BLE001  (a file MJX does not take)
+        return f"not run ({type(error).__name__}: {error})"
+    if m.nq != Q.shape[1] or m.nv != QD.shape[1]:
+        return f"not run (MuJoCo has nq {m.nq}, nv {m.nv})"
+    dx = mjx.make_data(mx)
+    q = np.array(Q)
+    if floating:  # MuJoCo's free joint: quaternion w first
+        q[:, 3:7] = q[:, [6, 3, 4, 5]]
+
+    def forward(q, qd, u):
+        return mjx.forward(mx, dx.replace(qpos=q, qvel=qd, qfrc_applied=u)).qacc
+
+    def inverse(q, qd, a):
+        return mjx.inverse(mx, dx.replace(qpos=q, qvel=qd, qacc=a)).qfrc_inverse
+
+    N = min(len(Q), MJX_STATES)
+    rows, args = {}, tuple(jnp.asarray(a[:N]) for a in (q, QD, U))
+    for label, f in (("FD", forward), ("ID", inverse)):
+        g = jax.jit(jax.vmap(f))
+        t = time.perf_counter()
+        jax.block_until_ready(g(*args))
+        compile_s = time.perf_counter() - t
+        rows[label] = {"compile jit(vmap) (s)": compile_s, "us per state": median_time(
+            lambda: jax.block_until_ready(g(*args)), per=N, rounds=3) * 1e6}
+    return rows
+
+
 def markdown(results):
     lines = []
     for r in results:
         lines.append(f"\n### {r['robot']} (nq {r['nq']}, nv {r['nv']}, {r['bodies']} bodies); "
                      f"trivial jitted call {r['trivial jit (us per call)']:.1f} us")
         pin = r["pinocchio loop (us per state)"]
+        lines.append("\n" + "; ".join(
+            f"jit({k}): compile {v['compile (s)']:.2f} s, {v['us per call']:.3g} us per call"
+            for k, v in r.items() if k.startswith("grad ID by")))
+        mjx = r.get("mjx")
+        lines.append(f"\nMJX, jit(vmap) over {MJX_STATES} of the states: " + ("; ".join(
+            f"{k}: compile {v['compile jit(vmap) (s)']:.1f} s, {v['us per state']:.3g} us per "
+            "state" for k, v in mjx.items()) if isinstance(mjx, dict) else str(mjx)))
         first = next(iter(r["rows"].values()))  # ID: every column
         compile_keys, run_keys = list(first["compile"]), list(first["run"])
         lines.append("\n| | " + " | ".join([f"compile {k} (s)" for k in compile_keys] + run_keys
@@ -216,16 +282,11 @@ def main():
             continue
         results.append(json.loads(lines[-1][7:]))
         print(markdown(results[-1:]), flush=True)
-    try:
-        import mujoco.mjx  # noqa: F401
-        mjx = "installed (not timed by this script)"
-    except ImportError as error:
-        mjx = f"missing ({error})"
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "jax_path.json"), "w") as f:
-        json.dump({"results": results, "mjx": mjx, "load_average": [load, os.getloadavg()]},
+        json.dump({"results": results, "load_average": [load, os.getloadavg()]},
                   f, indent=1)
-    print(f"\nMJX: {mjx}; load average {load[0]:.1f} -> {os.getloadavg()[0]:.1f}")
+    print(f"\nload average {load[0]:.1f} -> {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

@@ -34,9 +34,15 @@ import threading
 
 import numpy as np
 
-from . import graph, llvm
+from .. import _backend
+from . import llvm
 
 _LOCK = threading.RLock()
+#: derivative programs of at most this many nodes get their optimised code too (in the
+#: background, as every function's own program does): the Panda's are 10,000 to 150,000 (twice
+#: as fast optimised); a 100-link chain's Jacobian of ID, 1.5 million, would keep the background
+#: thread busy for minutes (and a process's exit waits for a compilation in progress)
+OPTIMISE_DERIVATIVES_UP_TO = 200_000
 _COUNTER = itertools.count()
 _OPS = {}  # (key, wrt chain) -> Op
 
@@ -178,7 +184,7 @@ class Op:
     (``derivative``); every program compiled on first use (and loaded from the disk cache).
     A function's own program is optimised in the background once registered (the vector loop
     for batches, ``native``); derivative programs, which grow with the number of inputs
-    differentiated, keep the code that compiles fast."""
+    differentiated, too up to ``OPTIMISE_DERIVATIVES_UP_TO`` nodes."""
 
     def __init__(self, make, derivatives=()):
         self._make, self.derivatives = make, tuple(derivatives)
@@ -212,9 +218,11 @@ class Op:
                 import jax.ffi
 
                 jax.ffi.register_ffi_target(name, jax.ffi.pycapsule(handler), platform="cpu")
+                _backend.tune_allocator()  # results of batches: glibc keeps their memory mapped
                 self._handler = handler
                 self._target = name
-                if not self.derivatives:
+                size = sum((program.nodes or {}).values())
+                if not self.derivatives or 0 < size <= OPTIMISE_DERIVATIVES_UP_TO:
                     program.optimise(wait=False)
             return self._target
 
