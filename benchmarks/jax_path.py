@@ -152,6 +152,9 @@ def measure(name, quick):
         row["run"][f"numpy call, {N} states (native, us per state)"] = median_time(
             lambda: call(Q, QD, U), per=N) * 1e6
         out["rows"][short] = row
+    out["mjx"] = mjx_rows(path, floating, folder, name, Q, QD, U)
+    if model.nv > GRAD_MAX_DOF:
+        return finish(out, model, Q, QD, U, path, floating, N)
     # gradients with respect to the inertial parameters, beside those with respect to q
     pi = jnp.asarray(model.inertial_parameters())
     q1, qd1, u1 = (jnp.asarray(a[0]) for a in (Q, QD, U))
@@ -166,7 +169,14 @@ def measure(name, quick):
         lambda: by_pi(pi, q1).block_until_ready()) * 1e6
     out["grad ID by q, traced pi"]["us per call"] = median_time(
         lambda: by_q(q1, pi).block_until_ready()) * 1e6
-    out["mjx"] = mjx_rows(path, floating, folder, name, Q, QD, U)
+    return finish(out, model, Q, QD, U, path, floating, N)
+
+
+def finish(out, model, Q, QD, U, path, floating, N):
+    """The trivial jitted call and the Pinocchio loop beside the rows of ``measure``."""
+    import jax
+    import jax.numpy as jnp
+
     trivial = jax.jit(lambda q, qd, u: q.sum() + qd + u)
     a1 = tuple(jnp.asarray(a[0]) for a in (Q, QD, U))
     out["trivial jit (us per call)"] = median_time(
@@ -240,7 +250,8 @@ def markdown(results):
         pin = r["pinocchio loop (us per state)"]
         lines.append("\n" + "; ".join(
             f"jit({k}): compile {v['compile (s)']:.2f} s, {v['us per call']:.3g} us per call"
-            for k, v in r.items() if k.startswith("grad ID by")))
+            for k, v in r.items() if k.startswith("grad ID by")) or "gradients with respect to "
+            f"the inertial parameters: not run (nv > {GRAD_MAX_DOF})")
         mjx = r.get("mjx")
         lines.append(f"\nMJX, jit(vmap) over {MJX_STATES} of the states: " + ("; ".join(
             f"{k}: compile {v['compile jit(vmap) (s)']:.1f} s, {v['us per state']:.3g} us per "
@@ -282,10 +293,10 @@ def main():
             continue
         results.append(json.loads(lines[-1][7:]))
         print(markdown(results[-1:]), flush=True)
-    os.makedirs(args.out, exist_ok=True)
-    with open(os.path.join(args.out, "jax_path.json"), "w") as f:
-        json.dump({"results": results, "load_average": [load, os.getloadavg()]},
-                  f, indent=1)
+        os.makedirs(args.out, exist_ok=True)  # after every robot: an interrupted run keeps them
+        with open(os.path.join(args.out, "jax_path.json"), "w") as f:
+            json.dump({"results": results, "load_average": [load, os.getloadavg()]}, f,
+                      indent=1)
     print(f"\nload average {load[0]:.1f} -> {os.getloadavg()[0]:.1f}")
 
 
