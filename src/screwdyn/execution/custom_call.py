@@ -271,7 +271,9 @@ def _differentiable(op):
                             axis=-1)
         batch = y.shape[:y.ndim - len(op.native.output_shape)]
         J = J.reshape(batch + (-1, t.shape[-1]))
-        dy = jnp.einsum("...ij,...j->...i", J, t).reshape(y.shape)
+        # a product and a sum, not a dot: XLA fuses them into one loop (a dot of (9, 90) went to
+        # Eigen's threaded contraction, 20 us of its 27 for the Panda's gradient in pi)
+        dy = jnp.sum(J * t[..., None, :], axis=-1).reshape(y.shape)
         return y, dy
 
     call.defjvp(jvp, symbolic_zeros=True)
