@@ -104,7 +104,8 @@ def test_derivatives_of_every_order_equal_the_jax_numpy_path(algebra):
     finally:
         plan.use_custom_calls(previous)
     for name in got:
-        for g, w in zip(jax.tree_util.tree_leaves(got[name]), jax.tree_util.tree_leaves(want[name])):
+        leaves = jax.tree_util.tree_leaves
+        for g, w in zip(leaves(got[name]), leaves(want[name])):
             scale = max(1.0, float(np.max(np.abs(w))))
             assert np.max(np.abs(np.asarray(g) - np.asarray(w))) < 1e-10 * scale, name
 
@@ -147,8 +148,8 @@ def test_one_program_for_every_batch_size_and_both_panda_files(tmp_path):
                                                                    np.zeros(model.nv)))) < 1e-12
     assert all(calls == 1 for calls, _ in sizes), sizes
     assert max(ops for _, ops in sizes) < 20, sizes  # a few broadcasts and reshapes around it
-    assert np.max(np.abs(sd.mass_matrix(exact, np.zeros(9)) - sd.mass_matrix(digits, np.zeros(9)))) \
-        < 1e-9  # the same robot (to the file's digits), not rounded
+    difference = sd.mass_matrix(exact, np.zeros(9)) - sd.mass_matrix(digits, np.zeros(9))
+    assert 0 < np.max(np.abs(difference)) < 1e-9  # the same robot to the file's digits, unrounded
 
 
 def test_repeated_calls_do_not_recompile():

@@ -70,7 +70,7 @@ def available():
 def api_version():
     """(major, minor) of the FFI C API in jaxlib's header, or None where it is not shipped."""
     try:
-        import jax.ffi
+        import jax.ffi  # noqa: F401  (present?)
 
         header = os.path.join(jax.ffi.include_dir(), "xla", "ffi", "api", "c_api.h")
         with open(header) as f:
@@ -179,7 +179,7 @@ def _buffer(tag, pointer):
 
 class Op:
     """A native program (``native.NativeProgram``, made by ``make(derivatives)``) as a JAX
-    operation on rows: ``op(*rows)`` with ``rows[k]`` of shape batch + (input_sizes[k],), all
+    operation on rows: ``op.call(*rows)`` with ``rows[k]`` of shape batch + (input_sizes[k],), all
     of one batch shape, returns batch + output_shape (float64). Differentiable to any order
     (``derivative``); every program compiled on first use (and loaded from the disk cache).
     A function's own program is optimised in the background once registered (the vector loop
@@ -246,8 +246,8 @@ class Op:
 
 
 def _pointer_ir():
-    """The global the handler calls through (``handler_ir`` with address 0 is rewritten to
-    load it): set by ``NativeProgram.watch`` to the code in use."""
+    """The global the handler calls the kernel through (``handler_ir`` with address 0 loads
+    it): ``NativeProgram.watch`` sets it to the code in use, level 0 first, then the optimised."""
     return "@kernel_pointer = global ptr null\n"
 
 
