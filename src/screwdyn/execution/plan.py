@@ -97,7 +97,8 @@ def _forget():
 
 def use_custom_calls(enabled=True):
     """Run JAX calls on the CPU through the native programs as XLA custom calls (True, the
-    default) or on jax.numpy (False), in this process. Returns the previous setting."""
+    default) or on jax.numpy (False), in this process. Returns the previous setting. Functions
+    JAX has traced already keep the path they were traced with (JAX caches the trace)."""
     previous = _SETTINGS["custom_calls"]
     _SETTINGS["custom_calls"] = bool(enabled)
     return previous
