@@ -60,15 +60,13 @@ def as_float_array(x, xp, name):
         return a.astype(np.float64, copy=False)
     if getattr(xp, "traced", False):  # symbolic float64 scalars (screwdyn.execution.trace)
         return x if hasattr(type(x), "__array_namespace__") else as_float_array(x, np, name)
-    import jax
-
     if not _is_jax(x):
         x = as_float_array(x, np, name)  # numpy inputs follow the numpy policy first
     a = xp.asarray(x)
     if xp.issubdtype(a.dtype, xp.complexfloating) or not (xp.issubdtype(a.dtype, xp.number)
                                                            or a.dtype == xp.bool_):
         raise ValueError(f"{name} must be a real numeric array, got dtype {a.dtype}")
-    if jax.config.jax_enable_x64:
+    if x64_enabled():
         return a.astype(xp.float64) if a.dtype != xp.float64 else a
     if not _warned_float32:
         _warned_float32.append(True)
@@ -109,7 +107,7 @@ def jax_float64():
 
     import jax
 
-    if getattr(jax.config, "jax_enable_x64", False):
+    if x64_enabled():
         return contextlib.nullcontext()
     manager = getattr(jax, "enable_x64", None)
     if manager is None:  # older JAX

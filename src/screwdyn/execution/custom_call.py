@@ -44,7 +44,6 @@ _LOCK = threading.RLock()
 #: thread busy for minutes (and a process's exit waits for a compilation in progress)
 OPTIMISE_DERIVATIVES_UP_TO = 200_000
 _COUNTER = itertools.count()
-_OPS = {}  # (key, wrt chain) -> Op
 
 # byte offsets in XLA's FFI structs (c_api.h, LP64)
 _FRAME_EXTENSION, _FRAME_STAGE, _FRAME_ARGS, _FRAME_RETS = 8, 32, 72, 112
@@ -70,7 +69,7 @@ def available():
 def api_version():
     """(major, minor) of the FFI C API in jaxlib's header, or None where it is not shipped."""
     try:
-        import jax.ffi  # noqa: F401  (present?)
+        import jax.ffi
 
         header = os.path.join(jax.ffi.include_dir(), "xla", "ffi", "api", "c_api.h")
         with open(header) as f:
@@ -84,14 +83,16 @@ def api_version():
     return int(major.group(1)), int(minor.group(1))
 
 
-def handler_ir(kernel_address, input_sizes, output_size, name="handler"):
-    """LLVM IR of the FFI handler that calls the kernel at ``kernel_address``
-    (``llvm.kernel_ir``'s ``kernel(n, inputs, strides, out)``) for inputs of ``input_sizes``
-    doubles per state and an output of ``output_size``."""
+def handler_ir(input_sizes, output_size):
+    """LLVM IR of the FFI handler ``handler`` and of the global ``kernel_pointer`` it calls the
+    kernel through (``llvm.kernel_ir``'s ``kernel(n, inputs, strides, out)``; set by
+    ``NativeProgram.watch`` to the code in use, first code, then optimised), for inputs of
+    ``input_sizes`` doubles per state and an output of ``output_size``."""
     major, minor = api_version()
     k = max(len(input_sizes), 1)
     lines = [
-        f"define ptr @{name}(ptr %frame) nounwind {{",
+        "@kernel_pointer = global ptr null",
+        "define ptr @handler(ptr %frame) nounwind {",
         "entry:",
         f"  %ext.p = getelementptr i8, ptr %frame, i64 {_FRAME_EXTENSION}",
         "  %ext = load ptr, ptr %ext.p",
@@ -142,8 +143,7 @@ def handler_ir(kernel_address, input_sizes, output_size, name="handler"):
                   f"  store ptr %in{j}.data, ptr %ins{j}",
                   f"  %strides{j} = getelementptr i64, ptr %strides, i64 {j}",
                   f"  store i64 %stride{j}, ptr %strides{j}"]
-    lines += [f"  %kernel = inttoptr i64 {int(kernel_address)} to ptr" if kernel_address else
-              "  %kernel = load ptr, ptr @kernel_pointer",
+    lines += ["  %kernel = load ptr, ptr @kernel_pointer",
               "  call void %kernel(i64 %n, ptr %ins, ptr %strides, ptr %out.data)",
               "  br label %done",
               "done:",
@@ -190,7 +190,6 @@ class Op:
         self._make, self.derivatives = make, tuple(derivatives)
         self._native = None
         self._target = None
-        self._pointer = None
         self._derivative_ops = {}
         self.call = _differentiable(self)
 
@@ -207,12 +206,12 @@ class Op:
             if self._target is None:
                 program = self.native
                 name = f"screwdyn_{next(_COUNTER)}"
-                ir = _pointer_ir() + handler_ir(0, program.input_sizes,
-                                                int(np.prod(program.output_shape, dtype=int)))
+                ir = handler_ir(program.input_sizes,
+                                int(np.prod(program.output_shape, dtype=int)))
                 library = llvm.Library(llvm.compile_object(ir, 0))
                 pointer = ctypes.c_void_p.from_address(library.address("kernel_pointer"))
                 program.watch(lambda address: setattr(pointer, "value", address))
-                self._library, self._pointer = library, pointer
+                self._library = library  # its code and the pointer stay alive with the Op
                 handler = ctypes.CFUNCTYPE(ctypes.c_void_p, ctypes.c_void_p)(
                     library.address("handler"))
                 import jax.ffi
@@ -243,12 +242,6 @@ class Op:
         batch = rows[0].shape[:-1] if rows else ()
         shape = jax.ShapeDtypeStruct(tuple(batch) + program.output_shape, jnp.float64)
         return jax.ffi.ffi_call(self.target(), shape, vmap_method="broadcast_all")(*rows)
-
-
-def _pointer_ir():
-    """The global the handler calls the kernel through (``handler_ir`` with address 0 loads
-    it): ``NativeProgram.watch`` sets it to the code in use, level 0 first, then the optimised."""
-    return "@kernel_pointer = global ptr null\n"
 
 
 def _differentiable(op):

@@ -20,6 +20,7 @@ reused across models, library sources, LLVM versions or CPUs.
 """
 import atexit
 import os
+from dataclasses import replace
 import queue
 import sys
 import threading
@@ -28,8 +29,6 @@ import time
 import numpy as np
 
 from . import cache, entry, graph, llvm, trace
-from dataclasses import replace
-
 from ..model.configuration import integrate_arrays
 from ..model.model import TracedParameters
 from .call import Call, core_shape, propagate_non_finite
@@ -65,7 +64,7 @@ class NativeProgram:
         self._spec = (function, model, algebra, bound, static, derivatives)
         self.level = self.address = self.call = None
         self.source, self.compile_time, self.optimise_time, self.nodes = None, None, None, None
-        self._libraries, self._bound, self._watchers = [], [], []
+        self._libraries, self._watchers = [], []
         self._program = None  # the traced graph.Program while the optimised code is made
         self._optimised = threading.Event()
         self._queued = False
@@ -77,8 +76,6 @@ class NativeProgram:
         with _LOCK:
             self._libraries.append(library)  # old code stays loaded: a call may be running it
             self.address, self.level, self.call = address, level, entry.caller(address)
-            for f in self._bound:
-                entry.set_kernel(f, address)
             for watch in self._watchers:
                 watch(address)
         if level == LEVELS[-1]:
@@ -88,16 +85,14 @@ class NativeProgram:
         """The fast callable (``entry.bind``), or None where the fast entry is unavailable."""
         hot = None if self.level == LEVELS[-1] else self._hot
         f = entry.bind(self.address, self.input_sizes, self.output_shape, fallback, self, hot)
-        if f is not None:
-            with _LOCK:
-                self._bound.append(f)
-                if self.level == LEVELS[-1]:  # optimised meanwhile
-                    entry.set_kernel(f, self.address)
+        if f is not None:  # pointed at the code in use (optimised meanwhile, or later)
+            self.watch(lambda address: entry.set_kernel(f, address))
         return f
 
     def watch(self, callback):
         """Call ``callback(address)`` now and whenever other code replaces the kernel (the
-        optimised code): XLA's custom calls (``custom_call``) point at the kernel this way."""
+        optimised code): the fast entries (``bind``) and XLA's custom calls (``custom_call``)
+        point at the kernel this way."""
         with _LOCK:
             self._watchers.append(callback)
             callback(self.address)
