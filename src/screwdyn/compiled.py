@@ -37,7 +37,7 @@ import time
 
 import numpy as np
 
-from . import dynamics
+from . import _backend, dynamics
 
 #: name -> (the public function, its batch inputs in order)
 FUNCTIONS = {
@@ -219,22 +219,42 @@ def _native(model, name, algebra, gravity):
         bound["gravity"] = np.asarray(gravity, dtype=float).reshape(3)
     if function.check is not None:
         function.check(model)
-    program = native.get(function, model, algebra, function.inputs, bound, optimise=True)
-    general = plan.General(function, model, algebra, function.inputs, ())
+    form = plan.factored(function, model, algebra)
+    runs = function if form is None else form.columns  # the program's function (its factors)
+    program = native.get(runs, model, algebra, runs.inputs, bound, optimise=True)
+    general = plan.General(runs, model, algebra, runs.inputs, ())
     if bound:  # the general path passes the bound gravity on
         fallback = _with_gravity(general, bound["gravity"])
     else:
         fallback = general
     fast = program.bind(fallback)
+    if form is not None:  # the factors, then the result from them
+        factors = fast if fast is not None else fallback
+        fast = _finished(form, model, factors, name, runs.inputs)
     attributes = {"name": name, "model": model, "algebra": algebra, "gravity": bound.get("gravity"),
                   "input_names": function.inputs,
                   "input_shapes": tuple((program.input_sizes[k],)
                                         for k in range(len(function.inputs))),
-                  "output_shape": program.output_shape,
+                  "output_shape": (program.output_shape if form is None
+                                   else tuple(function.output(model))),
                   "compile_time": program.compile_time + (program.optimise_time or 0.0),
                   "source": program.source, "program": program,
                   "__call__": staticmethod(fast if fast is not None else fallback)}
     return type("NativeFunction", (NativeFunction,), attributes)()
+
+
+def _finished(form, model, factors, name, inputs):
+    """The callable of a ``Factored`` function: its factors (``factors(*args)``), then
+    ``form.finish``."""
+
+    def call(*args):
+        if len(args) != len(inputs):
+            raise TypeError(f"{name} takes {len(inputs)} arrays ({', '.join(inputs)}), got "
+                            f"{len(args)}")
+        result = factors(*args)
+        return form.finish(_backend.namespace(result), model, result)
+
+    return call
 
 
 def _with_gravity(general, gravity):

@@ -30,6 +30,7 @@ from .algorithms import aba as _aba
 from .algorithms import crba as _crba
 from .algorithms import kinematics as _kin
 from .algorithms import rnea as _rnea
+from . import validation
 from .execution import plan as _plan
 from .execution.native import TANGENT
 from .execution.plan import Function
@@ -111,6 +112,45 @@ def _mass_matrix(call):
     return call.reduce(_crba.crba(call.alg, call.model, call["q"]), axes=2)
 
 
+def _mass_matrix_columns(call):
+    """(2, 6, tree nv, N): the world-frame columns S and IC S of ``crba_columns``, the factors
+    of the mass matrix of a large tree."""
+    S, F = _crba.crba_columns(call.alg, call.model, call["q"])
+    return call.xp.stack([S, F])
+
+
+def _mass_from_columns(xp, model, factors):
+    """M (..., nv, nv) from the columns (..., 2, 6, tree nv) (``crba.mass_from_columns``, then
+    the coupling G^T M G); on numpy a few states at a time (about 64 MiB of intermediates)."""
+    tree, nv = model.tree, model.nv
+
+    def block(part):  # (..., 2, 6, tree nv) -> (..., nv, nv)
+        M = _crba.mass_from_columns(xp, tree, part[..., 0, :, :], part[..., 1, :, :])
+        if model.coupling is None:
+            return M
+        G = model.coupling[3]
+        return xp.matmul(xp.matmul(G.T, M), G)
+
+    if xp is not np:
+        return block(factors)
+    batch = tuple(factors.shape[:-3])
+    flat = factors.reshape((-1,) + tuple(factors.shape[-3:]))
+    validation.check_fits(flat.shape[0] * nv * nv * 8,
+                          f"the result of mass_matrix, shape {batch + (nv, nv)} float64,")
+    out = np.empty((flat.shape[0], nv, nv))
+    step = max(1, (64 << 20) // (32 * tree.nv ** 2 + 1))
+    for start in range(0, flat.shape[0], step):
+        out[start:start + step] = block(flat[start:start + step])
+    return out.reshape(batch + (nv, nv))
+
+
+#: the mass matrix is computed from its world-frame columns (``crba.crba_columns``, a program of
+#: O(n) operations, then one array product) where the tree leaves more than this many entries
+#: of M nonzero (upper half; a chain of 63 DoF has 2,016), and in body frames as one
+#: straight-line program (``crba.crba``) below
+MASS_MATRIX_PAIRS = 2048
+
+
 def _coriolis_matrix(call):
     from .algorithms.coriolis import coriolis
 
@@ -165,7 +205,11 @@ FUNCTIONS = {f.name: f for f in (
     Function("forward_dynamics", _forward_dynamics, ("q", "qd", "tau"), _nv, _EXTERNAL,
              entries=True, check=_check_forward_dynamics, bytes_per_body=512),
     Function("mass_matrix", _mass_matrix, ("q",), _nv_nv, entries=True, many_outputs=True,
-             bytes_per_body=384),
+             bytes_per_body=384, factored=_plan.Factored(
+                 Function("mass_matrix_columns", _mass_matrix_columns, ("q",),
+                          lambda m: (2, 6, m.tree.nv), entries=True, bytes_per_body=384),
+                 _mass_from_columns, lambda m: int(_crba.tree_pattern(m.tree)[0].sum()),
+                 MASS_MATRIX_PAIRS, ("spatial", "cga", "dq"))),
     Function("coriolis_matrix", _coriolis_matrix, ("q", "qd"), _nv_nv, many_outputs=True),
     Function("kinetic_energy", _kinetic_energy, ("q", "qd"), lambda m: ()),
     Function("potential_energy", _potential_energy, ("q",), lambda m: (), ("gravity",)),

@@ -39,6 +39,14 @@ Paths:
   functions with many outputs (the mass matrix) are cut once per body. Neither rule depends on
   the batch size, and both leave every value unchanged (a division by an exact 1).
 
+A function whose straight-line program would grow faster than its model (the mass matrix, whose
+program has an operation per entry of M: 10 million for a 1,000-link chain) can be ``Factored``:
+where its ``size`` (for the mass matrix, the entries of M the tree does not make zero) exceeds
+``limit``, the call computes per-state factors (a ``Function`` of O(n) work, on whichever path
+above its inputs choose) and then the result from them with one array product (``finish``, in
+numpy or jax.numpy, chunked to bounded memory). Which form runs depends on the model only,
+never on the batch or the path.
+
 On every path a state with a NaN or infinite input gets NaN for every result that would
 otherwise be finite (``call.propagate_non_finite``): the recursions leave out products with the
 model's exact zeros, and with them, sometimes, an input (the Panda at rest never multiplies its
@@ -120,15 +128,18 @@ class Function:
     intermediates per state and body on the numpy path (for ``chunk_size``); ``jacobian``: the
     function is the derivative of the kernel's result with respect to these inputs (forward
     mode on the traced program, ``graph.jacobian``), which only the native path computes (other
-    paths raise ``NativeUnavailable``)."""
+    paths raise ``NativeUnavailable``); ``factored``: None, or a ``Factored`` form used for
+    large models."""
 
     def __init__(self, name, kernel, inputs, output, options=(), entries=False,
-                 many_outputs=False, check=None, bytes_per_body=512, jacobian=()):
+                 many_outputs=False, check=None, bytes_per_body=512, jacobian=(),
+                 factored=None):
         self.name, self.kernel, self.inputs, self.options = name, kernel, tuple(inputs), \
             tuple(options)
         self.output, self.entries, self.many_outputs = output, entries, many_outputs
         self.check, self.bytes_per_body = check, bytes_per_body
         self.jacobian = tuple(jacobian)
+        self.factored = factored
         self.last = (None, None, None, None)  # (model, algebra, static, callable) of the last call
         _FUNCTIONS.append(self)
 
@@ -141,6 +152,33 @@ class Function:
             return None
         alg = get_algebra(name, xp)
         return alg.entries_mode(checkpoints=checkpoints) if self.entries else alg
+
+
+class Factored:
+    """A function computed in two steps for large models (see the module docstring).
+
+    ``columns``: the ``Function`` of the per-state factors (same inputs and options as the
+    function it stands for); ``finish(xp, model, factors)``: the result (public layout, batch
+    first) from the factors (public layout, batch first), in the namespace ``xp``;
+    ``size(model)``: the number the decision compares with ``limit`` (the form is used above
+    it); ``algebras``: the algebras that have the factors (the DH recursion has none)."""
+
+    def __init__(self, columns, finish, size, limit, algebras):
+        self.columns, self.finish, self.size = columns, finish, size
+        self.limit, self.algebras = int(limit), tuple(algebras)
+
+    def applies(self, model, algebra):
+        return algebra in self.algebras and self.size(model) > self.limit
+
+    def __repr__(self):
+        return f"Factored({self.columns.name!r}, limit={self.limit})"
+
+
+def factored(function, model, algebra):
+    """The ``Factored`` form that a call of ``function`` for ``model`` in ``algebra`` runs, or
+    None where it runs as one program."""
+    form = function.factored
+    return form if form is not None and form.applies(model, algebra) else None
 
 
 # -- the decisions ----------------------------------------------------------------------------
@@ -212,6 +250,10 @@ def run(function, model, algebra, args, options=(), static=()):
     """``function`` on the arrays ``args`` (its ``inputs``, in order) and ``options`` (its
     ``options``, in order, None where not given), with static arguments ``static``."""
     if model.parameters is not None:  # inertial parameters traced by JAX: the JAX path
+        form = factored(function, model, algebra)
+        if form is not None:
+            factors = run(form.columns, model, algebra, args, options, static)
+            return form.finish(_backend.namespace(factors), model, factors)
         if function.check is not None:
             function.check(model)
         names = function.inputs + tuple(n for n, o in zip(function.options, options)
@@ -246,6 +288,12 @@ def _entry(function, model, algebra, given, static):
     names = function.inputs + tuple(n for n, g in zip(function.options, given) if g)
     if function.check is not None:
         function.check(model)
+    form = factored(function, model, algebra)
+    if form is not None:
+        f = FactoredCall(function, form, model, algebra, given, static)
+        with _LOCK:
+            _ENTRIES[(function, model, algebra, static) + ((given,) if given else ())] = f
+        return f
     general = General(function, model, algebra, names, static)
     f = general
     if decide(function, model, algebra, "numpy", names[len(function.inputs):])[0] == "native":
@@ -304,6 +352,29 @@ class General:
         if program is None:
             return run_numpy(self.function, self.model, self.algebra, given, self.static)
         return run_native(program, self.model, given, self.function.name)
+
+
+class FactoredCall:
+    """Any call of one kind of a ``Factored`` function: its factors (``run`` of the columns
+    function, on the path its inputs choose), then ``finish`` in the factors' namespace."""
+
+    def __init__(self, function, form, model, algebra, given, static):
+        self.function, self.form, self.model, self.algebra = function, form, model, algebra
+        self.given, self.static = given, static
+        self.count = len(function.inputs) + sum(given)
+
+    def __call__(self, *args):
+        if len(args) != self.count:
+            names = self.function.inputs + tuple(
+                n for n, g in zip(self.function.options, self.given) if g)
+            raise TypeError(f"{self.function.name} takes {len(names)} arrays "
+                            f"({', '.join(names)}), got {len(args)}")
+        n = len(self.function.inputs)
+        present = iter(args[n:])
+        options = tuple(next(present) if g else None for g in self.given)
+        factors = run(self.form.columns, self.model, self.algebra, args[:n], options,
+                      self.static)
+        return self.form.finish(_backend.namespace(factors), self.model, factors)
 
 
 def run_native(program, model, given, name="the native program"):
@@ -468,18 +539,26 @@ def run_numpy(function, model, algebra, given, static=()):
 # -- sd.plan ----------------------------------------------------------------------------------
 class Plan:
     """How a call of ``function`` runs (see the module docstring): ``path`` ("native", "numpy",
-    "jax"), ``reasons``, and for the native path the ``program`` (a ``native.NativeProgram``
-    once compiled or loaded: ``compile_time``, ``source``, ``nodes``)."""
+    "jax"), ``reasons``, ``factored`` (the ``Factored`` form used for this model, or None),
+    ``runs`` (the function the program computes: ``function``, or the factored form's
+    ``columns``), and for the native path the ``program`` (a ``native.NativeProgram`` once
+    compiled or loaded: ``compile_time``, ``source``, ``nodes``)."""
 
     def __init__(self, function, model, algebra, inputs, options, backend, loop, static):
         self.function, self.model, self.algebra = function, model, algebra
         self.inputs, self.options, self.static = inputs, tuple(options), static
-        self.path, self.reasons = decide(function, model, algebra, inputs, self.options,
-                                         backend, loop)
+        self.factored = factored(function, model, algebra)
+        runs = self.runs = function if self.factored is None else self.factored.columns
+        self.path, self.reasons = decide(runs, model, algebra, inputs, self.options, backend,
+                                         loop)
+        if self.factored is not None:
+            self.reasons.append(
+                f"factored: {self.factored.size(model):,} > {self.factored.limit:,} (see "
+                f"screwdyn.dynamics): the program computes the factors ({runs.name}, O(n) "
+                "operations per state) and one array product the result from them")
         self.program = None
         if self.path == "native":
-            key = native.key(function, model, algebra, function.inputs + self.options, {},
-                             static)
+            key = native.key(runs, model, algebra, runs.inputs + self.options, {}, static)
             self.program = native._PROGRAMS.get(key)
             self.cached_on_disk = native.cache.load_object(key) is not None
             self.cache_file = native.cache.path(key)
@@ -488,8 +567,8 @@ class Plan:
         """Compile (or load) the native program now, with its optimised code; returns it."""
         if self.path != "native":
             raise ValueError(f"this call runs on the {self.path} path: nothing to compile")
-        self.program = native.get(self.function, self.model, self.algebra,
-                                  self.function.inputs + self.options, static=self.static,
+        self.program = native.get(self.runs, self.model, self.algebra,
+                                  self.runs.inputs + self.options, static=self.static,
                                   optimise=True)
         return self.program
 
