@@ -190,6 +190,19 @@ def test_the_factored_form_under_jax(factored_always):
     finally:
         sd.execution.use_custom_calls(previous)
     assert _rel(np.asarray(gradient), np.asarray(expected)) < 1e-9
+    pi = jnp.asarray(model.inertial_parameters())
+
+    def by_parameters(pi):  # traced inertial parameters: the columns read them
+        return (sd.mass_matrix(model.with_inertial_parameters(pi, check=False), q[0])
+                * weights).sum()
+
+    gradient = jax.grad(by_parameters)(pi)
+    previous = sd.execution.use_custom_calls(False)
+    try:
+        expected = jax.grad(by_parameters)(pi)
+    finally:
+        sd.execution.use_custom_calls(previous)
+    assert _rel(np.asarray(gradient), np.asarray(expected)) < 1e-9
 
 
 @pytest.mark.slow

@@ -122,7 +122,7 @@ def _mass_matrix_columns(call):
 def _mass_from_columns(xp, model, factors):
     """M (..., nv, nv) from the columns (..., 2, 6, tree nv) (``crba.mass_from_columns``, then
     the coupling G^T M G); on numpy a few states at a time (about 64 MiB of intermediates)."""
-    tree, nv = model.tree, model.nv
+    tree, nv = model.nominal.tree, model.nv
 
     def block(part):  # (..., 2, 6, tree nv) -> (..., nv, nv)
         M = _crba.mass_from_columns(xp, tree, part[..., 0, :, :], part[..., 1, :, :])
@@ -142,6 +142,11 @@ def _mass_from_columns(xp, model, factors):
     for start in range(0, flat.shape[0], step):
         out[start:start + step] = block(flat[start:start + step])
     return out.reshape(batch + (nv, nv))
+
+
+def _mass_matrix_entries(model):
+    """The entries of M (upper half) that the model's tree does not make zero."""
+    return int(_crba.tree_pattern(model.nominal.tree)[0].sum())
 
 
 #: the mass matrix is computed from its world-frame columns (``crba.crba_columns``, a program of
@@ -208,8 +213,8 @@ FUNCTIONS = {f.name: f for f in (
              bytes_per_body=384, factored=_plan.Factored(
                  Function("mass_matrix_columns", _mass_matrix_columns, ("q",),
                           lambda m: (2, 6, m.tree.nv), entries=True, bytes_per_body=384),
-                 _mass_from_columns, lambda m: int(_crba.tree_pattern(m.tree)[0].sum()),
-                 MASS_MATRIX_PAIRS, ("spatial", "cga", "dq"))),
+                 _mass_from_columns, _mass_matrix_entries, MASS_MATRIX_PAIRS,
+                 ("spatial", "cga", "dq"))),
     Function("coriolis_matrix", _coriolis_matrix, ("q", "qd"), _nv_nv, many_outputs=True),
     Function("kinetic_energy", _kinetic_energy, ("q", "qd"), lambda m: ()),
     Function("potential_energy", _potential_energy, ("q",), lambda m: (), ("gravity",)),
