@@ -132,11 +132,6 @@ def test_a_large_branched_tree_is_factored_and_matches_pinocchio():
         assert _rel(M[k, 0], Mp) < 1e-10
         assert (M[k, 0][branches] == 0).all() and (Mp[branches] == 0).all()
     assert sd.mass_matrix(model, q[:0]).shape == (0, model.nv, model.nv)
-    compiled = sd.compile(model, "mass_matrix")
-    assert compiled.output_shape == (model.nv, model.nv)
-    assert np.array_equal(compiled(q), M[:, 0])
-    with pytest.raises(TypeError, match="mass_matrix takes 1 arrays"):
-        compiled(q, q)
     with pytest.raises(ValueError, match=r"q must have shape \(\.\.\., %d\)" % model.nq):
         sd.mass_matrix(model, q[:, :5])
     previous = sd.execution.use_native(False)
@@ -144,6 +139,21 @@ def test_a_large_branched_tree_is_factored_and_matches_pinocchio():
         assert _rel(sd.mass_matrix(model, q), M[:, 0]) < 1e-12
     finally:
         sd.execution.use_native(previous)
+
+
+def test_compiled_in_the_factored_form(factored_always):
+    """``sd.compile``: the columns program with its optimised code, then the product."""
+    model = random_tree(5, n=7, floating_base=True)
+    rng = np.random.default_rng(5)
+    q = np.stack([sd.random_configuration(model, rng) for _ in range(3)])
+    compiled = sd.compile(model, "mass_matrix")
+    assert compiled.output_shape == (model.nv, model.nv)
+    assert compiled.program.output_shape == (2, 6, model.nv)
+    assert np.array_equal(compiled(q), sd.mass_matrix(model, q))
+    assert np.array_equal(compiled(q[1]), sd.mass_matrix(model, q)[1])
+    assert _rel(compiled(q), _local(model, q)) < 1e-12
+    with pytest.raises(TypeError, match="mass_matrix takes 1 arrays"):
+        compiled(q, q)
 
 
 def test_a_coupled_model_in_the_factored_form(factored_always):
