@@ -37,7 +37,7 @@ import time
 
 import numpy as np
 
-from . import _backend, dynamics
+from . import dynamics
 
 #: name -> (the public function, its batch inputs in order)
 FUNCTIONS = {
@@ -229,8 +229,8 @@ def _native(model, name, algebra, gravity):
         fallback = general
     fast = program.bind(fallback)
     if form is not None:  # the factors, then the result from them
-        factors = fast if fast is not None else fallback
-        fast = _finished(form, model, factors, name, runs.inputs)
+        fast = plan.FactoredCall(function, form, model, algebra,
+                                 factors=fast if fast is not None else fallback)
     attributes = {"name": name, "model": model, "algebra": algebra, "gravity": bound.get("gravity"),
                   "input_names": function.inputs,
                   "input_shapes": tuple((program.input_sizes[k],)
@@ -241,20 +241,6 @@ def _native(model, name, algebra, gravity):
                   "source": program.source, "program": program,
                   "__call__": staticmethod(fast if fast is not None else fallback)}
     return type("NativeFunction", (NativeFunction,), attributes)()
-
-
-def _finished(form, model, factors, name, inputs):
-    """The callable of a ``Factored`` function: its factors (``factors(*args)``), then
-    ``form.finish``."""
-
-    def call(*args):
-        if len(args) != len(inputs):
-            raise TypeError(f"{name} takes {len(inputs)} arrays ({', '.join(inputs)}), got "
-                            f"{len(args)}")
-        result = factors(*args)
-        return form.finish(_backend.namespace(result), model, result)
-
-    return call
 
 
 def _with_gravity(general, gravity):

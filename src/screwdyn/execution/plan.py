@@ -252,8 +252,9 @@ def run(function, model, algebra, args, options=(), static=()):
     if model.parameters is not None:  # inertial parameters traced by JAX: the JAX path
         form = factored(function, model, algebra)
         if form is not None:
-            factors = run(form.columns, model, algebra, args, options, static)
-            return form.finish(_backend.namespace(factors), model, factors)
+            given = tuple(o is not None for o in options)
+            return FactoredCall(function, form, model, algebra, given, static)(
+                *args, *(o for o in options if o is not None))
         if function.check is not None:
             function.check(model)
         names = function.inputs + tuple(n for n, o in zip(function.options, options)
@@ -281,7 +282,8 @@ def run(function, model, algebra, args, options=(), static=()):
 
 def _entry(function, model, algebra, given, static):
     """The callable for one kind of call: the native program's fast entry (numpy arrays of one
-    state or one batch axis) with the general path as its fallback, or the general path."""
+    state or one batch axis) with the general path as its fallback, the general path, or for a
+    ``Factored`` form its ``FactoredCall``."""
     if algebra not in ALGEBRAS:
         raise ValueError(f"unknown algebra {algebra!r}; valid: "
                          + ", ".join(repr(a) for a in ALGEBRAS))
@@ -291,15 +293,13 @@ def _entry(function, model, algebra, given, static):
     form = factored(function, model, algebra)
     if form is not None:
         f = FactoredCall(function, form, model, algebra, given, static)
-        with _LOCK:
-            _ENTRIES[(function, model, algebra, static) + ((given,) if given else ())] = f
-        return f
-    general = General(function, model, algebra, names, static)
-    f = general
-    if decide(function, model, algebra, "numpy", names[len(function.inputs):])[0] == "native":
-        program = general.native()
-        if program is not None:
-            f = program.bind(general) or general
+    else:
+        general = f = General(function, model, algebra, names, static)
+        if decide(function, model, algebra, "numpy",
+                  names[len(function.inputs):])[0] == "native":
+            program = general.native()
+            if program is not None:
+                f = program.bind(general) or general
     key = (function, model, algebra, static) + ((given,) if given else ())
     with _LOCK:
         if len(_ENTRIES) > 4096:  # models made afresh in a loop would pile up
@@ -355,25 +355,28 @@ class General:
 
 
 class FactoredCall:
-    """Any call of one kind of a ``Factored`` function: its factors (``run`` of the columns
-    function, on the path its inputs choose), then ``finish`` in the factors' namespace."""
+    """Any call of one kind of a ``Factored`` function (``given``: which options it passes):
+    its factors, then ``finish`` in the factors' namespace. ``factors``: a callable of the
+    arrays (inputs, then the options given) returning the factors; default ``run`` of the
+    columns function, on the path the inputs choose (``sd.compile`` passes its fast entry)."""
 
-    def __init__(self, function, form, model, algebra, given, static):
+    def __init__(self, function, form, model, algebra, given=(), static=(), factors=None):
         self.function, self.form, self.model, self.algebra = function, form, model, algebra
         self.given, self.static = given, static
-        self.count = len(function.inputs) + sum(given)
+        self.names = function.inputs + tuple(n for n, g in zip(function.options, given) if g)
+        self.factors = self._run if factors is None else factors
 
-    def __call__(self, *args):
-        if len(args) != self.count:
-            names = self.function.inputs + tuple(
-                n for n, g in zip(self.function.options, self.given) if g)
-            raise TypeError(f"{self.function.name} takes {len(names)} arrays "
-                            f"({', '.join(names)}), got {len(args)}")
+    def _run(self, *args):
         n = len(self.function.inputs)
         present = iter(args[n:])
         options = tuple(next(present) if g else None for g in self.given)
-        factors = run(self.form.columns, self.model, self.algebra, args[:n], options,
-                      self.static)
+        return run(self.form.columns, self.model, self.algebra, args[:n], options, self.static)
+
+    def __call__(self, *args):
+        if len(args) != len(self.names):
+            raise TypeError(f"{self.function.name} takes {len(self.names)} arrays "
+                            f"({', '.join(self.names)}), got {len(args)}")
+        factors = self.factors(*args)
         return self.form.finish(_backend.namespace(factors), self.model, factors)
 
 
