@@ -20,6 +20,12 @@ A shard is written to a temporary file, flushed to disk and renamed into place; 
 its line appended to the manifest (and flushed). A crash leaves at worst a temporary file or an
 unrecorded shard, which the next run removes and redoes; a shard whose bytes no longer match
 its SHA-256 (a corrupted or truncated file) is redone as well.
+
+A manifest line names only its own chunk's shard (``shard_name(chunk)``, a plain file in the
+folder: never a path, nor a link leading out of it), and each shard's own footer must agree
+with its line and with dataset.json (chunk, rollout ids, model hash and the other settings), so
+that a shard copied over another, even with its manifest checksum updated, is refused on read
+and redone on resume.
 """
 import contextlib
 import hashlib
@@ -122,6 +128,9 @@ def shard_entry(chunk, data):
 
 def write_shard(folder, entry, data):
     """Write a shard's bytes in ``folder`` under its manifest ``entry``'s name."""
+    if entry["file"] != shard_name(entry["chunk"]):
+        raise ValueError(f"the entry of chunk {entry['chunk']} names {entry['file']!r}, not its "
+                         f"shard {shard_name(entry['chunk'])!r}: nothing written in {folder}")
     path = os.path.join(folder, entry["file"])
     try:
         write_file(path, data)
@@ -145,8 +154,9 @@ class DatasetWriter:
 
     def open(self):
         """Create the folder, or check that it holds this very dataset; remove what a crash
-        left (temporary files, shards missing from the manifest or not matching their
-        checksum). Returns {chunk: entry} of the verified shards."""
+        left (temporary files, shards missing from the manifest, not matching their checksum
+        or whose footer disagrees with their manifest line or this dataset: a shard copied
+        over another). Returns {chunk: entry} of the verified shards."""
         folder = self.folder
         try:
             os.makedirs(folder, exist_ok=True)
@@ -165,8 +175,8 @@ class DatasetWriter:
             check_same_dataset(folder, read_json(meta_path), self.meta)
         else:  # a new dataset, or one without a rollout yet: nothing to mix with
             self._write(meta_path, (json.dumps(self.meta, indent=1) + "\n").encode())
-        entries = read_manifest(folder)
-        done = {c: e for c, e in entries.items() if verify_entry(folder, e) is None}
+        entries = read_manifest(folder, self.meta)
+        done = {c: e for c, e in entries.items() if shard_problem(folder, e, self.meta) is None}
         for name in os.listdir(folder):
             chunk = _chunk_of(name)
             stale = (name.endswith(".tmp") or name.startswith(".screwdyn-run-")
@@ -274,21 +284,68 @@ def _short(value):
     return text if len(text) <= 40 else text[:37] + "..."
 
 
-def read_manifest(folder):
+def read_manifest(folder, meta=None):
     """{chunk: entry} from manifest.jsonl, the last entry of a chunk winning; a line cut short
-    by a crash is ignored."""
+    by a crash is ignored. Every line must name its own chunk's shard (``check_line``) and,
+    given dataset.json's ``meta``, that chunk's rollouts (``check_rollouts``): ValueError."""
     entries = {}
     try:
         with open(os.path.join(folder, MANIFEST), encoding="utf-8") as f:
-            for line in f:
+            for number, line in enumerate(f, 1):
                 try:
                     entry = json.loads(line)
-                    entries[int(entry["chunk"])] = entry
-                except (ValueError, KeyError, TypeError):
+                except ValueError:
                     continue
+                check_line(folder, entry, f"line {number}")
+                if meta is not None:
+                    check_rollouts(folder, entry, meta, f"line {number}")
+                entries[entry["chunk"]] = entry
     except FileNotFoundError:
         pass
     return entries
+
+
+ENTRY_KEYS = ("chunk", "rollouts", "file", "bytes", "sha256")
+
+
+def check_line(folder, entry, where):
+    """Raise ValueError unless manifest ``entry`` (``where``: its line) has every field and
+    names its own chunk's shard, ``shard_name(chunk)``: a plain file in ``folder``, never a
+    path (``..``, an absolute path) nor a link that leads out of the folder."""
+    chunk = entry.get("chunk") if isinstance(entry, dict) else None
+    if not isinstance(chunk, int) or isinstance(chunk, bool) or chunk < 0 or \
+            any(k not in entry for k in ENTRY_KEYS):
+        raise _bad_line(folder, where, f"{_short(entry)} is not a shard entry (with "
+                                       f"{', '.join(ENTRY_KEYS)})")
+    if entry["file"] != shard_name(chunk):
+        raise _bad_line(folder, where, f"file {_short(entry['file'])} is not chunk {chunk}'s "
+                                       f"shard {shard_name(chunk)!r} in the dataset folder")
+    path = os.path.join(folder, entry["file"])
+    if os.path.dirname(os.path.realpath(path)) != os.path.realpath(folder):
+        raise ValueError(f"{path} ({os.path.join(folder, MANIFEST)} {where}) is a link to "
+                         f"{os.path.realpath(path)}, outside the dataset folder {folder}; a "
+                         "shard is read only from its own folder: put the file itself there, "
+                         "or remove the link and that line (the next run of the call that made "
+                         "the dataset redoes its shard)")
+
+
+def check_rollouts(folder, entry, meta, where):
+    """Raise ValueError unless manifest ``entry`` holds the rollouts its chunk implies in the
+    dataset ``meta`` describes: [chunk * chunk_size, min(n, (chunk + 1) * chunk_size))."""
+    chunk, n, size = entry["chunk"], meta["n"], meta["chunk_size"]
+    expected = [chunk * size, min(n, (chunk + 1) * size)]
+    if expected[0] >= n:
+        raise _bad_line(folder, where, f"chunk {chunk} is past the dataset's last chunk "
+                                       f"({-(-n // size) - 1}: {n} rollouts of {size})")
+    if entry["rollouts"] != expected:
+        raise _bad_line(folder, where, f"rollouts {_short(entry['rollouts'])} are not chunk "
+                                       f"{chunk}'s {expected} ({size} rollouts a chunk)")
+
+
+def _bad_line(folder, where, what):
+    return ValueError(f"{os.path.join(folder, MANIFEST)} {where}: {what}; the manifest was "
+                      "edited or damaged: remove that line (the next run of the call that made "
+                      f"the dataset redoes its shard), or give another folder than {folder}")
 
 
 def verify_entry(folder, entry, data=None):
@@ -311,6 +368,60 @@ def verify_entry(folder, entry, data=None):
     return None if digest == entry["sha256"] else "checksum mismatch"
 
 
+def footer_problem(footer, entry, meta):
+    """None if a shard's own footer (``footer``: its Parquet key-value metadata) describes the
+    manifest ``entry``'s chunk and rollouts and the dataset ``meta`` (dataset.json) describes,
+    else what disagrees."""
+    try:
+        shard = json.loads(footer[b"screwdyn.shard"])
+        chunk, rollouts = shard["chunk"], shard["rollouts"]
+        ids = [r["rollout"] for r in json.loads(footer[b"screwdyn.rollouts"])]
+        made = dict(json.loads(footer[b"screwdyn.dataset"]))
+    except (TypeError, KeyError, ValueError):
+        return "its footer holds no screwdyn shard metadata"
+    if chunk != entry["chunk"]:
+        return f"its footer says chunk {chunk}, the manifest chunk {entry['chunk']}"
+    expected = list(range(*entry["rollouts"]))
+    if rollouts != entry["rollouts"] or ids != expected:
+        return (f"its footer holds rollouts {_ids(ids)}, the manifest says chunk "
+                f"{entry['chunk']} holds {_ids(expected)}")
+    differ = [k for k in IDENTITY if made.get(k) != meta.get(k)]
+    if differ:
+        return "its footer was made with another " + "; ".join(
+            f"{k} ({_short(made.get(k))} there, {_short(meta.get(k))} in {META_FILE})"
+            for k in differ)
+    return None
+
+
+def _ids(ids):
+    """Rollout ids in a message: "8 to 15" for a range, else the list (shortened)."""
+    if not ids:
+        return "none"
+    if ids == list(range(ids[0], ids[0] + len(ids))):
+        return f"{ids[0]} to {ids[-1]}"
+    return _short(ids)
+
+
+def read_footer(path):
+    """A shard file's Parquet key-value metadata (read from its footer only)."""
+    import pyarrow.parquet as pq
+
+    return pq.read_schema(path).metadata
+
+
+def shard_problem(folder, entry, meta):
+    """None if the shard matches its manifest entry (size, SHA-256) and its footer agrees with
+    the entry and ``meta`` (``footer_problem``), else the reason."""
+    problem = verify_entry(folder, entry)
+    if problem is not None:
+        return problem
+    try:
+        footer = read_footer(os.path.join(folder, entry["file"]))
+    except (OSError, ValueError) as e:
+        return f"unreadable footer ({e})"
+    return footer_problem(footer, entry, meta)
+
+
 # ============================================================================================
 # Reading
 # ============================================================================================
@@ -323,7 +434,9 @@ class Dataset:
     same as a DataFrame; ``rollouts()``: a table of one row per rollout (seed, ok, error,
     n_samples, q0, qd0); ``iter_shards()``: one ``RolloutResult`` per shard (bounded memory).
     Each shard's bytes are checked against their SHA-256 as they are read (``verify=False``
-    skips it); ``verify()`` checks them all."""
+    skips it), and its footer against its manifest line and dataset.json (chunk, rollout ids,
+    model hash, settings: always); ``verify()`` checks them all. A manifest line naming
+    another file than its chunk's shard in this folder is refused when the dataset is opened."""
 
     run = None  # what the call that returned it did (sd.rollouts sets it)
 
@@ -333,7 +446,7 @@ class Dataset:
         if not os.path.exists(path):
             raise ValueError(f"{self.folder} is not a screwdyn rollouts dataset (no {META_FILE})")
         self.meta = read_json(path)
-        entries = read_manifest(self.folder)
+        entries = read_manifest(self.folder, self.meta)
         self.entries = [entries[c] for c in sorted(entries)
                         if os.path.exists(os.path.join(self.folder, entries[c]["file"]))]
 
@@ -354,9 +467,18 @@ class Dataset:
                 f"{state})")
 
     def verify(self):
-        """{file: reason} of the shards that do not match their checksum (empty: all good)."""
+        """{file: reason} of the shards that do not match their checksum, or whose footer
+        disagrees with their manifest line or dataset.json (empty: all good)."""
         return {e["file"]: r for e in self.entries
-                if (r := verify_entry(self.folder, e)) is not None}
+                if (r := shard_problem(self.folder, e, self.meta)) is not None}
+
+    def _check_footer(self, entry, footer):
+        problem = footer_problem(footer, entry, self.meta)
+        if problem is not None:
+            path = os.path.join(self.folder, entry["file"])
+            raise ValueError(f"{path}: {problem}; the shard does not belong there (copied from "
+                             "another chunk or dataset?): rerun the call that made the dataset "
+                             "to redo it")
 
     def _read(self, entry, columns=None):
         import pyarrow as pa
@@ -373,9 +495,24 @@ class Dataset:
         # one thread, no pre-buffering: Arrow's CPU and IO thread pools, once started, can
         # abort the process at exit (apache/arrow#34314: "terminate called without an active
         # exception", seen here once in a full-disk test); a shard is read in memory anyway
-        return pq.read_table(pa.BufferReader(data), columns=columns,
-                             page_checksum_verification=True, use_threads=False,
-                             pre_buffer=False)
+        table = pq.read_table(pa.BufferReader(data), columns=columns,
+                              page_checksum_verification=True, use_threads=False,
+                              pre_buffer=False)
+        self._check_footer(entry, table.schema.metadata)
+        self._check_rows(entry, table)
+        return table
+
+    def _check_rows(self, entry, table):
+        """ValueError unless the shard's rollout column holds its manifest line's rollouts."""
+        if "rollout" not in table.column_names or table.num_rows == 0:
+            return
+        ids = table.column("rollout").to_numpy()
+        first, stop = entry["rollouts"]
+        if ids.min() < first or ids.max() >= stop:
+            path = os.path.join(self.folder, entry["file"])
+            raise ValueError(f"{path}: its rows hold rollouts {ids.min()} to {ids.max()}, the "
+                             f"manifest says chunk {entry['chunk']} holds {first} to "
+                             f"{stop - 1}; rerun the call that made the dataset to redo it")
 
     def table(self, columns=None):
         """The samples of every finished shard as one ``pyarrow.Table`` (``columns``: a subset
@@ -416,10 +553,9 @@ class Dataset:
             ("qd0", pa.list_(pa.float64()))]))
 
     def _records(self, entry):
-        import pyarrow.parquet as pq
-
-        meta = pq.read_schema(os.path.join(self.folder, entry["file"])).metadata
-        return json.loads(meta[b"screwdyn.rollouts"])
+        footer = read_footer(os.path.join(self.folder, entry["file"]))
+        self._check_footer(entry, footer)
+        return json.loads(footer[b"screwdyn.rollouts"])
 
     def iter_shards(self):
         """One ``RolloutResult`` per finished shard, in order (a shard in memory at a time)."""
