@@ -281,10 +281,13 @@ class _Program:
             return None
 
 
-def run_native(run, progress, make_step, bad_flags, chunk_length, empty, finish, interrupted):
+def run_native(run, progress, make_step, bad_flags, chunk_length, paced, empty, finish,
+               interrupted):
     """The rollout of ``run`` on the native backend: (samples, failure, timing) as the other
     backends return them (``finish(samples, bad_step, bad_code)`` cuts and names the failure;
-    ``interrupted(step)`` marks a Ctrl-C)."""
+    ``interrupted(step)`` marks a Ctrl-C). A call into machine code cannot be interrupted:
+    ``paced(most)`` (``rollout.Paced``) sizes each call in steps, to a fraction of a second and
+    at most ``chunk_length(N, width)`` samples, so that Ctrl-C stops the run at once."""
     t0 = _time.perf_counter()
     N = len(run.q0)
     try:
@@ -313,28 +316,29 @@ def run_native(run, progress, make_step, bad_flags, chunk_length, empty, finish,
     hybrid = run.system.initial_hybrid(np, run.params, run.q0)
     s = np.ascontiguousarray(program.state.flatten(
         np, {"q": run.q0, "qd": run.qd0, "hybrid": hybrid, "energy": np.zeros((N, 2))}))
-    chunk = chunk_length(N, program.sample.size)
+    inputs = (table, shared, local)
+    steps = paced(chunk_length(N, program.sample.size) * every)
     outputs, bad_step, bad_code = [], np.full(N, -1, np.int64), np.zeros(N, np.int64)
     t1 = _time.perf_counter()
-    done = 0
+    k, done = 0, 0  # steps run, samples recorded
     stopped = None
     try:
         with np.errstate(all="ignore"):
             while done < total:
-                n = min(chunk, total - done)
-                # the last sample is the state after the last step: steps past it unrecorded
-                rec, step, code = compiled.run(s, done * every, n, every, run.dt, table, shared,
-                                               local)
+                budget = steps.take(total * every - k)
+                rec, m, step, code = _call(compiled, s, k, done, total, every, budget, run.dt,
+                                           inputs)
+                steps.took(m)
                 new = (bad_step < 0) & (step >= 0)
                 bad_step[new], bad_code[new] = step[new], code[new]
-                outputs.append(rec)
-                done += n
+                k, done = k + m, done + len(rec)
+                outputs.append(rec)  # after k: a Ctrl-C in between reports the samples kept
                 if progress is not None:
-                    progress(min(done * every, n_steps), n_steps)
+                    progress(min(k, n_steps), n_steps)
                 if done < total and np.any((bad_step >= 0) & (bad_step < n_steps)):
                     break  # a rollout failed: stop here, keep what came before
     except KeyboardInterrupt:
-        stopped = interrupted(done * every)
+        stopped = interrupted(min(k, sum(len(r) for r in outputs) * every))
     flat = np.concatenate(outputs) if outputs else np.zeros((0, N, program.sample.size))
     samples = tuple(program.sample.unflatten(flat.reshape(-1, program.sample.size)))
     samples = tuple(a.reshape((len(flat), N) + a.shape[1:]) for a in samples)
@@ -343,3 +347,21 @@ def run_native(run, progress, make_step, bad_flags, chunk_length, empty, finish,
     if stopped is not None:
         return samples, stopped, timing
     return (*finish(samples, bad_step, bad_code), timing)
+
+
+def _call(compiled, s, k, done, total, every, budget, dt, inputs):
+    """One call of the compiled loop on the states ``s`` (in place), from step ``k`` with
+    ``done`` of ``total`` samples recorded, running at most ``budget`` steps (of ``dt`` s):
+    whole records of ``every`` steps when ``k`` starts one and the budget holds one, else part
+    of a record (whose first step records its sample; the last sample needs no step after it).
+    Returns (the samples recorded (n, N, nr), the steps run, each rollout's first failing step
+    and code in this call). The steps are the same whatever the split: the same bits."""
+    table, shared, local = inputs
+    if k % every == 0 and budget >= every:
+        n = min(budget // every, total - done)
+        rec, step, code = compiled.run(s, k, n, every, dt, table, shared, local)
+        return rec, n * every, step, code
+    starts = k % every == 0
+    m = 1 if starts and done == total - 1 else min(budget, every - k % every)
+    rec, step, code = compiled.run(s, k, 1, m, dt, table, shared, local)
+    return (rec if starts else rec[:0]), m, step, code

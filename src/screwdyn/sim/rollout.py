@@ -454,7 +454,7 @@ def _run_native(run, progress):
         return (_cut_at_failure(samples, bad_step, bad_code, run.n_steps, run.record_every),
                 _failure(samples, bad_step, bad_code, run.batch, run.n_steps, run.record_every))
 
-    return run_native(run, progress, make_step, _bad_flags, _chunk_length,
+    return run_native(run, progress, make_step, _bad_flags, _chunk_length, Paced,
                       lambda: _empty_samples(run), finish, _Interrupted)
 
 
@@ -469,6 +469,36 @@ def _chunk_length(N, width):
     """Samples per call: 1024, or the power of two that keeps one call's samples in 64 MiB."""
     fit = max(1, _CHUNK_BYTES // (8 * N * width))
     return min(_CHUNK, 1 << (fit.bit_length() - 1))
+
+
+#: seconds one uninterruptible call (a native or compiled JAX chunk) aims to take: Python sees
+#: Ctrl-C only when the call returns
+CHUNK_SECONDS = 0.25
+
+
+class Paced:
+    """The sizes of successive uninterruptible calls (machine code, a compiled JAX loop), in
+    units of work (steps, samples): ``first`` unit(s), then as many as the measured time per
+    unit fits in ``CHUNK_SECONDS`` (growing at most ``growth``-fold from one call to the next),
+    never more than ``most`` (the memory bound). So Ctrl-C waits a fraction of a second
+    whatever the model, the batch or ``record_every``. The chunking does not change the
+    results: the calls run one after the other on the same state."""
+
+    def __init__(self, most, first=1, growth=8):
+        self.most, self.growth = max(1, int(most)), growth
+        self.next, self._start = min(self.most, max(1, int(first))), None
+
+    def take(self, left):
+        """The next call's size in units (1 to ``left``); starts its clock."""
+        self._start = _time.perf_counter()
+        return max(1, min(self.next, int(left)))
+
+    def took(self, n):
+        """The call of ``n`` units taken by ``take`` has returned: size the next one."""
+        elapsed = _time.perf_counter() - self._start
+        fit = CHUNK_SECONDS * n / elapsed if elapsed > 0 else self.most
+        size = int(max(1, min(self.most, self.growth * n, fit)))
+        self.next = 1 << (size.bit_length() - 1)  # a power of two: few distinct call shapes
 
 
 def _run_jax(run, progress):
@@ -510,11 +540,13 @@ def _run_jax(run, progress):
         outputs = []
         done = 0
         interrupted = None
+        paced = Paced(chunk)  # samples per call: bounded in memory and in time
         try:
             while done < total:
-                n = min(chunk, total - done)
+                n = paced.take(total - done)
                 new_carry, out = compiled(carry, params, dt_arg, jnp.asarray(n, jnp.int64))
                 outputs.append(tuple(np.asarray(o[:n]) for o in out))
+                paced.took(n)
                 carry = new_carry
                 done += n
                 if progress is not None:
@@ -523,7 +555,8 @@ def _run_jax(run, progress):
                                                    n_steps) is not None:
                     break  # a rollout failed: stop here, keep what came before
         except KeyboardInterrupt:
-            interrupted = _Interrupted(done * run.record_every)
+            # the samples kept say where it stopped (Ctrl-C may land between two lines)
+            interrupted = _Interrupted(sum(len(o[0]) for o in outputs) * run.record_every)
         samples = tuple(np.concatenate([o[i] for o in outputs]) for i in range(len(outputs[0]))) \
             if outputs else _empty_samples(run)
         wall = _time.perf_counter() - t0
