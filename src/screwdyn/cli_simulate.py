@@ -156,6 +156,17 @@ def _raise_interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
+def _save(traj, path):
+    """``traj.save(path)`` and its path; None when Ctrl-C or SIGTERM stopped the writing (said
+    on stderr): the file is abandoned, an existing one left as it was, no temporary file."""
+    try:
+        return traj.save(path)
+    except KeyboardInterrupt:
+        print(f"screwdyn: interrupted while writing {path}: not written (an existing file is "
+              "left as it was)", file=sys.stderr)
+        return None
+
+
 def run(args):
     """Run ``screwdyn simulate`` with parsed arguments; returns the exit status."""
     from .sim import GroundContact, SimulationError, SimulationInterrupted, simulate
@@ -187,23 +198,32 @@ def run(args):
     failed, interrupted, traj = None, None, None
     previous = signal.signal(signal.SIGTERM, _raise_interrupt) \
         if _in_main_thread() else None
-    try:
-        traj = simulate(model, q0, qd0, controller, args.duration, args.dt,
-                        integrator=args.integrator, algebra=args.algebra, backend=args.backend,
-                        gravity=args.gravity, record_every=args.record_every, progress=bar,
-                        contact=contact, joint_limits=getattr(args, "joint_limits", False))
-    except SimulationError as e:
-        failed, traj = e, e.trajectory
-    except SimulationInterrupted as e:
-        interrupted, traj = e, e.trajectory
+    try:  # SIGTERM is Ctrl-C until the trajectory is saved: an interrupted save cleans up
+        try:
+            traj = simulate(model, q0, qd0, controller, args.duration, args.dt,
+                            integrator=args.integrator, algebra=args.algebra,
+                            backend=args.backend, gravity=args.gravity,
+                            record_every=args.record_every, progress=bar, contact=contact,
+                            joint_limits=getattr(args, "joint_limits", False))
+        except SimulationError as e:
+            failed, traj = e, e.trajectory
+        except SimulationInterrupted as e:
+            interrupted, traj = e, e.trajectory
+        finally:
+            if bar is not None:
+                bar.close()
+        written = []
+        if args.out and traj is not None:
+            if interrupted is not None:
+                print(f"screwdyn: interrupted: writing the {traj.n_samples} samples so far to "
+                      f"{args.out} (Ctrl-C again abandons the file)", file=sys.stderr)
+            saved = _save(traj, args.out)
+            if saved is None:
+                return 130
+            written.append(saved)
     finally:
-        if bar is not None:
-            bar.close()
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
-    written = []
-    if args.out and traj is not None:
-        written.append(traj.save(args.out))
     if failed is None and interrupted is None:
         if args.plot:
             traj.plot(args.plot, progress=not args.quiet)
