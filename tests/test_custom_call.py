@@ -2,7 +2,11 @@
 under jit, vmap, grad, jacfwd, jacrev and hessian, against the eager numpy results, finite
 differences, Pinocchio's derivatives and the jax.numpy path; one program whatever the batch
 size or the file's digits; no recompilation on repeated calls."""
+import os
 import re
+import subprocess
+import sys
+import textwrap
 
 import numpy as np
 import pytest
@@ -290,3 +294,90 @@ def test_dynamics_derivatives_with_jax_inputs_equal_numpy():
         *(jnp.asarray(a) for a in (q, qd, qdd)))
     for a, b in zip(d_np, d_jax):
         assert np.max(np.abs(np.asarray(a) - np.asarray(b))) < 1e-10
+
+
+def _inverse_dynamics_target(model):
+    """The name of the FFI target of ``model``'s inverse dynamics (inputs q, qd, qdd), the one
+    the public path calls."""
+    op = plan._custom_call_op(sd.dynamics.FUNCTIONS["inverse_dynamics"], model, "spatial",
+                              ("q", "qd", "qdd"), ())
+    assert op.native.input_names == ("q", "qd", "qdd") and op.native.output_shape == (9,)
+    return op.target()
+
+
+def test_the_ffi_target_called_directly_equals_numpy():
+    """The registered target called by ``jax.ffi.ffi_call`` itself, bypassing the public
+    path's casts: the same result as numpy, for a batch and with one input of one state
+    (broadcast over the batch)."""
+    model = sd.robots.load("panda")
+    name = _inverse_dynamics_target(model)
+    q, qd, qdd = random_state(model, 4, batch=(4,))
+    out = jax.ShapeDtypeStruct((4, 9), jnp.float64)
+    tau = jax.ffi.ffi_call(name, out)(*(jnp.asarray(a) for a in (q, qd, qdd)))
+    assert np.array_equal(np.asarray(tau), sd.inverse_dynamics(model, q, qd, qdd))
+    tau = jax.ffi.ffi_call(name, out)(jnp.asarray(q), jnp.asarray(qd[0]), jnp.asarray(qdd))
+    assert np.array_equal(np.asarray(tau), sd.inverse_dynamics(model, q, qd[:1], qdd))
+
+
+_HOSTILE_CHILD = textwrap.dedent("""
+    import sys
+    import jax
+    jax.config.update("jax_enable_x64", True)
+    import jax.numpy as jnp
+    import screwdyn as sd
+    from test_custom_call import _inverse_dynamics_target
+
+    name = _inverse_dynamics_target(sd.robots.load("panda"))
+    x = [jnp.linspace(-1.0, 1.0, 36).reshape(4, 9) for _ in range(3)]
+    out = jax.ShapeDtypeStruct((4, 9), jnp.float64)
+    cases = {
+        "float32 input": ([x[0], x[1].astype(jnp.float32), x[2]], out),
+        "int32 input": ([x[0].astype(jnp.int32), x[1], x[2]], out),
+        "short input": ([x[0], x[1][:, :5], x[2]], out),
+        "result of more states": (x, jax.ShapeDtypeStruct((400, 9), jnp.float64)),
+        "result of part of a state": (x, jax.ShapeDtypeStruct((5, 7), jnp.float64)),
+        "float32 result": (x, jax.ShapeDtypeStruct((4, 9), jnp.float32)),
+        "fewer operands": (x[:2], out),
+        "more operands": (x + [x[0]], out),
+        "two results": (x, (out, out)),
+    }
+    for case, (args, result) in cases.items():
+        try:
+            jax.block_until_ready(jax.ffi.ffi_call(name, result)(*args))
+            print(case, "|", "no error", flush=True)
+        except Exception as error:
+            print(case, "|", type(error).__name__, "|", str(error).splitlines()[0], flush=True)
+""")
+
+
+def test_the_ffi_handler_refuses_bad_buffers_with_an_error():
+    """Buffers of another dtype or size, or too many or too few, passed to the registered
+    target directly (not through the public path, which casts and broadcasts): an XLA error
+    naming the buffer, never a crash, an out-of-bounds read or write, or a wrong result. In a
+    child process, so a regression crashes the child, not the tests."""
+    tests = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([tests] + [p for p in sys.path if p]))
+    child = subprocess.run([sys.executable, "-c", _HOSTILE_CHILD], capture_output=True,
+                           text=True, env=env, timeout=600)
+    assert child.returncode == 0, child.stderr[-3000:]
+    results = dict(line.split(" | ", 1) for line in child.stdout.splitlines())
+    want = {
+        "float32 input": "input 1 (qd) is float32, expected float64",
+        "int32 input": "input 0 (q) is int32, expected float64",
+        "short input": "input 1 (qd) has 20 elements, expected 9 per state for the result's "
+                       "4 states (36) or one state (9)",
+        "result of more states": "input 0 (q) has 36 elements, expected 9 per state for the "
+                                 "result's 400 states (3600) or one state (9)",
+        "result of part of a state": "the result has 35 elements, not a whole number of "
+                                     "states of 9",
+        "float32 result": "the result is float32, expected float64",
+        "fewer operands": "2 operands, expected 3 (q, qd, qdd)",
+        "more operands": "4 operands, expected 3 (q, qd, qdd)",
+        "two results": "2 results, expected 1",
+    }
+    assert set(results) == set(want), child.stdout
+    for case, message in want.items():
+        kind, _, text = results[case].partition(" | ")
+        assert kind in ("XlaRuntimeError", "JaxRuntimeError"), (case, results[case])
+        assert text.startswith("INVALID_ARGUMENT: screwdyn custom call screwdyn_"), text
+        assert text.endswith(": " + message), (case, text)
