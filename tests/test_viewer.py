@@ -6,6 +6,7 @@ import re
 import socket
 import subprocess
 import sys
+import threading
 import time
 import urllib.request
 import warnings
@@ -291,6 +292,104 @@ def test_a_model_remembers_its_urdf_and_an_mjcf_model_shows_as_a_skeleton(port):
         reference[7:] = 0.0  # 1-DoF joints: their sliders hold q itself
         v[6:] = q[7:]
         np.testing.assert_allclose(viewer.q, sd.integrate(humanoid, reference, v), atol=1e-12)
+
+
+class _RecordingExecutor:
+    """The server's thread pool, recording what is submitted to it (viser's share handler
+    submits ``request_share_url`` there, in the event loop's dispatch of the message)."""
+
+    def __init__(self, pool):
+        self.pool, self.submitted = pool, []
+
+    def submit(self, fn, *args, **kwargs):
+        self.submitted.append(getattr(fn, "__name__", repr(fn)))
+        return self.pool.submit(fn, *args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self.pool, name)
+
+
+def listening_addresses(port):
+    """The local addresses of the TCP sockets listening on ``port`` (Linux's /proc/net)."""
+    found = []
+    for table, width in (("/proc/net/tcp", 8), ("/proc/net/tcp6", 32)):
+        with open(table) as f:
+            for line in f.readlines()[1:]:
+                local, state = line.split()[1], line.split()[3]
+                address, hex_port = local.split(":")
+                if state == "0A" and int(hex_port, 16) == port:  # 0A: LISTEN
+                    raw = bytes.fromhex(address)
+                    found.append(socket.inet_ntop(
+                        socket.AF_INET if width == 8 else socket.AF_INET6,
+                        b"".join(raw[i:i + 4][::-1] for i in range(0, len(raw), 4))))
+    return found
+
+
+def spy_on_share_requests(monkeypatch):
+    """Replace viser's ``request_share_url`` (which would open the tunnel) by a recorder of the
+    servers it is called on, of the same name; returns their list."""
+    requested = []
+
+    def request_share_url(self, verbose=True):
+        requested.append(self)
+
+    monkeypatch.setattr(viser.ViserServer, "request_share_url", request_share_url)
+    return requested
+
+
+def send_share_request(viewer):
+    """Connect to the viewer as viser's client does (its websocket subprotocol) and send
+    ShareUrlRequest, the message of the share button; returns once the server has dispatched
+    it (a handler registered after the viewer's runs after any handler the viewer left)."""
+    import msgspec
+    from viser import _messages
+    from websockets.sync.client import connect
+
+    dispatched = threading.Event()
+    viewer.server._websock_server.register_handler(
+        _messages.ShareUrlRequest, lambda client, message: dispatched.set())
+    with connect(f"ws://127.0.0.1:{viewer.port}",
+                 subprotocols=[f"viser-v{viser.__version__}"]) as client:
+        client.send(msgspec.msgpack.encode(_messages.ShareUrlRequest().as_serializable_dict()))
+        assert dispatched.wait(60), "the server never dispatched the share request"
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/net/tcp"), reason="reads Linux's /proc/net")
+def test_a_client_cannot_open_a_share_tunnel_and_only_loopback_listens(port, monkeypatch):
+    """A client's share request (any page that reaches the port can send one) opens no public
+    tunnel: viser's handler is gone, request_share_url is never called, no tunnel exists; the
+    share button is hidden; the server listens on 127.0.0.1 only."""
+    requested = spy_on_share_requests(monkeypatch)
+    with sd.view(sd.robots.load("ur5"), port=port, verbose=False) as viewer:
+        server = viewer.server
+        assert listening_addresses(viewer.port) == ["127.0.0.1"]
+        executor = _RecordingExecutor(server._thread_executor)
+        monkeypatch.setattr(server, "_thread_executor", executor)
+        send_share_request(viewer)
+        assert "request_share_url" not in executor.submitted and requested == []
+        assert server._share_tunnel is None
+        themes = [m for m in server._websock_server._broadcast_buffer.message_from_id.values()
+                  if type(m).__name__ == "ThemeConfigurationMessage"]
+        assert themes and not themes[-1].show_share_button
+        monkeypatch.undo()
+
+
+def test_share_requests_are_refused_where_the_handler_cannot_be_unregistered(port, monkeypatch):
+    """A viser whose internals differ (unregistering fails): request_share_url refuses."""
+    def fail(self, message_cls, callback=None):
+        raise AssertionError("Tried to unregister a handler that hasn't been registered.")
+
+    requested = spy_on_share_requests(monkeypatch)
+    monkeypatch.setattr(viser.infra.WebsockMessageHandler, "unregister_handler", fail)
+    with sd.view(sd.robots.load("ur5"), port=port, verbose=False) as viewer:
+        server = viewer.server
+        executor = _RecordingExecutor(server._thread_executor)
+        monkeypatch.setattr(server, "_thread_executor", executor)
+        assert server.request_share_url() is None
+        send_share_request(viewer)
+        assert executor.submitted == ["_share_refused"] and requested == []
+        assert server._share_tunnel is None
+        monkeypatch.undo()
 
 
 def test_sliders_hold_a_configuration_beyond_the_limits(port):

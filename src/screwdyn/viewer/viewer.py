@@ -3,7 +3,8 @@
 viser (BSD/Apache-2.0, pip-installable, made for robotics: Pinocchio, Brax and nerfstudio users
 view robots with it) serves a three.js client over HTTP and a websocket from a background
 thread. The server needs no display, no GPU and no browser: it prints the URL, and any browser
-that reaches the port draws the scene with WebGL.
+that reaches the port draws the scene with WebGL. It listens on 127.0.0.1 unless told otherwise,
+and viser's share tunnel (a public URL a client could request) is turned off.
 """
 from __future__ import annotations
 
@@ -85,6 +86,7 @@ class Viewer:
         with contextlib.redirect_stdout(io.StringIO()):  # viser's own banner: ours is below
             self.server = viser.ViserServer(host=host, port=port,
                                             label=f"screwdyn: {model.name}", verbose=False)
+        _disable_share_tunnel(self.server)
         self.server.scene.set_up_direction("+z")
         self.server.scene.configure_default_lights(True, cast_shadow=shadows)
         self.server.scene.set_background_image(BACKGROUND, format="png")
@@ -526,6 +528,27 @@ def _configuration(model: Model, q: npt.ArrayLike, name: str) -> np.ndarray:
     if not np.all(np.isfinite(q)):
         raise ValueError(f"{name} must be finite")
     return q
+
+
+def _disable_share_tunnel(server: "viser.ViserServer") -> None:
+    """Turn viser's share tunnel off. viser answers a client's ShareUrlRequest (its share
+    button, or any page that reaches the port) by opening a public tunnel to this server through
+    share.viser.studio: the handler of that message is unregistered and the button hidden. Where
+    this viser's internals differ, the server's ``request_share_url`` refuses instead. A program
+    may still share on purpose with ``viser.ViserServer.request_share_url(viewer.server)``."""
+    server.gui.configure_theme(show_share_button=False)
+    try:
+        from viser import _messages
+
+        server._websock_server.unregister_handler(_messages.ShareUrlRequest)
+    except (ImportError, AttributeError, AssertionError, KeyError, ValueError):
+        setattr(server, "request_share_url", _share_refused)
+
+
+def _share_refused(verbose: bool = True) -> None:
+    """``request_share_url`` of a viewer's server where its handler could not be unregistered:
+    no tunnel, None (viser's value for a share URL that could not be made)."""
+    return None
 
 
 def _positive(value: float, name: str) -> float:
