@@ -357,17 +357,18 @@ def test_corrupted_or_stale_entries_are_rebuilt(tree, fresh_cache):
     assert len(files) == 1  # the level-0 program
     path = fresh_cache / files[0]
     good = path.read_bytes()
+    about = next(iter(native._PROGRAMS.values())).description(0)  # what the entry must hold
     damages = {"truncated": good[:len(good) // 2], "flipped": good[:-100] + bytes(
         [good[-100] ^ 0xFF]) + good[-99:], "empty": b"", "garbage": os.urandom(len(good)),
         "other key": good.replace(files[0][:-2].encode(), b"0" * len(files[0][:-2]))}
     for what, data in damages.items():
         path.write_bytes(data)
-        assert cache.load_object(files[0][:-2]) is None, what
+        assert cache.load_object(files[0][:-2], about) is None, what
         _forget_programs()
         np.testing.assert_allclose(sd.inverse_dynamics(tree, q, qd, u), want, rtol=1e-11,
                                    atol=1e-11, err_msg=what)
         assert native._PROGRAMS and next(iter(native._PROGRAMS.values())).source == "compiled"
-        assert cache.load_object(files[0][:-2]) is not None, what  # rewritten
+        assert cache.load_object(files[0][:-2], about) is not None, what  # rewritten
     _forget_programs()
     sd.inverse_dynamics(tree, q, qd, u)
     assert next(iter(native._PROGRAMS.values())).source == "disk cache"

@@ -27,7 +27,7 @@ from ._compat import install_simulate_alias
 
 install_simulate_alias()  # ``from screwdyn.simulate import X`` (the old module) still works
 
-__version__ = "0.1.0"
+from ._version import __version__  # noqa: E402
 
 __all__ = [
     "Assembly", "BlackBox", "ConnectionState", "DHLink", "Float32Warning", "InertiaWarning", "cga", "dq", "Model", "ModelBuilder", "ModelError", "bias_forces", "center_of_mass",

@@ -1,38 +1,65 @@
-"""The disk cache of compiled programs: object code by key, safe across processes.
+"""The disk cache of compiled programs: object code by key, safe across processes and users.
 
-An entry is one file, ``<key>.o`` in the cache directory: a header (magic, the key, the length
-and SHA-256 of the payload) and the object code. Keys are SHA-256 digests of everything the code
-depends on (``key``): the model's content (``content_hash``), the function, the algebra, the
-inputs, the host CPU, LLVM's and Python's versions and the source of the modules that build
-programs (``source_fingerprint``), so a change of any of them makes a new entry instead of
-reusing a stale one. On reading, an entry whose header, key or checksum does not match (a
-truncated or corrupted file) is ignored, and the program is compiled again and rewritten.
+An entry is one file, ``<key>.o`` in the cache directory: a header (magic, the key, a description
+of the program it holds, the length and SHA-256 of description and payload) and the object code.
+Keys are SHA-256 digests of everything the code depends on (``key``): the library's version, the
+model's content (``content_hash``), the function, the algebra, the inputs, the host CPU and its
+features, LLVM's and Python's versions and the source of the modules that build programs
+(``source_fingerprint``), so a change of any of them makes a new entry instead of reusing a
+stale one. On reading, an entry whose header, key, checksum or description (which function, model
+hash, inputs and output shape; checked before the code is linked) does not match what the caller
+expects is ignored, and the program is compiled again and rewritten.
 
-Writes go to a temporary file in the same directory, renamed over the entry (``os.replace``, atomic
-on POSIX and Windows): two processes compiling the same program at once each write a complete
+Object code is run: an entry planted by someone else would run their code in this process. So
+the directory is created 0700 (missing parents too), and a directory or entry that is not owned
+by this user, or that its group or others may write, is never read nor written: programs are
+compiled in memory and one ``CacheWarning`` names the path and the fix. Entries are opened
+relative to the checked directory, never through a symbolic link, and checked again once open.
+
+Writes go to a temporary file (mode 0600) in the same directory, renamed over the entry
+(``os.replace``, atomic): two processes compiling the same program at once each write a complete
 file and the last rename wins; a reader never sees half a file. Where the directory cannot be
 written (read-only, no space), programs are kept in memory and one ``CacheWarning`` says so.
+
+The cache is bounded: after each write, while its entries add up to more than ``size_limit()``
+bytes (``$SCREWDYN_CACHE_SIZE``: bytes, or with a K, M or G suffix; 1G by default), the least
+recently used are removed (a read marks an entry used). ``clear_cache()`` removes every entry.
 
 The directory is ``$SCREWDYN_CACHE_DIR`` if set, else ``$XDG_CACHE_HOME/screwdyn`` or
 ``~/.cache/screwdyn``; ``set_directory`` changes it for this process.
 """
+import contextlib
 import dataclasses
 import hashlib
+import json
 import math
 import os
+import re
+import secrets
+import stat
 import struct
-import tempfile
+import time
 import warnings
 import weakref
 
 import numpy as np
 
-MAGIC = b"SCREWDYN-OBJ-2\n"
-_STATE = {"directory": None, "warned": False}
+from .._version import __version__
+
+MAGIC = b"SCREWDYN-OBJ-3\n"
+DEFAULT_SIZE_LIMIT = 1 << 30  # bytes (``$SCREWDYN_CACHE_SIZE``)
+#: what ``prune`` leaves: this fraction of the limit (so that a full cache is not pruned at
+#: every write)
+PRUNE_TO = 0.75
+_ENTRY = re.compile(r"^[0-9a-f]{64}(-\d+)?\.o$")
+_TEMPORARY = re.compile(r"^\.[0-9a-f]{16}\.[0-9a-f]{16}\.tmp$")
+STALE_TEMPORARY = 3600.0  # seconds: a temporary file older than this was left by a crash
+_STATE = {"directory": None, "warned": set()}
 
 
 class CacheWarning(UserWarning):
-    """The program cache could not be written: compiled programs live in memory only."""
+    """The program cache cannot be used (not writable, or not safe to read): compiled programs
+    live in memory only."""
 
 
 def directory():
@@ -43,71 +70,240 @@ def directory():
             base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"),
                                                                     ".cache")
             root = os.path.join(base, "screwdyn")
-        _STATE["directory"] = root
+        _STATE["directory"] = os.path.abspath(root)
     return _STATE["directory"]
 
 
 def set_directory(path):
     """Use ``path`` as the cache directory in this process (None: back to the default)."""
-    _STATE["directory"] = None if path is None else os.fspath(path)
-    _STATE["warned"] = False
+    _STATE["directory"] = None if path is None else os.path.abspath(os.fspath(path))
+    _STATE["warned"] = set()
 
 
 def path(key):
     return os.path.join(directory(), key + ".o")
 
 
-def load_object(key):
-    """The object code stored under ``key``, or None (missing, unreadable or corrupted)."""
+def size_limit():
+    """The most bytes the cache's entries may take (``$SCREWDYN_CACHE_SIZE``, e.g. ``500M``,
+    ``2G`` or a number of bytes; 1G by default)."""
+    text = os.environ.get("SCREWDYN_CACHE_SIZE", "").strip()
+    if not text:
+        return DEFAULT_SIZE_LIMIT
+    match = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([kKmMgG]?)[bB]?", text)
+    if match is None:
+        raise ValueError(f"SCREWDYN_CACHE_SIZE={text!r}: expected a number of bytes, or with a "
+                         "K, M or G suffix (e.g. 500M)")
+    scale = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30}[match.group(2).lower()]
+    return int(float(match.group(1)) * scale)
+
+
+def _warn(key, message):
+    """One ``CacheWarning`` per process and cache directory for each kind of problem."""
+    if key not in _STATE["warned"]:
+        _STATE["warned"].add(key)
+        warnings.warn(f"screwdyn: {message}; compiled programs are kept in memory for this "
+                      "process only", CacheWarning, stacklevel=5)
+
+
+# -- the directory: created private, checked before every use ------------------------------
+def _unsafe(st):
+    """Why a file or directory with status ``st`` must not be trusted, or None."""
+    if hasattr(os, "geteuid") and st.st_uid != os.geteuid():
+        return f"owned by user id {st.st_uid}, not by this user ({os.geteuid()})"
+    if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+        return f"writable by its group or others (mode {stat.S_IMODE(st.st_mode):04o})"
+    return None
+
+
+def _make_private(folder):
+    """Create ``folder`` and its missing parents with mode 0700 (whatever the umask)."""
+    missing = []
+    while not os.path.isdir(folder):
+        missing.append(folder)
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
+    for folder in reversed(missing):
+        try:
+            os.mkdir(folder, 0o700)
+        except FileExistsError:
+            pass
+
+
+@contextlib.contextmanager
+def _open_directory(create):
+    """The cache directory as an open file descriptor (entries are opened relative to it), or
+    None where it does not exist (and ``create`` is false) or is not safe (one warning)."""
+    folder = directory()
+    if create:
+        _make_private(folder)
     try:
-        with open(path(key), "rb") as f:
-            data = f.read()
+        fd = os.open(folder, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0))
+    except OSError:
+        yield None
+        return
+    try:
+        why = _unsafe(os.fstat(fd))
+        if why is not None:
+            _warn(("directory", folder),
+                  f"the program cache {folder!r} is {why}, so it is not used (another user could "
+                  f"plant code in it); fix: chmod 700 {folder!r} if it is yours, or set "
+                  "SCREWDYN_CACHE_DIR to a directory of your own")
+            yield None
+        else:
+            yield fd
+    finally:
+        os.close(fd)
+
+
+def _open_entry(name, fd):
+    """The bytes of entry ``name`` in the open directory ``fd``, or None (missing, a link, not a
+    regular file, or not safe: one warning)."""
+    try:
+        entry = os.open(name, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0), dir_fd=fd)
     except OSError:
         return None
-    head = _header(key, b"")
-    if len(data) < len(head) + 32 or not data.startswith(MAGIC):
-        return None
-    if data[:len(head) - 8] != head[:-8]:  # magic and key
-        return None
-    (length,) = struct.unpack("<Q", data[len(head) - 8:len(head)])
-    digest, payload = data[len(head):len(head) + 32], data[len(head) + 32:]
-    if len(payload) != length or hashlib.sha256(payload).digest() != digest:
-        return None
-    return payload
+    with os.fdopen(entry, "rb") as f:
+        st = os.fstat(f.fileno())
+        why = "not a regular file" if not stat.S_ISREG(st.st_mode) else _unsafe(st)
+        if why is not None:
+            where = os.path.join(directory(), name)
+            _warn(("entry", where), f"the cache entry {where!r} is {why}, so it is not read; "
+                  "fix: remove it (screwdyn.execution.clear_cache())")
+            return None
+        return f.read()
 
 
-def _header(key, payload):
+# -- entries --------------------------------------------------------------------------------
+def _describe(description):
+    return json.dumps(description, sort_keys=True, separators=(",", ":"), default=repr).encode()
+
+
+def _header(key, about, payload):
     key = key.encode("ascii")
-    return MAGIC + struct.pack("<Q", len(key)) + key + struct.pack("<Q", len(payload))
+    return (MAGIC + struct.pack("<Q", len(key)) + key + struct.pack("<Q", len(about)) + about
+            + struct.pack("<Q", len(payload)))
 
 
-def store_object(key, payload):
-    """Write ``payload`` under ``key`` (atomically); returns ``payload``. A directory that
-    cannot be written gives one ``CacheWarning`` per process."""
+def _parse(key, data):
+    """(description bytes, payload) of an entry's bytes, or None if not a whole entry of
+    ``key`` whose checksum matches."""
+    head = MAGIC + struct.pack("<Q", len(key)) + key.encode("ascii")
+    if not data.startswith(head) or len(data) < len(head) + 8:
+        return None
+    at = len(head)
+    (n,) = struct.unpack_from("<Q", data, at)
+    about, at = data[at + 8:at + 8 + n], at + 8 + n
+    if len(about) != n or len(data) < at + 8 + 32:
+        return None
+    (length,) = struct.unpack_from("<Q", data, at)
+    digest, payload = data[at + 8:at + 40], data[at + 40:]
+    if len(payload) != length or hashlib.sha256(about + payload).digest() != digest:
+        return None
+    return about, payload
+
+
+def load_object(key, description=None):
+    """The object code stored under ``key``, or None: missing, unreadable, corrupted, not safe
+    to read, or holding another program than ``description`` (a JSON-able dict of what the
+    caller expects: function, model hash, inputs, output shape, ...). A hit marks the entry as
+    recently used."""
+    with _open_directory(create=False) as fd:
+        if fd is None:
+            return None
+        data = _open_entry(key + ".o", fd)
+        parsed = None if data is None else _parse(key, data)
+        if parsed is None or parsed[0] != _describe(description):
+            return None
+        with contextlib.suppress(OSError):
+            os.utime(key + ".o", dir_fd=fd)
+        return parsed[1]
+
+
+def store_object(key, payload, description=None):
+    """Write ``payload`` under ``key`` with its ``description`` (atomically, mode 0600), then
+    prune the cache to its size limit; returns ``payload``. A directory that cannot be written,
+    or is not safe, gives one ``CacheWarning`` per process."""
     payload = bytes(payload)
-    data = _header(key, payload) + hashlib.sha256(payload).digest() + payload
-    folder = directory()
+    about = _describe(description)
+    data = _header(key, about, payload) + hashlib.sha256(about + payload).digest() + payload
     try:
-        os.makedirs(folder, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=key[:16] + ".", suffix=".tmp", dir=folder)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-            os.replace(tmp, path(key))
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        with _open_directory(create=True) as fd:
+            if fd is None:
+                if not os.path.isdir(directory()):
+                    raise FileNotFoundError(f"cannot create {directory()!r}")
+                return payload  # not safe: warned
+            _write(fd, key + ".o", data)
+            prune(fd=fd)
     except OSError as error:
-        if not _STATE["warned"]:
-            _STATE["warned"] = True
-            warnings.warn(f"screwdyn: cannot write the program cache in {folder!r} ({error}); "
-                          "compiled programs are kept in memory for this process only (set "
-                          "SCREWDYN_CACHE_DIR to a writable directory to keep them)",
-                          CacheWarning, stacklevel=4)
+        _warn(("write", directory()), f"cannot write the program cache in {directory()!r} "
+              f"({error}) (set SCREWDYN_CACHE_DIR to a writable directory to keep them)")
     return payload
+
+
+def _write(fd, name, data):
+    """Write ``data`` to ``name`` in the directory ``fd``: a temporary file, then a rename."""
+    tmp = f".{name[:16]}.{secrets.token_hex(8)}.tmp"
+    flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0)
+    out = os.open(tmp, flags, 0o600, dir_fd=fd)
+    try:
+        with os.fdopen(out, "wb") as f:
+            f.write(data)
+        os.replace(tmp, name, src_dir_fd=fd, dst_dir_fd=fd)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp, dir_fd=fd)
+        raise
+
+
+def _entries(fd):
+    """[(mtime, size, name)] of the cache's entries (this user's own files) and the names of
+    temporary files left by a crash."""
+    entries, stale, now = [], [], time.time()
+    with os.scandir(fd) as it:
+        for e in it:
+            try:
+                st = e.stat(follow_symlinks=False)
+            except OSError:
+                continue
+            if not stat.S_ISREG(st.st_mode) or _unsafe(st) is not None:
+                continue
+            if _ENTRY.match(e.name):
+                entries.append((st.st_mtime, st.st_size, e.name))
+            elif _TEMPORARY.match(e.name) and now - st.st_mtime > STALE_TEMPORARY:
+                stale.append(e.name)
+    return entries, stale
+
+
+def prune(limit=None, fd=None):
+    """Remove the least recently used entries while they add up to more than ``limit`` bytes
+    (``size_limit()``), down to ``PRUNE_TO`` of it, and temporary files left by a crash.
+    Returns the bytes removed."""
+    if fd is None:
+        with _open_directory(create=False) as fd:
+            return 0 if fd is None else prune(limit, fd)
+    limit = size_limit() if limit is None else limit
+    entries, stale = _entries(fd)
+    total, removed = sum(size for _, size, _ in entries), 0
+    if total > limit:
+        for _, size, name in sorted(entries):
+            if total - removed <= PRUNE_TO * limit:
+                break
+            with contextlib.suppress(OSError):
+                os.unlink(name, dir_fd=fd)
+                removed += size
+    for name in stale:
+        with contextlib.suppress(OSError):
+            os.unlink(name, dir_fd=fd)
+    return removed
+
+
+def clear_cache():
+    """Remove every entry of the program cache (this user's own files in ``directory()``);
+    returns the bytes removed. Programs already loaded in this process stay in use."""
+    return prune(limit=0)
 
 
 # -- keys -----------------------------------------------------------------------------------
@@ -209,7 +405,8 @@ def source_fingerprint():
 
 
 def key(*parts):
-    """The cache key (SHA-256 hex) of a program described by ``parts``."""
+    """The cache key (SHA-256 hex) of a program described by ``parts`` (and the library's
+    version)."""
     out = []
-    _canonical(parts, out)
+    _canonical(("screwdyn", __version__) + parts, out)
     return hashlib.sha256(b"|".join(out)).hexdigest()

@@ -25,7 +25,6 @@ code in the background for the programs that are used (``native``). The kernel's
 replaced while the function is in use (``set_kernel``): a call reads it once.
 """
 import ctypes
-import hashlib
 import sys
 
 import numpy as np
@@ -273,8 +272,10 @@ def _setup():
     ir = _entry_ir(off)
     from . import cache
 
-    key = hashlib.sha256(repr(("entry", ir, llvm.host(), sys.version)).encode()).hexdigest()
-    obj = cache.load_object(key) or cache.store_object(key, llvm.compile_object(ir, 2))
+    key = cache.key("entry", ir, llvm.host(), llvm.version(), sys.version)
+    about = {"program": "entry"}
+    obj = cache.load_object(key, about) or cache.store_object(key, llvm.compile_object(ir, 2),
+                                                              about)
     library = llvm.Library(obj, symbols)
     new = py.PyCFunction_NewEx
     new.restype, new.argtypes = ctypes.py_object, [ctypes.c_void_p, ctypes.py_object,

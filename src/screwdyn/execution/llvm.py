@@ -475,6 +475,37 @@ def _llvm():
     return _STATE["binding"]
 
 
+def hold():
+    """Take the locks around LLVM (this module's and llvmlite's own, ``llvmlite.binding.ffi``),
+    waiting for a call into LLVM in another thread to return: before a fork, so that no thread
+    is inside LLVM when the process is copied (a child would wait for ever on a lock held by a
+    thread it does not have). ``release`` gives them back, in the parent and in the child."""
+    _LOCK.acquire()
+    lock = _llvmlite_lock()
+    if lock is not None:
+        lock.__enter__()
+    _STATE.setdefault("held", []).append(lock)
+
+
+def release():
+    """Give back what ``hold`` took."""
+    lock = _STATE["held"].pop()
+    if lock is not None:
+        lock.__exit__(None, None, None)
+    _LOCK.release()
+
+
+def _llvmlite_lock():
+    """llvmlite's lock around every call into LLVM (an ``_LLVMLock``, a context manager), or
+    None before LLVM was loaded here (then no thread can be inside it). llvmlite offers no
+    public way to take it; its attribute has been ``lib._lock`` since llvmlite 0.30."""
+    if _STATE.get("binding") is None:
+        return None
+    from llvmlite.binding import ffi
+
+    return getattr(ffi.lib, "_lock", None)
+
+
 def available():
     """Whether machine code can be made here (llvmlite is installed)."""
     return _llvm() is not None

@@ -19,12 +19,14 @@ The program's key holds everything its code depends on (see ``cache``), so progr
 reused across models, library sources, LLVM versions or CPUs.
 """
 import atexit
+import collections
 import os
 from dataclasses import replace
 import queue
 import sys
 import threading
 import time
+import weakref
 
 import numpy as np
 
@@ -35,7 +37,11 @@ from .call import Call, core_shape, propagate_non_finite
 
 VERSION = 1  # of the program format (bump when the kernel's calling convention changes)
 LEVELS = (0, 2)  # LLVM code generation levels: first, then optimised
-_PROGRAMS = {}
+#: programs kept in this process's memory; past it the least recently used one is dropped (its
+#: code is freed once nothing calls it: a fast entry, a plan or an XLA custom call holding the
+#: program keeps it alive) and made again, or loaded from the disk cache, when next needed
+MAX_PROGRAMS = 256
+_PROGRAMS = collections.OrderedDict()
 #: the name of a function's ``jacobian`` input that stands for q's tangent space: derivatives
 #: d/de f(q (+) e) at e = 0 (``screwdyn.integrate``), nv columns, as Pinocchio's
 TANGENT = "tangent"
@@ -86,7 +92,11 @@ class NativeProgram:
         hot = None if self.level == LEVELS[-1] else self._hot
         f = entry.bind(self.address, self.input_sizes, self.output_shape, fallback, self, hot)
         if f is not None:  # pointed at the code in use (optimised meanwhile, or later)
-            self.watch(lambda address: entry.set_kernel(f, address))
+            # weakly: the entry keeps this program alive through its context, a numpy array
+            # the garbage collector cannot see into, so a strong reference back would be a
+            # cycle never collected (every program of every model made in a loop kept)
+            ref = weakref.ref(f)
+            self.watch(lambda address: _set_kernel(ref(), address))
         return f
 
     def watch(self, callback):
@@ -125,7 +135,8 @@ class NativeProgram:
         start = time.perf_counter()
         try:
             obj = llvm.compile_object(self._source_ir(vector=True), LEVELS[-1])
-            cache.store_object(_level_key(self.key, LEVELS[-1]), obj)
+            cache.store_object(_level_key(self.key, LEVELS[-1]), obj,
+                               self.description(LEVELS[-1]))
             self._install(obj, LEVELS[-1])
             self.optimise_time = time.perf_counter() - start
             self._program = None
@@ -139,6 +150,17 @@ class NativeProgram:
             self._program = trace_program(*self._spec[:3], self.input_names, *self._spec[3:])
         return llvm.kernel_ir(self._program, width=llvm.vector_width() if vector else 1)
 
+    def description(self, level):
+        """What the disk cache records with this program's code at ``level``, and checks
+        before linking it: function, model hash, algebra, inputs and their sizes, output
+        shape, derivatives, constants."""
+        function, model, algebra, bound, static, derivatives = self._spec
+        return {"function": function.name, "jacobian": list(function.jacobian),
+                "model": cache.content_hash(model), "algebra": algebra,
+                "inputs": [list(pair) for pair in zip(self.input_names, self.input_sizes)],
+                "output": list(self.output_shape), "derivatives": [list(d) for d in derivatives],
+                "bound": sorted(bound), "static": repr(static), "level": level}
+
     def wait(self, timeout=None):
         """Wait until the optimised code is in use (after ``optimise(wait=False)``)."""
         return self._optimised.wait(timeout)
@@ -146,6 +168,11 @@ class NativeProgram:
     def __repr__(self):
         return (f"NativeProgram({self.input_names} -> {self.output_shape}, level {self.level}, "
                 f"{self.source}, {self.compile_time:.3g} s)")
+
+
+def _set_kernel(f, address):
+    if f is not None:
+        entry.set_kernel(f, address)
 
 
 def _level_key(key, level):
@@ -178,14 +205,16 @@ def get(function, model, algebra, inputs, bound=None, static=(), optimise=False,
     bound = dict(bound or {})
     derivatives = tuple(tuple(names) for names in derivatives)
     k = key(function, model, algebra, inputs, bound, static, derivatives)
-    program = _PROGRAMS.get(k)
-    if program is None:
-        with _LOCK:
-            program = _PROGRAMS.get(k)
-            if program is None:
-                program = _make(k, function, model, algebra, tuple(inputs), bound, static,
-                                derivatives)
-                _PROGRAMS[k] = program
+    with _LOCK:
+        program = _PROGRAMS.get(k)
+        if program is None:
+            program = _make(k, function, model, algebra, tuple(inputs), bound, static,
+                            derivatives)
+            _PROGRAMS[k] = program
+            while len(_PROGRAMS) > MAX_PROGRAMS:
+                _PROGRAMS.popitem(last=False)
+        else:
+            _PROGRAMS.move_to_end(k)
     if optimise:
         program.optimise(wait=True)
     return program
@@ -200,7 +229,7 @@ def _make(k, function, model, algebra, inputs, bound, static, derivatives):
     program = NativeProgram(k, inputs, sizes, output, function, model, algebra, bound, static,
                             derivatives)
     for level in reversed(LEVELS):  # the best code on disk
-        obj = cache.load_object(_level_key(k, level))
+        obj = cache.load_object(_level_key(k, level), program.description(level))
         if obj is not None:
             program._install(obj, level)
             program.source = "disk cache"
@@ -212,7 +241,7 @@ def _make(k, function, model, algebra, inputs, bound, static, derivatives):
                                  f"expected {output}")
         program.nodes = traced.count()
         obj = llvm.compile_object(llvm.kernel_ir(traced), LEVELS[0])
-        cache.store_object(_level_key(k, LEVELS[0]), obj)
+        cache.store_object(_level_key(k, LEVELS[0]), obj, program.description(LEVELS[0]))
         program._install(obj, LEVELS[0])
         program.source = "compiled"
     program.compile_time = time.perf_counter() - start
@@ -268,40 +297,42 @@ def _propagate_non_finite(program, model, names):
 
 
 # -- the background thread that compiles optimised code ---------------------------------------
-_QUEUE = queue.Queue()
-_WORKER = {"thread": None, "stopping": False, "busy": threading.Lock()}
+#: the worker: its thread (None until the first optimisation is queued, and in a forked child),
+#: its queue, whether the process is exiting, and the lock held while it compiles
+_WORKER = {"thread": None, "queue": queue.Queue(), "stopping": False, "busy": threading.Lock()}
 
 
 def _background(program):
     with _LOCK:
         if _WORKER["thread"] is None:
-            thread = threading.Thread(target=_work, name="screwdyn-optimise", daemon=True)
+            thread = threading.Thread(target=_work, args=(_WORKER["queue"],),
+                                      name="screwdyn-optimise", daemon=True)
             _WORKER["thread"] = thread
             thread.start()
-    _QUEUE.put(program)
+        _WORKER["queue"].put(program)
 
 
-def _work():
+def _work(jobs):
     if hasattr(os, "setpriority"):  # behind the process's own work (Linux: per thread)
         try:
             os.setpriority(os.PRIO_PROCESS, threading.get_native_id(), 10)
         except OSError:
             pass
     while True:
-        program = _QUEUE.get()
+        program = jobs.get()
         try:
             with _WORKER["busy"]:
                 if _WORKER["stopping"]:
                     return
                 program._compile_optimised()
         finally:
-            _QUEUE.task_done()
+            jobs.task_done()
 
 
 def wait_for_optimisation():
     """Wait until every optimised code queued so far is compiled and in use (benchmarks)."""
     if _WORKER["thread"] is not None:
-        _QUEUE.join()
+        _WORKER["queue"].join()
 
 
 @atexit.register
@@ -311,3 +342,35 @@ def _stop():
     _WORKER["stopping"] = True
     with _WORKER["busy"]:
         pass
+
+
+# -- fork: the child gets no thread but the one that forked -----------------------------------
+def _before_fork():
+    """Wait until no other thread is inside LLVM or installing code, and keep it so until the
+    fork is done: the copy then holds no lock taken by a thread it will not have. A fork made
+    while the worker compiles waits for its current call into LLVM to return."""
+    _LOCK.acquire()
+    llvm.hold()
+
+
+def _after_fork_in_parent():
+    llvm.release()
+    _LOCK.release()
+
+
+def _after_fork_in_child():
+    """The child has no worker thread: forget it, its queue and its lock (a new worker starts
+    with the next program queued in the child). Programs that were waiting for their optimised
+    code keep their first code, the same results in every bit; ``optimise()`` still makes it."""
+    llvm.release()
+    _LOCK.release()
+    _WORKER.update(thread=None, queue=queue.Queue(), stopping=False, busy=threading.Lock())
+    for program in _PROGRAMS.values():
+        if not program._optimised.is_set():
+            program._queued = False
+            program._optimised = threading.Event()
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(before=_before_fork, after_in_parent=_after_fork_in_parent,
+                        after_in_child=_after_fork_in_child)

@@ -302,9 +302,9 @@ def _entry(function, model, algebra, given, static):
                 f = program.bind(general) or general
     key = (function, model, algebra, static) + ((given,) if given else ())
     with _LOCK:
-        if len(_ENTRIES) > 4096:  # models made afresh in a loop would pile up
-            _ENTRIES.clear()
         _ENTRIES[key] = f
+        while len(_ENTRIES) > native.MAX_PROGRAMS:  # models made afresh in a loop: the oldest
+            del _ENTRIES[next(iter(_ENTRIES))]      # entry goes, and the program it kept alive
     return f
 
 

@@ -197,7 +197,9 @@ def get(key, memory_key, ns, nr, table, params, local, step, vector=True):
                                      llvm.version(), cache.source_fingerprint())
             except TypeError:  # something in the key has no content hash (a plain function)
                 disk_key = None
-        obj = cache.load_object(disk_key) if disk_key else None
+        about = {"program": "rollout", "state": ns, "record": nr, "table": table,
+                 "params": params, "local": local, "width": width}
+        obj = cache.load_object(disk_key, about) if disk_key else None
         source = "disk cache"
         if obj is None:
             shapes = {"s": (ns,), "time": (2,)}
@@ -211,7 +213,7 @@ def get(key, memory_key, ns, nr, table, params, local, step, vector=True):
             ir = llvm.kernel_ir(program, width=width) + driver_ir(ns, nr, table, params, local)
             obj = llvm.compile_object(ir, 2)
             if disk_key:
-                cache.store_object(disk_key, obj)
+                cache.store_object(disk_key, obj, about)
             source = "compiled"
         rollout = NativeRollout(obj, ns, nr, table, params, local, source,
                                 time.perf_counter() - start)

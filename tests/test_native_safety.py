@@ -1,0 +1,364 @@
+"""The native layer under hostile and unusual conditions (issue 25): forks while the background
+optimiser compiles, cache directories and entries that other users could write, entries that
+hold another program, the cache's bounds on disk and in memory.
+
+Forks and planted code run in subprocesses with timeouts: a regression hangs or crashes a child,
+never the test process."""
+import gc
+import os
+import stat
+import subprocess
+import sys
+import textwrap
+import warnings
+import weakref
+
+import numpy as np
+import pytest
+
+import screwdyn as sd
+from screwdyn.execution import cache, llvm, native, plan
+
+ENV = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
+
+
+def _python(code, *args, timeout=240, env=None):
+    """Run ``code`` in a new Python; returns the completed process (a hang fails the test)."""
+    try:
+        return subprocess.run([sys.executable, "-c", textwrap.dedent(code), *map(str, args)],
+                              capture_output=True, text=True, timeout=timeout, env=env or ENV)
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"the child hung for {timeout} s; its output so far:\n{e.stdout}\n{e.stderr}")
+
+
+# -- fork ----------------------------------------------------------------------------------------
+_FORK = """
+    import os, sys, time
+    import numpy as np
+    import screwdyn as sd
+    from screwdyn.execution import cache, native
+    cache.set_directory(sys.argv[1])
+    panda = sd.robots.load("panda")
+    mid_compile = 0
+    for i, delay in enumerate((0.0, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0)):
+        model = panda.with_joint_parameters(armature=0.01 * (i + 1))  # a new program each time
+        q = np.tile(model.neutral, (2000, 1))
+        want = sd.forward_dynamics(model, q, q * 0, q * 0)  # the first batch: optimised later
+        time.sleep(delay)
+        mid_compile += native._WORKER["busy"].locked()
+        pid = os.fork()
+        if pid == 0:  # the child: a new program (LLVM again), the old one, then a normal exit
+            m = sd.mass_matrix(model, q[:3])
+            again = sd.forward_dynamics(model, q, q * 0, q * 0)
+            assert np.array_equal(again, want) and m.shape == (3, 9, 9)
+            sys.exit(0)  # atexit runs (native._stop)
+        deadline = time.monotonic() + 60
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                break
+            if time.monotonic() > deadline:
+                os.kill(pid, 9)
+                print("HUNG", delay, flush=True)
+                sys.exit(3)
+            time.sleep(0.01)
+        assert os.waitstatus_to_exitcode(status) == 0, (delay, status)
+    native.wait_for_optimisation()
+    print("mid-compile forks:", mid_compile)
+"""
+
+
+def test_a_fork_while_the_optimiser_compiles_never_hangs(tmp_path):
+    """Forks at delays 0 to 1 s after a first batch (the optimised code compiling in the
+    background): each child compiles a new program, calls the old one and exits normally."""
+    run = _python(_FORK, tmp_path / "cache")
+    assert run.returncode == 0, run.stdout + run.stderr
+    mid = int(run.stdout.split("mid-compile forks:")[1])
+    assert mid >= 1, "no fork happened while the optimiser compiled: the test proves nothing"
+
+
+_START_METHODS = """
+    import multiprocessing, sys
+    import numpy as np
+    import screwdyn as sd
+    from screwdyn.execution import cache
+
+    def work(i):
+        model = sd.robots.load("panda").with_joint_parameters(armature=0.1 + i)
+        q = np.tile(model.neutral, (3, 1))
+        return float(sd.inverse_dynamics(model, q, q, q).sum())
+
+    if __name__ == "__main__":
+        cache.set_directory(sys.argv[1])
+        panda = sd.robots.load("panda")
+        q = np.tile(panda.neutral, (2000, 1))
+        sd.forward_dynamics(panda, q, q * 0, q * 0)  # the optimiser starts in the background
+        with multiprocessing.get_context(sys.argv[2]).Pool(2) as pool:
+            got = pool.map(work, range(4))
+        cache.set_directory(sys.argv[1])
+        assert got == [work(i) for i in range(4)], got
+        print("ok")
+"""
+
+
+@pytest.mark.parametrize("method", ["fork", "forkserver", "spawn"])
+def test_multiprocessing_pools_work_with_every_start_method(tmp_path, method):
+    script = tmp_path / "pool.py"  # forkserver and spawn import the main module by its path
+    script.write_text(textwrap.dedent(_START_METHODS))
+    try:
+        run = subprocess.run([sys.executable, str(script), str(tmp_path / "cache"), method],
+                             capture_output=True, text=True, timeout=300, env=ENV)
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"{method}: hung; {e.stderr}")
+    assert run.returncode == 0 and run.stdout.strip() == "ok", run.stdout + run.stderr
+
+
+def test_the_fork_handlers_leave_the_locks_free():
+    """The parent's locks are given back after a fork, and the handlers nest with a thread
+    that holds nothing."""
+    native._before_fork()
+    native._after_fork_in_parent()
+    assert native._LOCK.acquire(blocking=False)
+    native._LOCK.release()
+    assert llvm._LOCK.acquire(blocking=False)
+    llvm._LOCK.release()
+
+
+# -- the cache directory ---------------------------------------------------------------------------
+@pytest.fixture
+def cache_dir(tmp_path):
+    """An empty cache directory for this test, and no program in memory."""
+    previous = cache.directory()
+    folder = tmp_path / "cache"
+    cache.set_directory(folder)
+    native._PROGRAMS.clear()
+    plan._forget()
+    yield folder
+    cache.set_directory(previous)
+    native._PROGRAMS.clear()
+    plan._forget()
+
+
+def _entries(folder):
+    return sorted(p for p in os.listdir(folder) if p.endswith(".o"))
+
+
+def _mode(path):
+    return stat.S_IMODE(os.stat(path).st_mode)
+
+
+def _state(model, seed=0):
+    rng = np.random.default_rng(seed)
+    q = rng.uniform(-1, 1, (4, model.nq))
+    return q, rng.uniform(-1, 1, (4, model.nv)), rng.uniform(-1, 1, (4, model.nv))
+
+
+def _numpy(function, *args):
+    previous = sd.execution.use_native(False)
+    try:
+        return function(*args)
+    finally:
+        sd.execution.use_native(previous)
+
+
+def test_the_cache_is_created_private_whatever_the_umask(tmp_path):
+    previous, old_mask = cache.directory(), os.umask(0)
+    folder = tmp_path / "home" / ".cache" / "screwdyn"  # parents missing too
+    cache.set_directory(folder)
+    try:
+        cache.store_object("ab" * 32, b"code", {"program": "test"})
+    finally:
+        os.umask(old_mask)
+        cache.set_directory(previous)
+    assert _mode(folder) == 0o700
+    assert _mode(folder.parent) == 0o700 and _mode(folder.parent.parent) == 0o700
+    (entry,) = _entries(folder)
+    assert _mode(folder / entry) == 0o600
+
+
+def _compile_into(folder, model):
+    q, qd, u = _state(model)
+    want = _numpy(sd.inverse_dynamics, model, q, qd, u)
+    np.testing.assert_allclose(sd.inverse_dynamics(model, q, qd, u), want, atol=1e-12)
+    return (q, qd, u), want
+
+
+def _program(name="inverse_dynamics"):
+    """The program of the function ``name`` in memory."""
+    (program,) = [p for p in native._PROGRAMS.values() if p._spec[0].name == name]
+    return program
+
+
+def test_a_directory_others_can_write_is_never_used(cache_dir):
+    model = sd.robots.load("ur5")
+    args, want = _compile_into(cache_dir, model)
+    before = _entries(cache_dir)
+    assert before
+    os.chmod(cache_dir, 0o777)  # e.g. SCREWDYN_CACHE_DIR=/tmp/shared
+    native._PROGRAMS.clear()
+    plan._forget()
+    cache.set_directory(cache_dir)  # a new process: warnings not given yet
+    with pytest.warns(cache.CacheWarning, match=r"writable by its group or others \(mode 0777\)"
+                      r".*chmod 700") as caught:
+        np.testing.assert_allclose(sd.inverse_dynamics(model, *args), want, atol=1e-12)
+        sd.mass_matrix(model, args[0])
+    assert str(cache_dir) in str(caught[0].message)
+    assert len([w for w in caught if issubclass(w.category, cache.CacheWarning)]) == 1
+    assert _program().source == "compiled"  # not read from the directory
+    assert _entries(cache_dir) == before  # and nothing written to it (the mass matrix's)
+
+
+def _chown_or_skip(path, uid):
+    if not hasattr(os, "geteuid") or os.geteuid() != 0:
+        pytest.skip("only root can give a file to another user (CI runs as root)")
+    os.chown(path, uid, uid)
+
+
+def test_a_directory_of_another_user_is_never_used(cache_dir):
+    model = sd.robots.load("ur5")
+    args, want = _compile_into(cache_dir, model)
+    _chown_or_skip(cache_dir, 65534)  # nobody's
+    native._PROGRAMS.clear()
+    plan._forget()
+    cache.set_directory(cache_dir)
+    with pytest.warns(cache.CacheWarning, match="owned by user id 65534"):
+        np.testing.assert_allclose(sd.inverse_dynamics(model, *args), want, atol=1e-12)
+    assert _program().source == "compiled"
+
+
+@pytest.mark.parametrize("plant", ["another user's", "group-writable", "symbolic link"])
+def test_a_planted_entry_is_never_linked(cache_dir, tmp_path, plant):
+    """An entry under the right name, with a valid header, that this user did not write alone:
+    not read (one warning naming it), compiled afresh; the directory itself is sound."""
+    model = sd.robots.load("ur5")
+    args, want = _compile_into(cache_dir, model)
+    entry = cache_dir / f"{_program().key}-0.o"  # the program's first code
+    assert entry.exists()
+    if plant == "another user's":
+        _chown_or_skip(entry, 65534)
+    elif plant == "group-writable":
+        os.chmod(entry, 0o664)
+    else:
+        outside = tmp_path / "outside.o"
+        entry.rename(outside)
+        entry.symlink_to(outside)
+    native._PROGRAMS.clear()
+    plan._forget()
+    cache.set_directory(cache_dir)
+    with pytest.warns(cache.CacheWarning) if plant != "symbolic link" else warnings.catch_warnings():
+        np.testing.assert_allclose(sd.inverse_dynamics(model, *args), want, atol=1e-12)
+    assert _program().source == "compiled"
+
+
+_OTHER_PROGRAM = """
+    import sys, numpy as np, screwdyn as sd
+    from screwdyn.execution import cache, native
+    cache.set_directory(sys.argv[1])
+    model = sd.robots.load("panda")
+    q = np.linspace(-1, 1, model.nq)
+    tau = sd.inverse_dynamics(model, q, q, q)
+    print(next(iter(native._PROGRAMS.values())).source, repr(tau.tolist()))
+"""
+
+
+def test_an_entry_holding_another_program_is_refused_before_linking(tmp_path):
+    """The mass matrix's code under inverse dynamics' key, with a valid header and checksum
+    (a copied or forged entry): its description does not match, so it is not linked (before:
+    a segmentation fault) and inverse dynamics is compiled again."""
+    folder = tmp_path / "cache"
+    first = _python(_OTHER_PROGRAM, folder)
+    assert first.returncode == 0 and first.stdout.startswith("compiled"), first.stderr
+    (name,) = [n for n in _entries(folder) if n.endswith("-0.o")]  # the program's first code
+    key = name[:-2]
+    model, q = sd.robots.load("panda"), np.linspace(-1, 1, 9)
+    previous = cache.directory()
+    cache.set_directory(tmp_path / "other")
+    native._PROGRAMS.clear()
+    plan._forget()
+    try:
+        sd.mass_matrix(model, q)
+        mass = _program("mass_matrix")
+        payload = cache.load_object(mass.key + "-0", mass.description(0))
+        assert payload is not None
+        cache.set_directory(folder)
+        cache.store_object(key, payload, mass.description(0))  # a whole, checksummed entry
+    finally:
+        cache.set_directory(previous)
+        native._PROGRAMS.clear()
+        plan._forget()
+    second = _python(_OTHER_PROGRAM, folder)
+    assert second.returncode == 0, second.stderr  # no crash
+    assert second.stdout.startswith("compiled")
+    assert second.stdout.split(" ", 1)[1] == first.stdout.split(" ", 1)[1]  # the same bits
+
+
+def test_keys_hold_the_library_version_and_the_cpu(monkeypatch):
+    model = sd.robots.load("ur5")
+    function = next(f for f in plan._FUNCTIONS if f.name == "inverse_dynamics")
+    inputs = function.inputs
+
+    def key():
+        return native.key(function, model, "spatial", inputs, {}, ())
+
+    k = key()
+    monkeypatch.setattr(cache, "__version__", "999.0")
+    assert key() != k
+    monkeypatch.undo()
+    triple, cpu, features = llvm.host()
+    monkeypatch.setattr(llvm, "host", lambda: (triple, cpu, features + ",+nonexistent"))
+    assert key() != k
+
+
+# -- bounds ------------------------------------------------------------------------------------------
+def test_size_limits_are_read_and_bad_ones_refused(monkeypatch):
+    for text, size in (("", cache.DEFAULT_SIZE_LIMIT), ("1000", 1000), ("500M", 500 << 20),
+                       ("2G", 2 << 30), ("1.5k", 1536), ("64MB", 64 << 20)):
+        monkeypatch.setenv("SCREWDYN_CACHE_SIZE", text)
+        assert cache.size_limit() == size
+    monkeypatch.setenv("SCREWDYN_CACHE_SIZE", "lots")
+    with pytest.raises(ValueError, match="SCREWDYN_CACHE_SIZE='lots'"):
+        cache.size_limit()
+
+
+def test_the_cache_keeps_the_recently_used_entries_within_its_limit(cache_dir, monkeypatch):
+    payload = bytes(10_000)
+    monkeypatch.setenv("SCREWDYN_CACHE_SIZE", "50000")  # about four entries and headers
+    keys = [f"{i:064x}" for i in range(12)]
+    for i, key in enumerate(keys):
+        cache.store_object(key, payload, {"i": i})
+        os.utime(cache_dir / f"{key}.o", (1e9 + i, 1e9 + i))  # a distinct time for each write
+        if i == 3:  # the first entry is read again: recently used
+            assert cache.load_object(keys[0], {"i": 0}) == payload
+            os.utime(cache_dir / f"{keys[0]}.o", (1e9 + 3.5, 1e9 + 3.5))
+    left = _entries(cache_dir)
+    assert sum(os.path.getsize(cache_dir / n) for n in left) <= 50_000
+    assert f"{keys[-1]}.o" in left  # the newest stays
+    assert f"{keys[1]}.o" not in left and f"{keys[2]}.o" not in left  # the least used went
+    stale = cache_dir / f".{'0' * 16}.{'1' * 16}.tmp"  # left by a crashed writer long ago
+    stale.write_bytes(b"x")
+    os.utime(stale, (1e9, 1e9))
+    (cache_dir / "notes.txt").write_text("not ours")
+    size = sum(os.path.getsize(cache_dir / n) for n in left)
+    assert sd.execution.clear_cache() == size
+    assert _entries(cache_dir) == [] and not stale.exists()
+    assert (cache_dir / "notes.txt").exists()  # only the cache's own files are removed
+
+
+def test_programs_are_dropped_from_memory_past_the_bound(cache_dir, monkeypatch):
+    monkeypatch.setattr(native, "MAX_PROGRAMS", 4)
+    panda = sd.robots.load("panda")
+    q = panda.neutral
+    refs = []
+    for i in range(10):  # models made afresh in a loop
+        model = panda.with_joint_parameters(armature=0.01 * (i + 1))
+        sd.inverse_dynamics(model, q, q, q)
+        refs.append(weakref.ref(native._PROGRAMS[next(reversed(native._PROGRAMS))]))
+    assert len(native._PROGRAMS) <= 4 and len(plan._ENTRIES) <= 4
+    for f in plan._FUNCTIONS:
+        f.last = (None, None, None, None)  # the last call's entry, which keeps one alive
+    gc.collect()
+    assert sum(r() is None for r in refs) >= 6  # their code freed
+    model = panda.with_joint_parameters(armature=0.01)  # the first again: from the disk cache
+    np.testing.assert_allclose(sd.inverse_dynamics(model, q, q, q),
+                               _numpy(sd.inverse_dynamics, model, q, q, q), atol=1e-12)
+    assert native._PROGRAMS[next(reversed(native._PROGRAMS))].source == "disk cache"
