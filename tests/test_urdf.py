@@ -87,6 +87,31 @@ def test_file_order_is_a_permutation_of_pinocchio_order():
     np.testing.assert_allclose(tau_file[perm], tau_name, rtol=1e-12, atol=1e-12)
 
 
+def test_the_default_order_warns_where_it_is_not_pinocchios():
+    """Talos lists its legs before its torso: by default the file's order is kept and one
+    JointOrderWarning names the first joint out of Pinocchio's order and the option; either
+    explicit order is silent, and so is a serial chain."""
+    path = erd_urdf("talos_data/robots/talos_reduced.urdf")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        model = sd.load_urdf(path)
+    (warning,) = [w for w in caught if issubclass(w.category, sd.JointOrderWarning)]
+    assert warning.filename == __file__  # points at the user's call
+    message = str(warning.message)
+    assert "joint_order='name'" in message and "joint_order='file'" in message
+    by_name = sd.load_urdf(path, joint_order="name", strict=False)
+    first = next(a for a, b in zip(model.joint_names, by_name.joint_names) if a != b)
+    assert repr(first) in message
+    assert model.joint_names == sd.load_urdf(path, joint_order="file").joint_names
+    for order in ("file", "name"):
+        with warnings.catch_warnings():
+            warnings.simplefilter("error", sd.JointOrderWarning)
+            sd.load_urdf(path, joint_order=order)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", sd.JointOrderWarning)
+        sd.load_urdf(erd_urdf("panda_description/urdf/panda.urdf"))  # a chain: one order
+
+
 def test_inconsistent_inertias_warn_once_per_file_or_raise_when_strict():
     path = erd_urdf("tiago_description/robots/tiago_no_hand.urdf")
     with warnings.catch_warnings(record=True) as caught:

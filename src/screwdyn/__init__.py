@@ -10,7 +10,7 @@ from .dynamics import (bias_forces, center_of_mass, coriolis_matrix, forward_dyn
                        forward_kinematics, gravity_torques, inverse_dynamics, jacobian,
                        kinetic_energy, mass_matrix, plan, potential_energy)
 from . import execution  # noqa: E402  (sd.execution.use_native, set_directory)
-from .errors import InertiaWarning, ModelError
+from .errors import InertiaWarning, JointOrderWarning, ModelError
 from .identification import check_inertial_parameters, inverse_dynamics_regressor
 from .model import (DHLink, Model, ModelBuilder, from_dh, from_mujoco, joints, load_dh_table,
                     load_mjcf, load_urdf, robots, save_dh_table)
@@ -30,7 +30,7 @@ install_simulate_alias()  # ``from screwdyn.simulate import X`` (the old module)
 from ._version import __version__  # noqa: E402
 
 __all__ = [
-    "Assembly", "BlackBox", "ConnectionState", "DHLink", "Float32Warning", "InertiaWarning", "cga", "dq", "Model", "ModelBuilder", "ModelError", "bias_forces", "center_of_mass",
+    "Assembly", "BlackBox", "ConnectionState", "DHLink", "Float32Warning", "InertiaWarning", "JointOrderWarning", "cga", "dq", "Model", "ModelBuilder", "ModelError", "bias_forces", "center_of_mass",
     "coriolis_matrix", "forward_dynamics", "forward_kinematics", "gravity_torques",
     "inverse_dynamics", "jacobian", "kinetic_energy", "load_urdf", "mass_matrix",
     "potential_energy", "random_configuration", "robots", "from_dh", "load_dh_table",

@@ -73,8 +73,12 @@ def as_float_array(x, xp, name):
         import warnings
 
         warnings.warn("screwdyn: jax_enable_x64 is off, so JAX computes in float32 (about 1e-6 "
-                      "relative accuracy); enable it with jax.config.update('jax_enable_x64', "
-                      "True) for float64", Float32Warning, stacklevel=4)
+                      "relative accuracy) on jax.numpy: screwdyn's compiled programs (XLA custom "
+                      "calls) need float64, and XLA compiles the whole recursion instead, about "
+                      "40 times slower (the Panda's forward dynamics under jit: 12 s against "
+                      "0.3 s; jit(grad) for minutes). Enable x64 before any JAX array is made: "
+                      "jax.config.update('jax_enable_x64', True), or JAX_ENABLE_X64=1 in the "
+                      "environment", Float32Warning, stacklevel=4)
     return a.astype(xp.float32) if a.dtype != xp.float32 else a
 
 

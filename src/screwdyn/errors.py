@@ -12,6 +12,12 @@ class InertiaWarning(UserWarning):
     """Links whose inertia is physically inconsistent (loaded anyway, as Pinocchio does)."""
 
 
+class JointOrderWarning(UserWarning):
+    """A URDF loaded with its sibling joints in file order (the default), which differs from
+    Pinocchio's order (by name): q, qd and tau are a permutation of Pinocchio's. Pass
+    ``joint_order="name"`` or ``"file"`` to ``load_urdf`` to choose (and silence it)."""
+
+
 _PACKAGE = os.path.dirname(os.path.abspath(__file__))
 
 

@@ -255,6 +255,18 @@ class ModelBuilder:
                              "not connected to the root link")
         return roots[0], order
 
+    def first_order_difference(self):
+        """The first place where the depth-first order of the moving joints with siblings in
+        insertion order differs from the one with siblings sorted by name (Pinocchio's order
+        for URDF files): the pair of joint names (insertion order's, name order's) at that
+        position, or None where both orders are the same (serial chains always)."""
+        moving = [[j.name for j in self._tree_order(by_name)[1] if j.model is not None]
+                  for by_name in (False, True)]
+        for a, b in zip(*moving):
+            if a != b:
+                return a, b
+        return None
+
     def _check_inertias(self, strict, source=""):
         problems = []
         for spec in self._links.values():

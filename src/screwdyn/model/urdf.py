@@ -16,7 +16,7 @@ from xml.parsers import expat
 
 import math
 
-from ..errors import ModelError
+from ..errors import JointOrderWarning, ModelError, warn
 from .builder import ModelBuilder
 from .geometry import rpy_matrix
 from .model import Model
@@ -29,7 +29,7 @@ _NEEDS_LIMIT = ("revolute", "prismatic")
 
 def load_urdf(source: "str | os.PathLike | bytes", floating_base: "bool | str" = False,
               strict: bool = False, joint_damping: bool = False, joint_friction: bool = False,
-              joint_order: str = "file", mimic: str = "independent") -> "Model":
+              joint_order: "str | None" = None, mimic: str = "independent") -> "Model":
     """Load a URDF file (a path) or XML text into a Model.
 
     floating_base: add a free joint ``root_joint`` (Pinocchio's convention) above the root link
@@ -38,7 +38,10 @@ def load_urdf(source: "str | os.PathLike | bytes", floating_base: "bool | str" =
     joint_damping, joint_friction: read ``<dynamics damping>`` (viscous) and ``<dynamics
         friction>`` (Coulomb) into the model (off by default: Pinocchio's dynamics ignore them).
     joint_order: ``"file"`` (depth-first, siblings as the file lists them) or ``"name"``
-        (siblings sorted by joint name: the order Pinocchio's URDF parser gives).
+        (siblings sorted by joint name: the order Pinocchio's URDF parser gives). None (the
+        default) is ``"file"``, with a ``JointOrderWarning`` where the two orders differ (a
+        branched robot whose file does not list siblings by name): q, qd and tau are then a
+        permutation of Pinocchio's. Serial chains have one order.
     mimic: ``"independent"`` (a ``<mimic>`` joint keeps its own q, as Pinocchio by default) or
         ``"couple"`` (q_mimic = multiplier * q_source + offset: the model has fewer DoF and the
         coupled joints' forces add up on the source).
@@ -53,8 +56,25 @@ def load_urdf(source: "str | os.PathLike | bytes", floating_base: "bool | str" =
         _add_link(builder, element)
     for element in robot.iterfind("joint"):
         _add_joint(builder, element, joint_damping, joint_friction)
+    if joint_order is None:
+        joint_order = "file"
+        _warn_joint_order(builder, name)
     return builder.build(floating_base=floating_base, strict=strict, joint_order=joint_order,
                          mimic=mimic, source="" if origin == "<string>" else origin)
+
+
+def _warn_joint_order(builder, name):
+    """A ``JointOrderWarning`` where the file's order of sibling joints is not Pinocchio's."""
+    try:
+        difference = builder.first_order_difference()
+    except ModelError:
+        return  # the tree is broken: build() says why
+    if difference is not None:
+        warn(f"{name}: sibling joints are ordered as the file lists them (joint_order='file', "
+             f"the default), but Pinocchio orders them by name: here {difference[0]!r} comes "
+             f"where Pinocchio has {difference[1]!r}, so q, qd, tau, M are a permutation of "
+             "Pinocchio's. Pass joint_order='name' for Pinocchio's order, or joint_order='file' "
+             "to keep the file's; either silences this warning", JointOrderWarning)
 
 
 # -- XML ------------------------------------------------------------------------------------
