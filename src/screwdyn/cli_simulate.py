@@ -156,10 +156,15 @@ def _raise_interrupt(signum, frame):
     raise KeyboardInterrupt
 
 
-def _save(traj, path):
-    """``traj.save(path)`` and its path; None when Ctrl-C or SIGTERM stopped the writing (said
-    on stderr): the file is abandoned, an existing one left as it was, no temporary file."""
+def _save(traj, path, interrupted):
+    """``traj.save(path)`` (announced on stderr after an interruption: writing takes seconds
+    for millions of samples) and its path; None when Ctrl-C or SIGTERM stopped the writing
+    (said on stderr): the file is abandoned, an existing one left as it was, no temporary
+    file."""
     try:
+        if interrupted:
+            print(f"screwdyn: interrupted: writing the {traj.n_samples} samples so far to "
+                  f"{path} (Ctrl-C again abandons the file)", file=sys.stderr)
         return traj.save(path)
     except KeyboardInterrupt:
         print(f"screwdyn: interrupted while writing {path}: not written (an existing file is "
@@ -214,10 +219,7 @@ def run(args):
                 bar.close()
         written = []
         if args.out and traj is not None:
-            if interrupted is not None:
-                print(f"screwdyn: interrupted: writing the {traj.n_samples} samples so far to "
-                      f"{args.out} (Ctrl-C again abandons the file)", file=sys.stderr)
-            saved = _save(traj, args.out)
+            saved = _save(traj, args.out, interrupted is not None)
             if saved is None:
                 return 130
             written.append(saved)
