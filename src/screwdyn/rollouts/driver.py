@@ -102,6 +102,7 @@ def _run(job, engine, states, meta, progress):
             created = time.strftime("%Y-%m-%dT%H:%M:%S")
             writer = DatasetWriter(job.out, {**meta, "created": created})
             stack.callback(writer.close)
+            stack.push(_remove_temporaries_on_error(job.out))  # after the workers stopped
             done = writer.open()
             todo = [c for c in todo if c not in done]
             stack.enter_context(_run_marker(job))
@@ -141,6 +142,23 @@ def _run(job, engine, states, meta, progress):
         return dataset
     result.meta["run"] = run
     return result
+
+
+def _remove_temporaries_on_error(folder):
+    """An exit callback: when the run stops on an error or Ctrl-C (the workers stopped, killed
+    ones included), remove the temporary files of shards that were being written in
+    ``folder``; the dataset's lock keeps any other writer out of it."""
+    def remove(exc_type, exc, tb):
+        if exc_type is None:
+            return False
+        with contextlib.suppress(OSError):
+            for name in os.listdir(folder):
+                if name.startswith(".screwdyn-") and name.endswith(".part"):
+                    with contextlib.suppress(OSError):
+                        os.remove(os.path.join(folder, name))
+        return False
+
+    return remove
 
 
 @contextlib.contextmanager
