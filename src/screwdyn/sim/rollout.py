@@ -168,11 +168,13 @@ def _check_size(model, system, settings, N, n_records, n_steps):
     """Refuse a run whose samples alone would not fit in memory; warn about a very long one."""
     points = 0 if system.contact is None else len(system.contact.points)
     width = _sample_width(model, points, settings.record_contact_forces) + 4  # + energies
-    need = 8 * width * N * (n_records + 1)
+    # + the sample times and a temporary while they are computed (all of an empty batch's)
+    need = 8 * (width * N + 2) * (n_records + 1)
     available = validation.memory_bytes()
     if available and need > validation.MEMORY_FRACTION * available:
         raise ValueError(f"the recorded samples would take {need / 2 ** 30:,.1f} GiB "
-                         f"({n_records + 1} samples x {N} rollouts x {width} numbers), more than "
+                         f"({n_records + 1} samples x {N} rollouts x {width} numbers, and the "
+                         "sample times), more than "
                          f"{validation.MEMORY_FRACTION:.0%} of this machine's "
                          f"{available / 2 ** 30:.3g} GiB: "
                          "shorten the run, record fewer samples (record_every) or split the batch")
