@@ -1,8 +1,11 @@
 """Controllers and settings shared by the rollout tests; a module of its own so that worker
 processes and Ray actors can import what the tests send them."""
+import contextlib
 import functools
+import ipaddress
 import os
 import signal
+import sys
 
 import numpy as np
 
@@ -94,3 +97,65 @@ def _kill_once(marker, now):
         return
     os.close(fd)
     os.kill(os.getpid(), signal.SIGKILL)
+
+
+# ============================================================================================
+# The sockets a Ray started by this process listens on (Linux: read from /proc)
+# ============================================================================================
+def descendants(pid):
+    """The process ids under ``pid`` (its children, theirs, ...), read from /proc."""
+    parents = {}
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                with open(f"/proc/{name}/stat") as f:
+                    parents[int(name)] = int(f.read().rsplit(")", 1)[1].split()[1])
+            except (OSError, IndexError, ValueError):
+                continue
+    found, todo = set(), [pid]
+    while todo:
+        parent = todo.pop()
+        children = [p for p, pp in parents.items() if pp == parent and p not in found]
+        found.update(children)
+        todo.extend(children)
+    return found
+
+
+def listening_sockets(pids):
+    """[(address, port, pid)] of the TCP sockets the processes ``pids`` listen on."""
+    inodes = {}
+    for pid in pids:
+        with contextlib.suppress(OSError):
+            for fd in os.listdir(f"/proc/{pid}/fd"):
+                with contextlib.suppress(OSError):
+                    target = os.readlink(f"/proc/{pid}/fd/{fd}")
+                    if target.startswith("socket:["):
+                        inodes[target[8:-1]] = pid
+    found = []
+    for table in ("tcp", "tcp6"):
+        with open(f"/proc/net/{table}") as f:
+            for line in f.read().splitlines()[1:]:
+                fields = line.split()
+                if fields[3] == "0A" and fields[9] in inodes:  # 0A: LISTEN
+                    address, port = fields[1].split(":")
+                    found.append((_ip(address), int(port, 16), inodes[fields[9]]))
+    return sorted(found)
+
+
+def _ip(hex_address):
+    """An address of /proc/net/tcp{,6} (32-bit words in host byte order) as text, an IPv4
+    address mapped in IPv6 (::ffff:127.0.0.1) as the IPv4 one."""
+    raw = b"".join(int(hex_address[i:i + 8], 16).to_bytes(4, sys.byteorder)
+                   for i in range(0, len(hex_address), 8))
+    address = ipaddress.ip_address(raw)
+    return str(getattr(address, "ipv4_mapped", None) or address)
+
+
+def exposed(sockets):
+    """The (address, port, pid) of ``listening_sockets`` that are not on a loopback address."""
+    return [s for s in sockets if not ipaddress.ip_address(s[0]).is_loopback]
+
+
+def ray_listening_sockets():
+    """The TCP sockets this process and the processes it started (a local Ray's) listen on."""
+    return listening_sockets(descendants(os.getpid()) | {os.getpid()})

@@ -1,20 +1,26 @@
 """sd.rollouts on Ray: a real two-node cluster on this machine (ray.cluster_utils.Cluster, one
-CPU per node), the same bits as in one process, a killed actor replaced."""
+CPU per node, listening on 127.0.0.1 only), the same bits as in one process, a killed actor
+replaced; a local Ray the library starts listens on 127.0.0.1 only."""
+import json
 import os
+import subprocess
 import sys
+import textwrap
 import threading
 
 import numpy as np
 import pytest
 
 import screwdyn as sd
-from rollout_helpers import DT, FAST, T_FINAL, NaNWhen, datasets_on_two_engines, pendulum, states
+from rollout_helpers import (DT, FAST, T_FINAL, NaNWhen, datasets_on_two_engines, exposed,
+                             pendulum, ray_listening_sockets, states)
 
 ray = pytest.importorskip("ray")
 pytest.importorskip("pyarrow")
 from ray.cluster_utils import Cluster  # noqa: E402
 
 from screwdyn.rollouts import RayEngine  # noqa: E402
+from screwdyn.rollouts.ray_engine import LOOPBACK, connect_ray, loopback_only  # noqa: E402
 from test_rollouts import assert_same  # noqa: E402
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
@@ -22,16 +28,19 @@ TESTS = os.path.dirname(os.path.abspath(__file__))
 
 @pytest.fixture(scope="module")
 def cluster():
-    """Two Ray nodes of one CPU each, started once for the module; the actors import the test
-    helpers, so this folder goes on their PYTHONPATH."""
+    """Two Ray nodes of one CPU each, started once for the module, both on 127.0.0.1 only (as
+    the library starts Ray); the actors import the test helpers, so this folder goes on their
+    PYTHONPATH."""
     old = os.environ.get("PYTHONPATH")
     os.environ["PYTHONPATH"] = os.pathsep.join([TESTS] + sys.path)
     if ray.is_initialized():
         ray.shutdown()
-    nodes = Cluster(initialize_head=True, head_node_args={"num_cpus": 1})
-    nodes.add_node(num_cpus=1)
+    local = {"num_cpus": 1, "node_ip_address": LOOPBACK, "dashboard_host": LOOPBACK}
+    with loopback_only(ray):
+        nodes = Cluster(initialize_head=True, head_node_args=local)
+        nodes.add_node(**local)
     try:
-        ray.init(address=nodes.address)
+        connect_ray(ray, nodes.address)  # in the loopback mode it was started in
         yield nodes
     finally:
         ray.shutdown()
@@ -132,3 +141,49 @@ def test_ray_worker_errors_reach_the_caller(model, engine):
     result = sd.rollouts(model, states(8), None, None, T_FINAL, DT, engine=engine, **FAST)
     assert result.ok.all()  # the engine goes on after a failed job
     assert np.isfinite(result.q).all()
+
+
+# ============================================================================================
+# Every Ray started here listens on the loopback address only
+# ============================================================================================
+def test_the_test_cluster_listens_on_loopback_only(cluster):
+    sockets = ray_listening_sockets()
+    assert any(port == int(cluster.address.rsplit(":", 1)[1]) for _, port, _ in sockets)
+    assert cluster.address.startswith(f"{LOOPBACK}:")
+    assert exposed(sockets) == [], sockets
+
+
+LOCAL_RAYS = textwrap.dedent("""
+    import json, os, sys
+    sys.path.insert(0, {tests!r})
+    import ray
+    from rollout_helpers import ray_listening_sockets
+    from screwdyn.rollouts import RayEngine
+    from screwdyn.composition.distributed import RayEngine as SubsystemEngine
+
+    found = {{}}
+    with RayEngine(1):  # sd.rollouts(engine="ray") without a cluster: a local Ray
+        found["rollouts"] = [ray.get_runtime_context().gcs_address, ray_listening_sockets()]
+    assert not ray.is_initialized()
+    SubsystemEngine()  # DistributedAssembly(..., "ray") without a cluster: a local Ray
+    found["composition"] = [ray.get_runtime_context().gcs_address, ray_listening_sockets()]
+    ray.shutdown()
+    found["environment"] = os.environ.get("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER")
+    print(json.dumps(found))
+""")
+
+
+@pytest.mark.slow  # two local Rays started in a fresh process
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc/net/tcp")
+def test_a_local_ray_the_library_starts_listens_on_loopback_only():
+    env = {k: v for k, v in os.environ.items() if k != "RAY_ADDRESS"}
+    run = subprocess.run([sys.executable, "-c", LOCAL_RAYS.format(tests=TESTS)], env=env,
+                         capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    found = json.loads(run.stdout.strip().splitlines()[-1])
+    for engine in ("rollouts", "composition"):
+        address, sockets = found[engine]
+        assert address.startswith(f"{LOOPBACK}:"), (engine, address)
+        assert len(sockets) >= 3, (engine, sockets)  # the GCS, a raylet, a worker at least
+        assert exposed([tuple(s) for s in sockets]) == [], (engine, sockets)
+    assert found["environment"] is None  # Ray's setting is restored after it starts

@@ -116,13 +116,16 @@ class ProcessEngine:
 
 
 class RayEngine:
-    """One Ray actor per subsystem (a local Ray runtime is started if none is running)."""
+    """One Ray actor per subsystem (a local Ray runtime, listening on 127.0.0.1 only, is started
+    if none is running)."""
 
     def __init__(self):
         import ray
 
+        from ..rollouts.ray_engine import start_local_ray
+
         if not ray.is_initialized():
-            ray.init(include_dashboard=False, log_to_driver=False)
+            start_local_ray(ray, include_dashboard=False, log_to_driver=False)
         self.ray = ray
         self.actor_class = ray.remote(num_cpus=0)(Worker)
         self.actors, self.pending = {}, {}

@@ -7,9 +7,14 @@ The cluster: the one this process is already connected to (``ray.init`` called b
 on one machine, ``ray start --address=HEAD:6379`` on the others), else a local Ray started for
 the engine and stopped by ``close()``. screwdyn must be installed on every node.
 
+A local Ray started here listens on the loopback address 127.0.0.1 only (``start_local_ray``):
+its servers (GCS, raylets, workers, agents) take no connection from another machine.
+
 A dead actor (killed, its node lost) is replaced by a new one and the chunks it held run again.
 """
 import collections
+import contextlib
+import ipaddress
 import os
 import uuid
 import weakref
@@ -26,6 +31,79 @@ def import_ray():
         raise ImportError('engine="ray" needs Ray, which is not installed: '
                           'pip install "screwdyn[ray]"') from None
     return ray
+
+
+# ============================================================================================
+# A local Ray of this machine only: every server on the loopback address
+# ============================================================================================
+LOOPBACK = "127.0.0.1"
+# Ray's "cluster mode" switch: on (Linux), a node address of 127.0.0.1 is replaced by the
+# machine's network address; off, the loopback address is kept
+CLUSTER_MODE = "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"
+
+
+@contextlib.contextmanager
+def loopback_only(ray):
+    """While Ray starts in this block, its nodes take the loopback address as their own, and
+    so listen there only. Ray binds its gRPC servers (GCS, raylet, workers, agents) to every
+    interface unless the node's address is the loopback one, and turns a node address of
+    127.0.0.1 into the machine's network address unless its cluster mode is off: the block
+    turns it off, in this process (read when ray was imported) and in the processes Ray spawns
+    (the environment variable), and restores both after."""
+    constants = getattr(getattr(ray, "_private", None), "ray_constants", None)
+    saved = os.environ.get(CLUSTER_MODE), getattr(constants, "ENABLE_RAY_CLUSTER", None)
+    os.environ[CLUSTER_MODE] = "0"
+    if constants is not None:
+        constants.ENABLE_RAY_CLUSTER = False
+    try:
+        yield
+    finally:
+        if saved[0] is None:
+            os.environ.pop(CLUSTER_MODE, None)
+        else:
+            os.environ[CLUSTER_MODE] = saved[0]
+        if constants is not None:
+            constants.ENABLE_RAY_CLUSTER = saved[1]
+
+
+def start_local_ray(ray, **options):
+    """``ray.init(**options)`` of a new Ray on this machine that listens on 127.0.0.1 only (its
+    dashboard, if any, too); RuntimeError if this Ray version put it on another address. A new
+    one always (``address="local"``): a plain ``ray.init()`` would join the cluster another
+    program last started on this machine, if any."""
+    with loopback_only(ray):
+        ray.init(address="local", _node_ip_address=LOOPBACK, dashboard_host=LOOPBACK, **options)
+    address = ray.get_runtime_context().gcs_address
+    if not is_loopback(address):
+        ray.shutdown()
+        raise RuntimeError(f"the local Ray started for this process took the address {address}, "
+                           f"not the loopback one, and would listen on every interface "
+                           f"(Ray {ray.__version__}); it was stopped. Start a cluster yourself "
+                           "(ray start --head ...) and give its address")
+    return address
+
+
+def connect_ray(ray, address):
+    """``ray.init(address=address)``: a running cluster. One on this machine's loopback address
+    (a cluster started as ``start_local_ray`` starts one) is reached in the same mode, or Ray
+    would look for it at the machine's network address."""
+    if is_loopback(address):
+        with loopback_only(ray):
+            ray.init(address=address)
+    else:
+        ray.init(address=address)
+
+
+def is_loopback(address):
+    """Whether a Ray address "host:port" (or a bare host) names this machine's loopback."""
+    host = address.rsplit(":", 1)[0] if address.count(":") == 1 or "]" in address else address
+    host = host.strip("[]")
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:  # a host name, "auto", "local"
+        return False
 
 
 class RolloutActor:
@@ -72,9 +150,9 @@ class RayEngine(Engine):
         if not ray.is_initialized():
             address = address or os.environ.get("RAY_ADDRESS")
             if address:
-                ray.init(address=address)
+                connect_ray(ray, address)
             else:
-                ray.init(num_cpus=workers, include_dashboard=False)
+                start_local_ray(ray, num_cpus=workers, include_dashboard=False)
             self._owns = True
         if workers is None:  # one actor per CPU that the engines of this process leave
             total = int(ray.cluster_resources().get("CPU", 0))
