@@ -37,25 +37,10 @@ import time
 
 import numpy as np
 
-from . import dynamics
+from . import dynamics, identification  # noqa: F401  (they register the public functions)
 
-#: name -> (the public function, its batch inputs in order)
-FUNCTIONS = {
-    "inverse_dynamics": (dynamics.inverse_dynamics, ("q", "qd", "qdd")),
-    "forward_dynamics": (dynamics.forward_dynamics, ("q", "qd", "tau")),
-    "mass_matrix": (dynamics.mass_matrix, ("q",)),
-    "bias_forces": (dynamics.bias_forces, ("q", "qd")),
-    "gravity_torques": (dynamics.gravity_torques, ("q",)),
-    "coriolis_matrix": (dynamics.coriolis_matrix, ("q", "qd")),
-    "forward_kinematics": (dynamics.forward_kinematics, ("q",)),
-    "kinetic_energy": (dynamics.kinetic_energy, ("q", "qd")),
-    "potential_energy": (dynamics.potential_energy, ("q",)),
-    "center_of_mass": (dynamics.center_of_mass, ("q",)),
-}
-_TAKES_ALGEBRA = {"inverse_dynamics", "forward_dynamics", "mass_matrix", "bias_forces",
-                  "gravity_torques", "forward_kinematics"}
-_TAKES_GRAVITY = {"inverse_dynamics", "forward_dynamics", "bias_forces", "gravity_torques",
-                  "potential_energy"}
+from .execution import plan as _plan
+
 #: XLA options for CPU programs (see the module docstring)
 CPU_COMPILER_OPTIONS = {"xla_cpu_use_fusion_emitters": False}
 
@@ -75,25 +60,22 @@ class CompiledFunction:
     compilation of the first shape), ``compile_times`` (per batch shape), ``name``, ``model``,
     ``algebra``, ``batch_shape``, ``input_names``, ``input_shapes``."""
 
-    def __init__(self, model, name, algebra, gravity, batch_shape, numpy_out, dtype):
+    def __init__(self, model, name, algebra, gravity, batch_shape, numpy_out, dtype,
+                 static=None):
         import jax
 
-        if name not in FUNCTIONS:
-            raise ValueError(f"unknown function {name!r}; valid: {', '.join(FUNCTIONS)}")
-        function, self.input_names = FUNCTIONS[name]
-        kwargs = {}
-        if name in _TAKES_ALGEBRA:
+        f = _plan.lookup(name)
+        function, self.input_names = f.public, f.inputs
+        _plan.public_algebra(f, algebra)  # refuses an algebra the function has not
+        kwargs = dict(static or {})
+        _plan.static_arguments(f, model, kwargs)  # checked as sd.plan checks them
+        if _plan.takes(f, "algebra"):
             kwargs["algebra"] = algebra
-        elif algebra != "spatial":
-            raise ValueError(f"{name} runs in the spatial algebra only")
         if gravity is not None:
-            if name not in _TAKES_GRAVITY:
-                raise ValueError(f"{name} takes no gravity")
-            kwargs["gravity"] = np.asarray(gravity, dtype=float).reshape(3)
+            kwargs["gravity"] = _gravity(f, gravity)
         self.name, self.model, self.algebra = name, model, algebra
         self.numpy_out = numpy_out
-        sizes = {"q": model.nq, "qd": model.nv, "qdd": model.nv, "tau": model.nv}
-        self._sizes = [sizes[k] for k in self.input_names]
+        self._sizes = [_size(model, k) for k in self.input_names]
         if dtype is None:
             dtype = np.float64 if jax.config.jax_enable_x64 else np.float32
         self.dtype = np.dtype(dtype)
@@ -202,41 +184,45 @@ class NativeFunction:
                 f"algebra={self.algebra!r}, {self.source}, compile_time={self.compile_time:.3g})")
 
 
-def _native(model, name, algebra, gravity):
+def _size(model, name):
+    """The size of one state of the input ``name``."""
+    return model.nq if name == "q" else model.nv
+
+
+def _gravity(function, gravity):
+    """``gravity`` as a (3,) array for ``function``, which must take it."""
+    if "gravity" not in function.options:
+        raise ValueError(f"{function.name} takes no gravity")
+    return np.asarray(gravity, dtype=float).reshape(3)
+
+
+def _native(model, name, algebra, gravity, static):
     from .execution import native, plan
 
-    if name not in FUNCTIONS:
-        raise ValueError(f"unknown function {name!r}; valid: {', '.join(FUNCTIONS)}")
-    function = dynamics.FUNCTIONS[name]
-    if name not in _TAKES_ALGEBRA and algebra != "spatial":
-        raise ValueError(f"{name} runs in the spatial algebra only")
-    if algebra == "vector" and name == "forward_kinematics":
-        algebra = "spatial"
-    bound = {}
-    if gravity is not None:
-        if name not in _TAKES_GRAVITY:
-            raise ValueError(f"{name} takes no gravity")
-        bound["gravity"] = np.asarray(gravity, dtype=float).reshape(3)
+    function = plan.lookup(name)
+    algebra = plan.public_algebra(function, algebra)
+    arguments = plan.static_arguments(function, model, static)
+    bound = {} if gravity is None else {"gravity": _gravity(function, gravity)}
     if function.check is not None:
         function.check(model)
     form = plan.factored(function, model, algebra)
     runs = function if form is None else form.columns  # the program's function (its factors)
-    program = native.get(runs, model, algebra, runs.inputs, bound, optimise=True)
-    general = plan.General(runs, model, algebra, runs.inputs, ())
+    program = native.get(runs, model, algebra, runs.inputs, bound, arguments, optimise=True)
+    general = plan.General(runs, model, algebra, runs.inputs, arguments)
     if bound:  # the general path passes the bound gravity on
         fallback = _with_gravity(general, bound["gravity"])
     else:
         fallback = general
     fast = program.bind(fallback)
     if form is not None:  # the factors, then the result from them
-        fast = plan.FactoredCall(function, form, model, algebra,
+        fast = plan.FactoredCall(function, form, model, algebra, static=arguments,
                                  factors=fast if fast is not None else fallback)
     attributes = {"name": name, "model": model, "algebra": algebra, "gravity": bound.get("gravity"),
                   "input_names": function.inputs,
                   "input_shapes": tuple((program.input_sizes[k],)
                                         for k in range(len(function.inputs))),
                   "output_shape": (program.output_shape if form is None
-                                   else tuple(function.output(model))),
+                                   else tuple(function.output(model, *arguments))),
                   "compile_time": program.compile_time + (program.optimise_time or 0.0),
                   "source": program.source, "program": program,
                   "__call__": staticmethod(fast if fast is not None else fallback)}
@@ -248,7 +234,7 @@ def _with_gravity(general, gravity):
     from .execution import plan
 
     with_gravity = plan.General(general.function, general.model, general.algebra,
-                                general.names + ("gravity",), ())
+                                general.names + ("gravity",), general.static)
 
     def call(*args):
         if len(args) != len(general.names):
@@ -260,10 +246,12 @@ def _with_gravity(general, gravity):
 
 
 def compile(model, function, algebra="spatial", gravity=None, batch_shape=(), numpy=False,
-            dtype=None, backend=None):
-    """Compile the public function ``function`` (a name, e.g. ``"inverse_dynamics"``; see
-    ``FUNCTIONS``) for ``model``: call the result like the public function without the model,
-    ``f(q, qd, qdd)``. ``gravity`` (3,) is bound at compile time (default: (0, 0, -9.81)).
+            dtype=None, backend=None, **static):
+    """Compile the public function ``function`` (a name, e.g. ``"inverse_dynamics"``: any of
+    ``screwdyn.execution.plan.REGISTRY``, every public array function) for ``model``: call the
+    result like the public function without the model, ``f(q, qd, qdd)``. ``gravity`` (3,) is
+    bound at compile time (default: (0, 0, -9.81)), and so are the function's static arguments
+    (``link=`` and ``frame=`` of ``jacobian``, ``frame=`` of ``link_velocities``).
 
     ``backend="native"`` (the default when llvmlite is installed): a ``NativeFunction``, machine
     code from the execution plan, numpy in and out, one state or any batch (see the module
@@ -283,7 +271,7 @@ def compile(model, function, algebra="spatial", gravity=None, batch_shape=(), nu
                              "native function takes one state or any batch, numpy float64")
         if not llvm.available():
             raise ImportError("backend='native' needs llvmlite: pip install llvmlite")
-        return _native(model, function, algebra, gravity)
+        return _native(model, function, algebra, gravity, static)
     if backend != "jax":
         raise ValueError(f"backend must be 'native' or 'jax', got {backend!r}")
     try:
@@ -291,4 +279,4 @@ def compile(model, function, algebra="spatial", gravity=None, batch_shape=(), nu
     except ImportError as error:
         raise ImportError("screwdyn.compile with backend='jax' needs JAX: pip install jax") \
             from error
-    return CompiledFunction(model, function, algebra, gravity, batch_shape, numpy, dtype)
+    return CompiledFunction(model, function, algebra, gravity, batch_shape, numpy, dtype, static)

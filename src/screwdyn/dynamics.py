@@ -188,6 +188,32 @@ def _jacobian(call, link, frame):
     return call.xp.moveaxis(call.reduce(call.xp.moveaxis(J, 1, 0)), 0, 1)
 
 
+def _link_velocities(call, frame):
+    from .algorithms.kinematics import body_velocities, joint_poses, motion_subspaces
+
+    alg, tree, xp = call.alg, call.model, call.xp
+    qd_tree = call["qd"]
+    X = joint_poses(alg, tree, call["q"])
+    v, _ = body_velocities(alg, tree, X, motion_subspaces(alg, tree, call["q"]), qd_tree)
+    zero = xp.zeros((6, call.N), dtype=qd_tree.dtype)
+    if frame == "world":
+        T = _kin.link_poses(alg, tree, _kin.world_poses(alg, tree, X))
+    out = []
+    for l, (link, placement) in enumerate(zip(tree.links, link_placements(alg, tree))):
+        if link.body < 0:
+            out.append(zero)
+            continue
+        twist = alg.twist_vector(alg.inv_act_twist(placement, v[link.body])) + zero
+        if frame == "world":
+            R = alg.to_matrix(T[l])[:3, :3]
+            twist = xp.concatenate([xp.einsum("ij...,j...->i...", R, twist[:3]),
+                                    xp.einsum("ij...,j...->i...", R, twist[3:])])
+        out.append(twist)
+    if not out:
+        return xp.zeros((0, 6, call.N))
+    return xp.stack(out)
+
+
 def _nv(model):
     return (model.nv,)
 
@@ -200,7 +226,7 @@ _EXTERNAL = ("f_ext", "gravity")
 #: the public functions as the plan runs them, by name
 FUNCTIONS = {f.name: f for f in (
     Function("forward_kinematics", _forward_kinematics, ("q",),
-             lambda m: (m.nlinks, 4, 4)),
+             lambda m: (m.nlinks, 4, 4), kinematic=True),
     Function("inverse_dynamics", _inverse_dynamics, ("q", "qd", "qdd"), _nv, _EXTERNAL,
              entries=True, bytes_per_body=256),
     Function("bias_forces", _bias_forces, ("q", "qd"), _nv, ("gravity",), entries=True,
@@ -215,27 +241,30 @@ FUNCTIONS = {f.name: f for f in (
                           lambda m: (2, 6, m.tree.nv), entries=True, bytes_per_body=384),
                  _mass_from_columns, _mass_matrix_entries, MASS_MATRIX_PAIRS,
                  ("spatial", "cga", "dq"))),
-    Function("coriolis_matrix", _coriolis_matrix, ("q", "qd"), _nv_nv, many_outputs=True),
-    Function("kinetic_energy", _kinetic_energy, ("q", "qd"), lambda m: ()),
-    Function("potential_energy", _potential_energy, ("q",), lambda m: (), ("gravity",)),
-    Function("center_of_mass", _center_of_mass, ("q",), lambda m: (3,)),
-    Function("jacobian", _jacobian, ("q",), lambda m, link, frame: (6, m.nv)),
+    Function("coriolis_matrix", _coriolis_matrix, ("q", "qd"), _nv_nv, many_outputs=True,
+             kinematic=True),
+    Function("kinetic_energy", _kinetic_energy, ("q", "qd"), lambda m: (), kinematic=True),
+    Function("potential_energy", _potential_energy, ("q",), lambda m: (), ("gravity",),
+             kinematic=True),
+    Function("center_of_mass", _center_of_mass, ("q",), lambda m: (3,), kinematic=True),
+    Function("jacobian", _jacobian, ("q",), lambda m, link, frame: (6, m.nv),
+             static=("link", "frame"), kinematic=True),
+    Function("link_velocities", _link_velocities, ("q", "qd"), lambda m, frame: (m.nlinks, 6),
+             static=("frame",), kinematic=True, many_outputs=True),
     # d tau / d(q (+) e, qd, qdd) at e = 0: (nv, 3 nv), the derivative in q's tangent space;
     # native only (screwdyn.derivatives)
     Function("inverse_dynamics_derivatives", _inverse_dynamics, ("q", "qd", "qdd"),
              lambda m: (m.nv, 3 * m.nv), ("gravity",), entries=True,
              jacobian=(TANGENT, "qd", "qdd")),
 )}
-_FK, _ID, _BIAS, _GRAV, _FD, _M, _C, _T, _V, _COM, _J, _DID = FUNCTIONS.values()
+_FK, _ID, _BIAS, _GRAV, _FD, _M, _C, _T, _V, _COM, _J, _LV, _DID = FUNCTIONS.values()
 
 
-def _kinematic_algebra(algebra):
-    """Kinematic quantities of algebra="vector" (DH frames, which are the model's link frames)
-    are composed in the spatial algebra, as ``forward_kinematics`` does."""
-    return "spatial" if algebra == "vector" else algebra
+_kinematic_algebra = _plan.kinematic_algebra
 
 
 # -- the public functions ---------------------------------------------------------------------
+@_plan.public(_FK)
 def forward_kinematics(model: Model, q: ArrayLike, algebra: AlgebraName = "spatial") -> Array:
     """World poses of every link, in ``model.link_names`` order.
 
@@ -264,6 +293,7 @@ def forward_kinematics(model: Model, q: ArrayLike, algebra: AlgebraName = "spati
     return _plan.run(_FK, model, _kinematic_algebra(algebra), (q,))
 
 
+@_plan.public(_ID)
 def inverse_dynamics(model: Model, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike,
                      f_ext: Optional[ArrayLike] = None, gravity: Optional[ArrayLike] = None,
                      algebra: AlgebraName = "spatial") -> Array:
@@ -303,6 +333,7 @@ def inverse_dynamics(model: Model, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike,
     return _plan.run(_ID, model, algebra, (q, qd, qdd), (f_ext, gravity))
 
 
+@_plan.public(_FD)
 def forward_dynamics(model: Model, q: ArrayLike, qd: ArrayLike, tau: ArrayLike,
                      f_ext: Optional[ArrayLike] = None, gravity: Optional[ArrayLike] = None,
                      algebra: AlgebraName = "spatial") -> Array:
@@ -338,6 +369,7 @@ def forward_dynamics(model: Model, q: ArrayLike, qd: ArrayLike, tau: ArrayLike,
     return _plan.run(_FD, model, algebra, (q, qd, tau), (f_ext, gravity))
 
 
+@_plan.public(_M)
 def mass_matrix(model: Model, q: ArrayLike, algebra: AlgebraName = "spatial") -> Array:
     """The joint-space inertia matrix M(q): the composite-rigid-body algorithm.
 
@@ -353,6 +385,7 @@ def mass_matrix(model: Model, q: ArrayLike, algebra: AlgebraName = "spatial") ->
     return _plan.run(_M, model, algebra, (q,))
 
 
+@_plan.public(_BIAS)
 def bias_forces(model: Model, q: ArrayLike, qd: ArrayLike, gravity: Optional[ArrayLike] = None,
                 algebra: AlgebraName = "spatial") -> Array:
     """b(q, qd) = C(q, qd) qd + g(q) (+ joint friction): inverse dynamics at zero acceleration.
@@ -370,6 +403,7 @@ def bias_forces(model: Model, q: ArrayLike, qd: ArrayLike, gravity: Optional[Arr
     return _plan.run(_BIAS, model, algebra, (q, qd), (gravity,))
 
 
+@_plan.public(_GRAV)
 def gravity_torques(model: Model, q: ArrayLike, gravity: Optional[ArrayLike] = None,
                     algebra: AlgebraName = "spatial") -> Array:
     """g(q): the joint forces that hold the robot still against gravity.
@@ -386,6 +420,7 @@ def gravity_torques(model: Model, q: ArrayLike, gravity: Optional[ArrayLike] = N
     return _plan.run(_GRAV, model, algebra, (q,), (gravity,))
 
 
+@_plan.public(_C)
 def coriolis_matrix(model: Model, q: ArrayLike, qd: ArrayLike,
                     algebra: AlgebraName = "spatial") -> Array:
     """The Coriolis and centrifugal matrix C(q, qd) (the one Pinocchio computes).
@@ -402,6 +437,7 @@ def coriolis_matrix(model: Model, q: ArrayLike, qd: ArrayLike,
     return _plan.run(_C, model, _kinematic_algebra(algebra), (q, qd))
 
 
+@_plan.public(_T)
 def kinetic_energy(model: Model, q: ArrayLike, qd: ArrayLike,
                    algebra: AlgebraName = "spatial") -> Array:
     """Kinetic energy T = qd^T M(q) qd / 2, summed over bodies as v_i . I_i v_i / 2 (armature
@@ -419,6 +455,7 @@ def kinetic_energy(model: Model, q: ArrayLike, qd: ArrayLike,
     return _plan.run(_T, model, _kinematic_algebra(algebra), (q, qd))
 
 
+@_plan.public(_V)
 def potential_energy(model: Model, q: ArrayLike, gravity: Optional[ArrayLike] = None,
                      algebra: AlgebraName = "spatial") -> Array:
     """Gravitational potential energy V = -sum_i m_i g . c_i, zero when every centre of mass is
@@ -436,6 +473,7 @@ def potential_energy(model: Model, q: ArrayLike, gravity: Optional[ArrayLike] = 
     return _plan.run(_V, model, _kinematic_algebra(algebra), (q,), (gravity,))
 
 
+@_plan.public(_COM)
 def center_of_mass(model: Model, q: ArrayLike) -> Array:
     """The robot's centre of mass, in the world frame.
 
@@ -450,6 +488,7 @@ def center_of_mass(model: Model, q: ArrayLike) -> Array:
     return _plan.run(_COM, model, "spatial", (q,))
 
 
+@_plan.public(_J)
 def jacobian(model: Model, q: ArrayLike, link: Union[str, int], frame: str = "world",
              algebra: AlgebraName = "spatial") -> Array:
     """The link's Jacobian: its velocity per unit rate of each velocity coordinate.
@@ -479,6 +518,7 @@ def jacobian(model: Model, q: ArrayLike, link: Union[str, int], frame: str = "wo
                      static=(model.link_index(link), frame))
 
 
+@_plan.public(_LV)
 def link_velocities(model: Model, q: ArrayLike, qd: ArrayLike, frame: str = "local",
                     algebra: AlgebraName = "spatial") -> Array:
     """The twist of every link (..., nlinks, 6), in ``model.link_names`` order, rows [linear;
@@ -486,57 +526,27 @@ def link_velocities(model: Model, q: ArrayLike, qd: ArrayLike, frame: str = "loc
     link axes (``frame="local"``) or world axes (``"world"``); zero for links welded to the
     world. Equals ``jacobian(model, q, link, frame) @ qd`` for every link at once (one O(n)
     velocity recursion)."""
-    from .algorithms.kinematics import body_velocities, joint_poses, motion_subspaces
-
     if frame not in ("world", "local"):
         raise ValueError(f"frame must be 'world' or 'local', got {frame!r}")
-    if algebra == "vector":
-        algebra = "spatial"  # DH frames are the model's link frames
-    call = _Call(model, algebra, q=q, qd=qd)
-    if call.N == 0:  # an empty batch
-        return call.xp.zeros(call.batch + (model.nlinks, 6))
-    with np.errstate(invalid="ignore", over="ignore", divide="ignore"):
-        return _link_velocities(call, frame)
-
-
-def _link_velocities(call, frame):
-    from .algorithms.kinematics import body_velocities, joint_poses, motion_subspaces
-
-    alg, tree, xp = call.alg, call.model, call.xp
-    qd_tree = call["qd"]
-    X = joint_poses(alg, tree, call["q"])
-    v, _ = body_velocities(alg, tree, X, motion_subspaces(alg, tree, call["q"]), qd_tree)
-    zero = xp.zeros((6, call.N), dtype=qd_tree.dtype)
-    if frame == "world":
-        T = _kin.link_poses(alg, tree, _kin.world_poses(alg, tree, X))
-    out = []
-    for l, (link, placement) in enumerate(zip(tree.links, link_placements(alg, tree))):
-        if link.body < 0:
-            out.append(zero)
-            continue
-        twist = alg.twist_vector(alg.inv_act_twist(placement, v[link.body])) + zero
-        if frame == "world":
-            R = alg.to_matrix(T[l])[:3, :3]
-            twist = xp.concatenate([xp.einsum("ij...,j...->i...", R, twist[:3]),
-                                    xp.einsum("ij...,j...->i...", R, twist[3:])])
-        out.append(twist)
-    if not out:
-        return xp.zeros(call.batch + (0, 6))
-    return call.matrix(xp.stack(out))
+    return _plan.run(_LV, model, _kinematic_algebra(algebra), (q, qd), static=(frame,))
 
 
 def plan(model: Model, function: str, algebra: AlgebraName = "spatial", inputs: str = "numpy",
-         gravity: bool = False, f_ext: bool = False, backend: Optional[str] = None) -> Plan:
+         gravity: bool = False, f_ext: bool = False, backend: Optional[str] = None,
+         **static: object) -> Plan:
     """How a call of a public function runs: machine code, numpy or JAX, and why.
 
     Args:
         model: the robot.
-        function: a public function's name, e.g. ``"forward_dynamics"``.
+        function: a public function's name, e.g. ``"forward_dynamics"``: any of
+            ``screwdyn.execution.plan.REGISTRY`` (every public array function).
         algebra: ``"spatial"`` (default), ``"cga"``, ``"dq"`` or ``"vector"``.
         inputs: ``"numpy"`` or ``"jax"``: the kind of arrays the call gets.
         gravity: whether the call passes the optional ``gravity`` array.
         f_ext: whether the call passes the optional ``f_ext`` array.
         backend: JAX's platform (default: ``jax.default_backend()``).
+        **static: the function's static arguments, as its signature names them: ``link`` and
+            ``frame`` of ``jacobian``, ``frame`` of ``link_velocities``.
 
     Returns:
         A ``screwdyn.execution.plan.Plan``: ``explain()`` says which path, why, and what
@@ -550,16 +560,16 @@ def plan(model: Model, function: str, algebra: AlgebraName = "spatial", inputs: 
         print(sd.plan(panda, "forward_dynamics").explain())
         ```
     """
-    if function not in FUNCTIONS:
-        raise ValueError(f"unknown function {function!r}; valid: {', '.join(FUNCTIONS)}")
+    f = _plan.lookup(function)
     if inputs not in ("numpy", "jax"):
         raise ValueError(f"inputs must be 'numpy' or 'jax', got {inputs!r}")
-    f = FUNCTIONS[function]
     options = tuple(name for name, given in (("f_ext", f_ext), ("gravity", gravity)) if given)
     unknown = [name for name in options if name not in f.options]
     if unknown:
         raise ValueError(f"{function} takes no {unknown[0]}")
-    return _plan.Plan(f, model, algebra, inputs, options, backend, False, ())
+    arguments = _plan.static_arguments(f, model, static)
+    algebra = _plan.public_algebra(f, algebra)
+    return _plan.Plan(f, model, algebra, inputs, options, backend, False, arguments)
 
 
 def _Call(model, algebra="spatial", entries=False, many_outputs=False, loop=False, **arrays):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Optional
 
 from .algorithms.regressor import regressor
-from .execution.plan import Function, run
+from .execution.plan import Function, public, run
 from .model.inertial import PARAMETER_NAMES, check_inertial_parameters, pseudo_inertia
 from .typing import AlgebraName, Array, ArrayLike
 
@@ -21,6 +21,20 @@ __all__ = ["inverse_dynamics_regressor", "check_inertial_parameters", "pseudo_in
            "PARAMETER_NAMES"]
 
 
+def _regressor(call):
+    """Y (nv, 10 nbodies, N) of a call (``execution.call.Call``), in the model's coordinates."""
+    return call.reduce(regressor(call.alg, call.model, call["q"], call["qd"], call["qdd"],
+                                 call.gravity_twist()))
+
+
+#: the regressor as the execution plan runs it (native code, numpy or JAX, as every public
+#: dynamics function)
+_REGRESSOR = Function("inverse_dynamics_regressor", _regressor, ("q", "qd", "qdd"),
+                      lambda m: (m.nv, 10 * m.nbodies), ("gravity",), entries=True,
+                      many_outputs=True, bytes_per_body=256, algebras=("spatial", "cga", "dq"))
+
+
+@public(_REGRESSOR)
 def inverse_dynamics_regressor(model: Model, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike,
                                gravity: Optional[ArrayLike] = None,
                                algebra: AlgebraName = "spatial") -> Array:
@@ -65,16 +79,3 @@ def inverse_dynamics_regressor(model: Model, q: ArrayLike, qd: ArrayLike, qdd: A
                          "no regressor; its model's body frames give the same Y in "
                          "algebra='spatial', 'cga' or 'dq'")
     return run(_REGRESSOR, model, algebra, (q, qd, qdd), (gravity,))
-
-
-def _regressor(call):
-    """Y (nv, 10 nbodies, N) of a call (``execution.call.Call``), in the model's coordinates."""
-    return call.reduce(regressor(call.alg, call.model, call["q"], call["qd"], call["qdd"],
-                                 call.gravity_twist()))
-
-
-#: the regressor as the execution plan runs it (native code, numpy or JAX, as every public
-#: dynamics function)
-_REGRESSOR = Function("inverse_dynamics_regressor", _regressor, ("q", "qd", "qdd"),
-                      lambda m: (m.nv, 10 * m.nbodies), ("gravity",), entries=True,
-                      many_outputs=True, bytes_per_body=256)

@@ -380,28 +380,78 @@ def content_hash(x):
 _HASHES = weakref.WeakKeyDictionary()
 
 
-_SOURCES = ("algebra", "algorithms", "execution", "dynamics.py", "model", "_backend.py",
-            "sim", "controllers.py")
+#: packages whose code makes programs beside the plan's functions (the simulation: its step,
+#: contact models, integrators and controllers); the plan's functions name their own
+PROGRAM_MAKERS = ("screwdyn.sim",)
+
+
+def source_files():
+    """The source files whose code can reach a program, computed: the modules of the kernels of
+    every function of the execution plan and ``PROGRAM_MAKERS``, and every screwdyn module they
+    import, transitively (read from their import statements, function-level ones included;
+    the package's ``__init__``, the public namespace, is not followed)."""
+    from . import plan
+
+    roots = {f.kernel.__module__ for f in plan._FUNCTIONS} | set(PROGRAM_MAKERS)
+    package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    seen, todo = set(), [m for m in roots if m.startswith("screwdyn.")]
+    while todo:
+        file = _module_file(package, todo.pop())
+        if file is None or file in seen:
+            continue
+        seen.add(file)
+        todo.extend(_imports(package, file))
+    return sorted(seen)
+
+
+def _module_file(package, module):
+    """The file of screwdyn module ``module`` (a package: its ``__init__.py``), or None."""
+    parts = module.split(".")[1:]
+    if not parts:
+        return None  # screwdyn's own __init__: the public namespace
+    base = os.path.join(package, *parts)
+    for file in (base + ".py", os.path.join(base, "__init__.py")):
+        if os.path.isfile(file):
+            return file
+    return None
+
+
+def _imports(package, file):
+    """The screwdyn modules ``file`` imports (anywhere in it), as dotted names."""
+    import ast
+
+    with open(file, "rb") as f:
+        tree = ast.parse(f.read(), file)
+    relative = os.path.relpath(file, os.path.dirname(package))[:-3].split(os.sep)
+    here = relative[:-1] if relative[-1] != "__init__" else relative[:-1]
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            out += [a.name for a in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            base = node.module.split(".") if node.module else []
+            if node.level:
+                base = (here[:len(here) - node.level + 1] if node.level > 1 else here) + base
+            module = ".".join(base)
+            out.append(module)
+            out += [f"{module}.{a.name}" for a in node.names]  # names that are modules
+    return [m for m in out if m.startswith("screwdyn.")]
 
 
 def source_fingerprint():
-    """A digest of the source files of the modules that make programs (the algebras, the
-    algorithms, the public functions, the tracer and code generator): a program compiled by
-    other code is never reused."""
-    if "source" not in _STATE:
-        root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    """A digest of ``source_files()`` (names and contents): a program compiled by other code is
+    never reused."""
+    files = source_files()
+    state = _STATE.get("source")
+    if state is None or state[0] != files:
+        package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         digest = hashlib.sha256()
-        for name in _SOURCES:
-            top = os.path.join(root, name)
-            files = [top] if os.path.isfile(top) else sorted(
-                os.path.join(folder, f) for folder, _, names in os.walk(top)
-                for f in names if f.endswith(".py"))
-            for file in sorted(files):
-                digest.update(os.path.relpath(file, root).encode())
-                with open(file, "rb") as f:
-                    digest.update(f.read())
-        _STATE["source"] = digest.hexdigest()
-    return _STATE["source"]
+        for file in files:
+            digest.update(os.path.relpath(file, package).encode())
+            with open(file, "rb") as f:
+                digest.update(f.read())
+        _STATE["source"] = state = (files, digest.hexdigest())
+    return state[1]
 
 
 def key(*parts):

@@ -56,6 +56,7 @@ first joint angle's sine and cosine by anything but zeros).
 (``Plan.explain()``) and what compiling it costs.
 """
 import functools
+import inspect
 import threading
 import warnings
 
@@ -129,13 +130,21 @@ class Function:
     function is the derivative of the kernel's result with respect to these inputs (forward
     mode on the traced program, ``graph.jacobian``), which only the native path computes (other
     paths raise ``NativeUnavailable``); ``factored``: None, or a ``Factored`` form used for
-    large models."""
+    large models. ``static``: the names of the static arguments (a link, a frame), in the
+    order ``kernel`` and ``output`` take them; ``kinematic``: ``algebra="vector"`` (DH frames,
+    which are the model's link frames) runs as ``"spatial"``; ``algebras``: the algebras its
+    recursion exists in (None: every one); ``public``: the public callable,
+    once registered (``public``)."""
 
     def __init__(self, name, kernel, inputs, output, options=(), entries=False,
                  many_outputs=False, check=None, bytes_per_body=512, jacobian=(),
-                 factored=None):
+                 factored=None, static=(), kinematic=False, algebras=None):
         self.name, self.kernel, self.inputs, self.options = name, kernel, tuple(inputs), \
             tuple(options)
+        self.static = tuple(static)  # names of the static arguments (kernel(call, *static))
+        self.kinematic = kinematic  # algebra="vector" (DH frames) runs as "spatial"
+        self.algebras = tuple(algebras) if algebras is not None else None  # None: every one
+        self.public = None  # the public callable (``public``)
         self.output, self.entries, self.many_outputs = output, entries, many_outputs
         self.check, self.bytes_per_body = check, bytes_per_body
         self.jacobian = tuple(jacobian)
@@ -152,6 +161,92 @@ class Function:
             return None
         alg = get_algebra(name, xp)
         return alg.entries_mode(checkpoints=checkpoints) if self.entries else alg
+
+
+#: the public array functions by name: what ``sd.plan``, ``sd.compile``, the custom calls and
+#: the reference are built from (``public`` registers them)
+REGISTRY = {}
+
+
+def public(function):
+    """Decorator: register the public callable it decorates as ``function``'s (a ``Function``)
+    under the function's name. Returns the callable unchanged."""
+    def register(callable_):
+        if function.name in REGISTRY:
+            raise ValueError(f"a public function {function.name!r} is registered already")
+        function.public = callable_
+        REGISTRY[function.name] = function
+        return callable_
+    return register
+
+
+def lookup(name):
+    """The registered ``Function`` named ``name``; ``ValueError`` listing the valid names."""
+    try:
+        return REGISTRY[name]
+    except (KeyError, TypeError):
+        raise ValueError(f"unknown function {name!r}; valid: {', '.join(sorted(REGISTRY))}") \
+            from None
+
+
+def static_arguments(function, model, given):
+    """The static arguments of ``function`` from the keyword arguments ``given`` ({"link":
+    "panda_hand", "frame": "world"}), in the kernel's order, checked (links as indices)."""
+    unknown = sorted(set(given) - set(function.static))
+    if unknown:
+        raise ValueError(f"{function.name} takes no {unknown[0]}"
+                         + (f" (static arguments: {', '.join(function.static)})"
+                            if function.static else ""))
+    defaults = signature_defaults(function)
+    missing = [n for n in function.static if n not in given and n not in defaults]
+    if missing:
+        raise ValueError(f"{function.name} needs {missing[0]}= (static arguments: "
+                         f"{', '.join(function.static)})")
+    values = {**defaults, **given}
+    out = []
+    for name in function.static:
+        value = values[name]
+        if name == "link":
+            value = model.link_index(value)
+        elif name == "frame" and value not in ("world", "local"):
+            raise ValueError(f"frame must be 'world' or 'local', got {value!r}")
+        out.append(value)
+    return tuple(out)
+
+
+def signature_defaults(function):
+    """{name: default} of the public callable's keyword arguments (its signature)."""
+    if function.public is None:
+        return {}
+    return {name: p.default for name, p in inspect.signature(function.public).parameters.items()
+            if p.default is not inspect.Parameter.empty}
+
+
+def public_algebra(function, algebra):
+    """The algebra a call of ``function``'s public callable with ``algebra`` runs in: DH frames
+    are the model's link frames for kinematic functions (``"vector"`` runs as ``"spatial"``);
+    a function without an ``algebra`` argument runs in ``"spatial"`` only."""
+    if not takes(function, "algebra"):
+        if algebra != "spatial":
+            raise ValueError(f"{function.name} runs in the spatial algebra only")
+        return algebra
+    algebra = kinematic_algebra(algebra) if function.kinematic else algebra
+    if function.algebras is not None and algebra not in function.algebras:
+        raise ValueError(f"{function.name} has no recursion in algebra {algebra!r}; valid: "
+                         + ", ".join(repr(a) for a in function.algebras))
+    return algebra
+
+
+def kinematic_algebra(algebra):
+    """Kinematic quantities of algebra="vector" (DH frames, which are the model's link frames)
+    are composed in the spatial algebra, as ``forward_kinematics`` does."""
+    return "spatial" if algebra == "vector" else algebra
+
+
+def takes(function, argument):
+    """Whether the public callable of ``function`` takes ``argument`` (e.g. "algebra")."""
+    return function.public is not None and \
+        argument in inspect.signature(function.public).parameters
 
 
 class Factored:

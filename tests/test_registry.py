@@ -1,0 +1,145 @@
+"""One registry of public functions (issue 26): every public array function of ``screwdyn``'s
+namespace is registered, and ``sd.plan`` and ``sd.compile`` (native and JAX) are built from the
+registry, so every registered function plans, compiles and runs native in every algebra it has.
+The program cache's fingerprint covers every module whose code reaches a program."""
+import inspect
+import os
+
+import numpy as np
+import pytest
+
+import screwdyn as sd
+from screwdyn.execution import cache, plan
+
+#: public functions of (model, q, ...) that are not in the registry, and why
+NOT_REGISTERED = {
+    "dynamics_derivatives": "several results (derivatives of ID or FD) from native derivative "
+                            "programs of registered functions (inverse_dynamics)",
+    "integrate": "configuration arithmetic (numpy expressions, no recursion)",
+}
+
+
+def _array_functions():
+    """The names in ``sd.__all__`` of functions taking (model, q, ...)."""
+    out = []
+    for name in sd.__all__:
+        obj = getattr(sd, name)
+        if inspect.isfunction(obj):
+            params = list(inspect.signature(obj).parameters)
+            if params[:2] == ["model", "q"]:
+                out.append(name)
+    return sorted(out)
+
+
+def test_every_public_array_function_is_registered():
+    names = _array_functions()
+    assert len(names) >= 14, names  # the enumeration finds them
+    missing = [n for n in names if n not in plan.REGISTRY and n not in NOT_REGISTERED]
+    assert not missing, f"public array functions outside the registry: {missing}"
+    for name, function in plan.REGISTRY.items():
+        assert getattr(sd, name) is function.public, name  # the registry's callable is public
+        assert name in sd.__all__, name
+        assert function.public.__doc__, name
+
+
+def _args(model, function, seed=0):
+    rng = np.random.default_rng(seed)
+    sizes = {"q": model.nq, "qd": model.nv, "qdd": model.nv, "tau": model.nv}
+    return [rng.uniform(-1, 1, (3, sizes[n])) for n in function.inputs]
+
+
+STATIC = {"jacobian": {"link": "link6", "frame": "local"}, "link_velocities": {"frame": "world"}}
+
+
+@pytest.mark.parametrize("algebra", ["spatial", "cga", "dq", "vector"])
+def test_every_registered_function_plans_compiles_and_runs_native(algebra):
+    """The Puma 560 (a DH robot: every algebra, the DH recursion included): the plan says
+    native, the native program equals the numpy path, and ``sd.compile`` makes it (spatial)."""
+    puma = sd.robots.load("puma560")
+    for name, function in sorted(plan.REGISTRY.items()):
+        try:
+            used = plan.public_algebra(function, algebra)
+        except ValueError as error:  # an algebra the function has not: said so, everywhere
+            assert name in ("inverse_dynamics_regressor", "center_of_mass"), name
+            for call in (lambda: sd.plan(puma, name, algebra, **STATIC.get(name, {})),
+                         lambda: sd.compile(puma, name, algebra, **STATIC.get(name, {}))):
+                with pytest.raises(ValueError, match=str(error).split(";")[0][:30]):
+                    call()
+            continue
+        static = STATIC.get(name, {})
+        keyword = {"algebra": algebra} if plan.takes(function, "algebra") else {}
+        args = _args(puma, function)
+        p = sd.plan(puma, name, algebra, **static)
+        assert p.path == "native", (name, algebra, p.explain())
+        assert p.algebra == used
+        got = function.public(puma, *args, **static, **keyword)  # the native program
+        previous = sd.execution.use_native(False)
+        try:
+            want = function.public(puma, *args, **static, **keyword)  # numpy
+        finally:
+            sd.execution.use_native(previous)
+        assert got.shape == want.shape, name
+        np.testing.assert_allclose(got, want, rtol=1e-10, atol=1e-10, err_msg=name)
+        if algebra == "spatial":  # sd.compile's function (optimised code: once per function)
+            f = sd.compile(puma, name, algebra, **static)
+            np.testing.assert_allclose(f(*args), got, rtol=1e-12, atol=1e-12, err_msg=name)
+
+
+def test_static_arguments_are_checked_by_plan_and_compile():
+    panda = sd.robots.load("panda")
+    for call in (sd.plan, sd.compile):
+        with pytest.raises(ValueError, match="jacobian needs link="):
+            call(panda, "jacobian")
+        with pytest.raises(ValueError, match="inverse_dynamics takes no link"):
+            call(panda, "inverse_dynamics", link="panda_hand")
+        with pytest.raises(ValueError, match="frame must be 'world' or 'local'"):
+            call(panda, "link_velocities", frame="body")
+        with pytest.raises(ValueError, match="unknown function 'jacobians'; valid: bias_forces"):
+            call(panda, "jacobians")
+        with pytest.raises(ValueError, match="center_of_mass runs in the spatial algebra only"):
+            call(panda, "center_of_mass", algebra="cga")
+        with pytest.raises(ValueError, match="center_of_mass takes no gravity"):
+            call(panda, "center_of_mass", gravity=np.zeros(3)) if call is sd.compile else \
+                call(panda, "center_of_mass", gravity=True)
+    with pytest.raises(Exception, match="panda_handle"):  # a link that does not exist
+        sd.compile(panda, "jacobian", link="panda_handle")
+
+
+def test_the_jax_compile_takes_every_registered_function():
+    jax = pytest.importorskip("jax")
+    jax.config.update("jax_enable_x64", True)
+    panda = sd.robots.load("panda")
+    q, qd = panda.neutral, np.linspace(-1, 1, 9)
+    for name in ("link_velocities", "jacobian", "inverse_dynamics_regressor"):
+        function = plan.REGISTRY[name]
+        static = {"link": "panda_hand"} if name == "jacobian" else {}
+        f = sd.compile(panda, name, backend="jax", numpy=True, **static)
+        args = [q, qd, qd][:len(function.inputs)]
+        np.testing.assert_allclose(f(*args), function.public(panda, *args, **static),
+                                   rtol=1e-12, atol=1e-12, err_msg=name)
+
+
+def test_link_velocities_are_the_jacobians_times_qd_through_the_plan():
+    panda = sd.robots.load("panda")
+    rng = np.random.default_rng(1)
+    q, qd = rng.uniform(-1, 1, (5, 9)), rng.uniform(-1, 1, (5, 9))
+    for frame in ("local", "world"):
+        v = sd.link_velocities(panda, q, qd, frame)
+        assert v.shape == (5, panda.nlinks, 6)
+        for k, link in enumerate(panda.link_names):
+            J = sd.jacobian(panda, q, link, frame)
+            np.testing.assert_allclose(v[:, k], np.einsum("nij,nj->ni", J, qd), atol=1e-12)
+    assert sd.plan(panda, "link_velocities").path == "native"  # no longer beside the plan
+    assert sd.link_velocities(panda, np.zeros((0, 9)), np.zeros((0, 9))).shape == (0, 13, 6)
+
+
+def test_the_cache_fingerprint_covers_the_code_that_reaches_programs():
+    package = os.path.dirname(sd.__file__)
+    covered = {os.path.relpath(f, package) for f in cache.source_files()}
+    for needed in ("identification.py", "algorithms/regressor.py", "dynamics.py",
+                   "algorithms/rnea.py", "algebra/cga.py", "algebra/dualquat.py",
+                   "model/joints.py", "execution/trace.py", "execution/llvm.py",
+                   "sim/contact.py", "sim/integrators.py", "controllers.py"):
+        assert needed in covered, needed
+    for outside in ("viewer/viewer.py", "cli.py", "rollouts/dataset.py"):
+        assert outside not in covered, outside  # editing them keeps the compiled programs
