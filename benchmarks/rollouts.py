@@ -213,8 +213,10 @@ def child(spec, args):
     if name == "ray":
         import ray
 
-        ray.init(num_cpus=int(workers) + 1 if kind == "transfer" else int(workers),
-                 include_dashboard=False, log_to_driver=False)
+        from screwdyn.rollouts.ray_engine import start_local_ray  # listens on 127.0.0.1 only
+
+        start_local_ray(ray, num_cpus=int(workers) + 1 if kind == "transfer" else int(workers),
+                        include_dashboard=False, log_to_driver=False)
     if kind == "throughput":
         result = measure_throughput(model, name, int(workers), args)
     elif kind == "overhead":
