@@ -72,9 +72,9 @@ def test_chunked_evaluation_equals_unchunked(tree, chunk, monkeypatch, numpy_pat
         tree, q, qd, qdd, f_ext=f_ext, gravity=gravity)
     calls["forward_dynamics_f_ext"] = lambda q, qd, qdd: sd.forward_dynamics(
         tree, q, qd, qdd, f_ext=f_ext, gravity=gravity)
-    monkeypatch.setattr(plan, "CHUNK_STATES", 10 ** 9)
+    monkeypatch.setattr(plan.config, "chunk_states", 10 ** 9)
     whole = {name: f(q, qd, qdd) for name, f in calls.items()}
-    monkeypatch.setattr(plan, "CHUNK_STATES", chunk)
+    monkeypatch.setattr(plan.config, "chunk_states", chunk)
     for name, f in calls.items():
         chunked = f(q, qd, qdd)
         assert chunked.shape == whole[name].shape and chunked.dtype == np.float64, name
@@ -87,7 +87,7 @@ def test_chunking_bounds_the_memory_of_large_batches(monkeypatch, numpy_path):
     q, qd, qdd = random_state(model, 4, batch=(N,))
     peaks = {}
     for chunk in (N, 1000):
-        monkeypatch.setattr(plan, "CHUNK_STATES", chunk)
+        monkeypatch.setattr(plan.config, "chunk_states", chunk)
         sd.forward_dynamics(model, q, qd, qdd)  # warm caches outside the measurement
         tracemalloc.start()
         qdd_out = sd.forward_dynamics(model, q, qd, qdd)
@@ -163,7 +163,7 @@ def path(request):
 
 
 def test_batch_shapes_that_do_not_broadcast_raise(tree, monkeypatch, path):
-    monkeypatch.setattr(plan, "CHUNK_STATES", 2)  # the chunking path reports the same error
+    monkeypatch.setattr(plan.config, "chunk_states", 2)  # the chunking path reports the same error
     q, qd, qdd = random_state(tree, 6, batch=(4,))
     with pytest.raises(ValueError, match=r"batch shapes do not broadcast.*\(4,\).*\(3,\)"):
         sd.inverse_dynamics(tree, q, qd[:3], qdd)

@@ -91,7 +91,7 @@ def test_jit_of_batched_calls_equals_numpy():
 def jax_numpy_path(monkeypatch):
     """JAX calls on jax.numpy (the path of accelerators), not as custom calls: for the tests of
     the programs that path gives XLA."""
-    monkeypatch.setitem(plan._SETTINGS, "custom_calls", False)
+    monkeypatch.setattr(plan.config, "custom_calls", False)
 
 
 def test_programs_cut_per_body_for_large_trees_are_exact(jax_numpy_path, monkeypatch):

@@ -345,14 +345,14 @@ def test_the_cache_keeps_the_recently_used_entries_within_its_limit(cache_dir, m
 
 
 def test_programs_are_dropped_from_memory_past_the_bound(cache_dir, monkeypatch):
-    monkeypatch.setattr(native, "MAX_PROGRAMS", 4)
+    monkeypatch.setattr(sd.execution.config, "max_programs", 4)
     panda = sd.robots.load("panda")
     q = panda.neutral
     refs = []
     for i in range(10):  # models made afresh in a loop
         model = panda.with_joint_parameters(armature=0.01 * (i + 1))
         sd.inverse_dynamics(model, q, q, q)
-        refs.append(weakref.ref(native._PROGRAMS[next(reversed(native._PROGRAMS))]))
+        refs.append(weakref.ref(native._PROGRAMS.values()[-1]))  # the newest
     assert len(native._PROGRAMS) <= 4 and len(plan._ENTRIES) <= 4
     for f in plan._FUNCTIONS:
         f.last = (None, None, None, None)  # the last call's entry, which keeps one alive
@@ -361,4 +361,4 @@ def test_programs_are_dropped_from_memory_past_the_bound(cache_dir, monkeypatch)
     model = panda.with_joint_parameters(armature=0.01)  # the first again: from the disk cache
     np.testing.assert_allclose(sd.inverse_dynamics(model, q, q, q),
                                _numpy(sd.inverse_dynamics, model, q, q, q), atol=1e-12)
-    assert native._PROGRAMS[next(reversed(native._PROGRAMS))].source == "disk cache"
+    assert native._PROGRAMS.values()[-1].source == "disk cache"

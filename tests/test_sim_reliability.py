@@ -117,7 +117,7 @@ def test_ctrl_c_keeps_the_samples_computed_so_far(backend, dt, monkeypatch):
     numpy at the step (the callback called at every step here, not every 0.1 s of wall time,
     so that the test does not depend on the machine's speed), on JAX and native between two
     compiled chunks of samples (1024 at most)."""
-    monkeypatch.setattr(sys.modules["screwdyn.sim.rollout"], "PROGRESS_PERIOD", 0.0)
+    monkeypatch.setattr(sys.modules["screwdyn.sim.loop_numpy"], "PROGRESS_PERIOD", 0.0)
 
     def progress(done, total):
         if done >= total // 2:
@@ -203,13 +203,13 @@ def test_csv_round_trips_awkward_names_and_reads_a_byte_order_mark(tmp_path):
     np.testing.assert_array_equal(Trajectory.load(bom).q, traj.q)
 
 
-def test_the_old_module_name_still_imports_with_a_deprecation_warning():
-    with pytest.warns(DeprecationWarning, match="screwdyn.sim"):
-        from screwdyn.simulate import SimulationError as Old
-    assert Old is SimulationError
-    import screwdyn.simulate as function  # the attribute stays the function
+def test_no_module_is_rewritten_at_import():
+    """``screwdyn.simulate`` is the function; the old module of that name (renamed screwdyn.sim
+    before any release) is no longer faked in ``sys.modules`` (issue 26)."""
+    import sys
 
-    assert function is sd.simulate and callable(function)
+    assert "screwdyn.simulate" not in sys.modules
+    assert callable(sd.simulate) and sd.sim.SimulationError is SimulationError
 
 
 # -- the command ----------------------------------------------------------------------------------

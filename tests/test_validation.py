@@ -77,7 +77,7 @@ def test_broadcast_inputs_are_chunked_without_materialising_them(monkeypatch):
     """q (200, 1, nq) against qd (200, nv): 40,000 states. Each input, broadcast, would take
     as much memory as the result; the peak stays near the result plus one chunk."""
     model = random_tree(2, n=4)
-    monkeypatch.setattr(plan, "CHUNK_STATES", 256)
+    monkeypatch.setattr(plan.config, "chunk_states", 256)
     q, qd, qdd = random_state(model, 3, batch=(200,))
 
     def peak_of(call):

@@ -23,9 +23,6 @@ from .sim import (ContactPoint, GroundContact, JointFriction, JointLimits, Simul
 from .rollouts import RolloutError, open_dataset as read_rollouts, rollouts  # noqa: E402
 from . import controllers, plot  # noqa: E402  (plot imports matplotlib only when drawing)
 from .viewer import view  # viser and trimesh are imported only when a view opens
-from ._compat import install_simulate_alias
-
-install_simulate_alias()  # ``from screwdyn.simulate import X`` (the old module) still works
 
 from ._version import __version__  # noqa: E402
 

@@ -85,8 +85,12 @@ def path(key):
 
 
 def size_limit():
-    """The most bytes the cache's entries may take (``$SCREWDYN_CACHE_SIZE``, e.g. ``500M``,
-    ``2G`` or a number of bytes; 1G by default)."""
+    """The most bytes the cache's entries may take: ``config.cache_size``, else
+    ``$SCREWDYN_CACHE_SIZE`` (e.g. ``500M``, ``2G`` or a number of bytes), else 1G."""
+    from .config import config
+
+    if config.cache_size is not None:
+        return config.cache_size
     text = os.environ.get("SCREWDYN_CACHE_SIZE", "").strip()
     if not text:
         return DEFAULT_SIZE_LIMIT
@@ -392,7 +396,8 @@ def source_files():
     the package's ``__init__``, the public namespace, is not followed)."""
     from . import plan
 
-    roots = {f.kernel.__module__ for f in plan._FUNCTIONS} | set(PROGRAM_MAKERS)
+    roots = {f.kernel.__module__ for f in plan._FUNCTIONS if f.kernel is not None} \
+        | set(PROGRAM_MAKERS)  # (a Function without kernel stands for recursions run outside)
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     seen, todo = set(), [m for m in roots if m.startswith("screwdyn.")]
     while todo:

@@ -19,7 +19,6 @@ The program's key holds everything its code depends on (see ``cache``), so progr
 reused across models, library sources, LLVM versions or CPUs.
 """
 import atexit
-import collections
 import os
 from dataclasses import replace
 import queue
@@ -31,17 +30,16 @@ import weakref
 import numpy as np
 
 from . import cache, entry, graph, llvm, trace
+from .store import Store
 from ..model.configuration import integrate_arrays
 from ..model.model import TracedParameters
 from .call import Call, core_shape, propagate_non_finite
 
 VERSION = 1  # of the program format (bump when the kernel's calling convention changes)
 LEVELS = (0, 2)  # LLVM code generation levels: first, then optimised
-#: programs kept in this process's memory; past it the least recently used one is dropped (its
-#: code is freed once nothing calls it: a fast entry, a plan or an XLA custom call holding the
-#: program keeps it alive) and made again, or loaded from the disk cache, when next needed
-MAX_PROGRAMS = 256
-_PROGRAMS = collections.OrderedDict()
+#: the programs kept in this process's memory (``store.Store``: at most ``config.max_programs``,
+#: the least recently used dropped)
+_PROGRAMS = Store("native programs")
 #: the name of a function's ``jacobian`` input that stands for q's tangent space: derivatives
 #: d/de f(q (+) e) at e = 0 (``screwdyn.integrate``), nv columns, as Pinocchio's
 TANGENT = "tangent"
@@ -208,13 +206,8 @@ def get(function, model, algebra, inputs, bound=None, static=(), optimise=False,
     with _LOCK:
         program = _PROGRAMS.get(k)
         if program is None:
-            program = _make(k, function, model, algebra, tuple(inputs), bound, static,
-                            derivatives)
-            _PROGRAMS[k] = program
-            while len(_PROGRAMS) > MAX_PROGRAMS:
-                _PROGRAMS.popitem(last=False)
-        else:
-            _PROGRAMS.move_to_end(k)
+            program = _PROGRAMS.put(k, _make(k, function, model, algebra, tuple(inputs), bound,
+                                             static, derivatives))
     if optimise:
         program.optimise(wait=True)
     return program

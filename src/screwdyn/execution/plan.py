@@ -67,12 +67,13 @@ from ..algebra import ALGEBRAS, get_algebra
 from . import custom_call, llvm, native, xla
 from .. import validation
 from .call import Call, core_shape, parse, propagate_non_finite, validate
+from .config import _LISTENERS, config
 from .graph import DataDependentError
+from .store import Store
 
 CHECKPOINT_BODIES = 12  # JAX: trees with more bodies are cut once per body (see jax_options)
-_SETTINGS = {"native": True, "custom_calls": True}
 _FAILED = {}  # (function name, model, algebra, inputs) -> why it could not be compiled
-_ENTRIES = {}
+_ENTRIES = Store("call entries")  # (function, model, algebra, static[, given]) -> callable
 _FUNCTIONS = []
 _LOCK = threading.RLock()
 TRACE_ERRORS = (DataDependentError, NotImplementedError, TypeError)
@@ -89,14 +90,13 @@ class NativeUnavailable(RuntimeError):
 
 def use_native(enabled=True):
     """Run numpy calls through compiled machine code (True, the default) or on numpy (False),
-    in this process. Returns the previous setting."""
-    previous = _SETTINGS["native"]
-    _SETTINGS["native"] = bool(enabled)
+    in this process (``config.native``). Returns the previous setting."""
+    previous, config.native = config.native, enabled
     _forget()
     return previous
 
 
-def _forget():
+def _forget(setting=None):
     """Drop the callables made for calls (after a change of setting)."""
     with _LOCK:
         _ENTRIES.clear()
@@ -104,17 +104,20 @@ def _forget():
             function.last = (None, None, None, None)
 
 
+_LISTENERS.append(_forget)
+
+
 def use_custom_calls(enabled=True):
     """Run JAX calls on the CPU through the native programs as XLA custom calls (True, the
-    default) or on jax.numpy (False), in this process. Returns the previous setting. Functions
-    JAX has traced already keep the path they were traced with (JAX caches the trace)."""
-    previous = _SETTINGS["custom_calls"]
-    _SETTINGS["custom_calls"] = bool(enabled)
+    default) or on jax.numpy (False), in this process (``config.custom_calls``). Returns the
+    previous setting. Functions JAX has traced already keep the path they were traced with (JAX
+    caches the trace)."""
+    previous, config.custom_calls = config.custom_calls, enabled
     return previous
 
 
 def native_enabled():
-    return _SETTINGS["native"] and llvm.available()
+    return config.native and llvm.available()
 
 
 class Function:
@@ -305,7 +308,7 @@ def decide(function, model, algebra="spatial", inputs="numpy", options=(), backe
                        f"sine/cosine computed once: {o['cut_sines']} (CPU only)",
                        f"cut once per body: {o['checkpoints']} (loop bodies, trees over "
                        f"{CHECKPOINT_BODIES} bodies, many outputs on accelerators)"]
-    if not _SETTINGS["native"]:
+    if not config.native:
         return "numpy", ["native code is switched off (screwdyn.execution.use_native(False))"]
     if not llvm.available():
         return "numpy", ["llvmlite is not installed: no machine code (pip install llvmlite)"]
@@ -320,7 +323,7 @@ def _custom_call_refusal(function, model, algebra, options, backend):
     """None where a JAX call runs as a custom call (see the module docstring), else why not."""
     if backend != "cpu":
         return f"custom calls run on the CPU only (backend {backend!r})"
-    if not (_SETTINGS["custom_calls"] and _SETTINGS["native"]):
+    if not (config.custom_calls and config.native):
         return "custom calls are switched off (use_custom_calls / use_native)"
     if not custom_call.available():
         return "XLA custom calls of native code are unavailable here (llvmlite, jax.ffi)"
@@ -396,11 +399,7 @@ def _entry(function, model, algebra, given, static):
             if program is not None:
                 f = program.bind(general) or general
     key = (function, model, algebra, static) + ((given,) if given else ())
-    with _LOCK:
-        _ENTRIES[key] = f
-        while len(_ENTRIES) > native.MAX_PROGRAMS:  # models made afresh in a loop: the oldest
-            del _ENTRIES[next(iter(_ENTRIES))]      # entry goes, and the program it kept alive
-    return f
+    return _ENTRIES.put(key, f)  # models made afresh in a loop: the least recently used goes
 
 
 class General:
@@ -485,7 +484,7 @@ def run_native(program, model, given, name="the native program"):
     if N == 0:
         return out.reshape(batch + program.output_shape)
     cores = {k: (arrays[k], len(core_shape(model, k))) for k in inputs}
-    states = max(1, int(CHUNK_STATES)) if CHUNK_STATES else NATIVE_CHUNK_STATES
+    states = config.chunk_states or NATIVE_CHUNK_STATES
     for start, stop, chunk in validation.chunks(cores, batch, states):
         rows = []
         for k, width in zip(inputs, program.input_sizes):
@@ -497,7 +496,7 @@ def run_native(program, model, given, name="the native program"):
 
 
 #: states per chunk of a native batch (an input that broadcasts is gathered a chunk at a time);
-#: ``CHUNK_STATES``, when set, overrides it as it does the numpy path's
+#: ``config.chunk_states``, when set, overrides it as it does the numpy path's
 NATIVE_CHUNK_STATES = 1 << 16
 
 
@@ -552,10 +551,18 @@ def run_custom_call(function, model, algebra, given, static=()):
     return op.call(*rows)
 
 
-@functools.lru_cache(maxsize=1024)
+_OPS = Store("custom call operations")
+
+
 def _custom_call_op(function, model, algebra, names, static):
-    return custom_call.Op(lambda derivatives: native.get(
-        function, model, algebra, names, static=static, derivatives=derivatives))
+    """The ``custom_call.Op`` of a function's native program (one per kind of call)."""
+    key = (function, model, algebra, names, static)
+    with _LOCK:
+        op = _OPS.get(key)
+        if op is None:
+            op = _OPS.put(key, custom_call.Op(lambda derivatives: native.get(
+                function, model, algebra, names, static=static, derivatives=derivatives)))
+    return op
 
 
 def _kernel(function, call, static):
@@ -590,20 +597,19 @@ def _recursion(entries, many_outputs):
 
 
 # -- the numpy path: chunks of states ---------------------------------------------------------
-CHUNK_STATES = None  # states per chunk of a numpy batch; None: chosen from the model's size
 _ALGEBRA_FACTOR = {"cga": 1.75}  # CGA keeps 1.4 to 1.7 times the intermediates per body
 
 
 def chunk_size(model, function, algebra="spatial"):
     """States per chunk when ``function`` (a ``Function``) evaluates a numpy batch on the numpy
     path: about 256 MiB of intermediates, at least 2048 and at most 32768 states
-    (``CHUNK_STATES`` overrides). Larger chunks amortise Python's per-operation overhead (about
-    a microsecond), smaller ones stay in cache and bound memory: a million states cost one chunk
-    of intermediates plus the result. Bytes per state and body were measured with tracemalloc
+    (``config.chunk_states`` overrides). Larger chunks amortise Python's per-operation overhead
+    (about a microsecond), smaller ones stay in cache and bound memory: a million states cost one
+    chunk of intermediates plus the result. Bytes per state and body were measured with tracemalloc
     (Panda and a 100-link chain); beyond glibc's trim threshold a 100-link chain in CGA ran 2.8x
     slower."""
-    if CHUNK_STATES:
-        return max(1, int(CHUNK_STATES))
+    if config.chunk_states:
+        return config.chunk_states
     per_state = function.bytes_per_body * _ALGEBRA_FACTOR.get(algebra, 1.0) * max(model.nbodies, 1)
     if function.many_outputs:
         per_state += 16 * model.nv ** 2  # the entries of an nv x nv result

@@ -2,7 +2,8 @@
 rollouts at once (the simulation's native backend).
 
 The step program (``trace.trace`` of a function of one rollout's state) has the inputs ``s``
-(ns: the state, flattened), ``time`` (k, dt: the step's index, as a float, and the step), optionally ``tau`` (nv, a row of a torque table),
+(ns: the state, flattened), ``time`` (k, dt: the step's index, as a float, and the step),
+optionally ``tau`` (nv, a row of a torque table),
 ``params`` (the numbers shared by every rollout: the controller's gains, the contact's
 parameters, flat) and ``local`` (numbers of each rollout that stay fixed over the run: the
 stiffness of its limit springs, flat), and the output row [s1 (ns), sample (nr), code]: the
@@ -19,8 +20,9 @@ import time
 import numpy as np
 
 from . import cache, llvm, trace
+from .store import Store
 
-_ROLLOUTS = {}
+_ROLLOUTS = Store("native simulation programs")
 _LOCK = threading.Lock()
 VERSION = 2
 
@@ -217,7 +219,4 @@ def get(key, memory_key, ns, nr, table, params, local, step, vector=True):
             source = "compiled"
         rollout = NativeRollout(obj, ns, nr, table, params, local, source,
                                 time.perf_counter() - start)
-        if len(_ROLLOUTS) > 64:  # controllers made afresh for every call would pile up
-            _ROLLOUTS.clear()
-        _ROLLOUTS[memory_key] = rollout
-        return rollout
+        return _ROLLOUTS.put(memory_key, rollout)

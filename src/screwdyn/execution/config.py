@@ -1,0 +1,76 @@
+"""The execution switches of this process, in one documented object: ``screwdyn.execution.config``.
+
+    import screwdyn as sd
+
+    sd.execution.config.native = False        # numpy calls on numpy instead of machine code
+    sd.execution.config.max_programs = 64     # fewer programs kept in memory
+
+Fields:
+
+- ``native`` (True): numpy calls run through machine code compiled from the recursions; False
+  runs them on numpy (``use_native``).
+- ``custom_calls`` (True): JAX calls on the CPU run the native programs as XLA custom calls;
+  False runs them on jax.numpy (``use_custom_calls``). Functions JAX has traced keep their path.
+- ``chunk_states`` (None): states per chunk of a numpy batch on the numpy path; None chooses from
+  the model's size (``plan.chunk_size``: about 256 MiB of intermediates).
+- ``max_programs`` (256): programs kept in this process's memory, and callables bound to them;
+  past it the least recently used goes (``store.Store``) and is made again, or loaded from the
+  disk cache, when next needed.
+- ``cache_size`` (None): the most bytes the disk cache of programs may take; None reads
+  ``$SCREWDYN_CACHE_SIZE`` (e.g. ``500M``, ``2G``), else 1 GiB (``cache.size_limit``).
+
+Changing ``native`` or ``custom_calls`` drops the callables made for earlier calls, so the next
+call takes the new path.
+"""
+from dataclasses import dataclass, fields
+from typing import Callable, List, Optional
+
+
+@dataclass
+class Config:
+    """The execution switches (see the module docstring)."""
+
+    native: bool = True
+    custom_calls: bool = True
+    chunk_states: Optional[int] = None
+    max_programs: int = 256
+    cache_size: Optional[int] = None
+
+    def __setattr__(self, name: str, value: object) -> None:
+        if name not in {f.name for f in fields(self)}:
+            raise AttributeError(f"screwdyn.execution.config has no setting {name!r}; valid: "
+                                 + ", ".join(f.name for f in fields(self)))
+        value = _CHECKS[name](value)
+        changed = getattr(self, name, value) != value
+        object.__setattr__(self, name, value)
+        if changed:
+            for listener in _LISTENERS:
+                listener(name)
+
+
+def _flag(value: object) -> bool:
+    return bool(value)
+
+
+def _positive_or_none(value: object) -> Optional[int]:
+    if value is None:
+        return None
+    number = int(value)  # type: ignore[call-overload]
+    if number < 1:
+        raise ValueError(f"must be a positive whole number or None, got {value!r}")
+    return number
+
+
+def _positive(value: object) -> int:
+    number = _positive_or_none(value)
+    if number is None:
+        raise ValueError("must be a positive whole number, not None")
+    return number
+
+
+_CHECKS = {"native": _flag, "custom_calls": _flag, "chunk_states": _positive_or_none,
+           "max_programs": _positive, "cache_size": _positive_or_none}
+#: called with a setting's name when it changes (the plan drops its callables)
+_LISTENERS: List[Callable[[str], None]] = []
+
+config = Config()
