@@ -67,7 +67,7 @@ def _snap(x):
     return constant(x, 1e-14)
 
 
-@lru_cache(maxsize=None)
+@lru_cache(maxsize=1024)  # keyed by user data (poses, axes): bounded
 def _rodrigues(axis):
     """Per entry of R(angle) about ``axis``: the coefficients of 1, sin and cos."""
     x, y, z = axis

@@ -142,7 +142,7 @@ class SubsystemFunction:
         return tau, batch.through_public(alg, zeta, "wrench")
 
 
-@lru_cache(maxsize=None)
+@lru_cache(maxsize=256)  # keyed by user data (poses, axes): bounded
 def _pose(alg, T):
     """The algebra pose of a constant 4x4 transform (16 numbers)."""
     T = np.reshape(T, (4, 4))
