@@ -141,6 +141,11 @@ def _open_directory(create):
     """The cache directory as an open file descriptor (entries are opened relative to it), or
     None where it does not exist (and ``create`` is false) or is not safe (one warning)."""
     folder = directory()
+    if not {os.open, os.unlink, os.rename, os.utime} <= os.supports_dir_fd:  # (replace: as rename)
+        _warn(("platform", folder), "the program cache opens its entries relative to the checked "
+              "directory (dir_fd), which this platform lacks, so it is not used")
+        yield None
+        return
     if create:
         _make_private(folder)
     try:
