@@ -7,12 +7,16 @@
     screwdyn view MODEL [--trajectory traj.npz]
     screwdyn rollouts MODEL --n 100000 --out dataset/ [--engine processes|ray|serial]
 
-MODEL is a bundled robot name (``screwdyn info --list``), a URDF file or a DH table (.csv).
-Errors print one line and exit with status 2.
+MODEL is a bundled robot name (``screwdyn info --list``), a URDF file, an MJCF file or a DH
+table (.csv); ``--floating-base``, ``--joint-order`` and ``--unsupported`` say how to load it.
+Errors (a bad option, a bad file, a failed simulation) print one line, ``screwdyn: error: ...``,
+on stderr and exit with status 2; Ctrl-C exits with status 130. An error that advises a
+keyword of the Python API names the matching option too.
 """
 import argparse
 import json
 import os
+import re
 import sys
 import time
 import warnings
@@ -23,32 +27,74 @@ from . import dynamics
 from .algebra import ALGEBRAS
 from .errors import InertiaWarning, ModelError
 
+#: exit statuses: success, an error (bad option, bad file, failed run), Ctrl-C or SIGTERM
+EXIT_OK, EXIT_ERROR, EXIT_INTERRUPTED = 0, 2, 130
 
-def resolve_model(spec, floating_base=False):
+MODEL_HELP = ("a bundled robot name (screwdyn info --list), a URDF file, an MJCF file (root "
+              "element <mujoco>; needs MuJoCo) or a DH table (.csv)")
+
+#: what each model-loading option applies to (it is refused for other kinds of MODEL)
+_APPLIES_TO = {"floating-base": "URDF files", "joint-order": "URDF files",
+               "unsupported": "MJCF files"}
+
+
+# -- loading a model --------------------------------------------------------------------------
+def add_model_arguments(parser, optional=False):
+    """MODEL and the options that say how to load it, on a subcommand's ``parser``: every
+    command that loads a model takes them (``load_model`` reads them back)."""
+    parser.add_argument("model", nargs="?" if optional else None, help=MODEL_HELP)
+    group = parser.add_argument_group("loading MODEL")
+    group.add_argument("--floating-base", action="store_true",
+                       help="URDF: add a free root joint above the root link")
+    group.add_argument("--joint-order", choices=("file", "name"),
+                       help="URDF: order sibling joints as the file lists them, or by name "
+                            "(Pinocchio's order); default file, with a warning where they differ")
+    group.add_argument("--unsupported", choices=("error", "ignore"),
+                       help="MJCF: refuse tendons and equality constraints (error, the "
+                            "default) or load the rigid-body tree without them (ignore)")
+
+
+def load_model(args):
+    """The Model that the arguments of ``add_model_arguments`` name."""
+    return resolve_model(args.model, args.floating_base, joint_order=args.joint_order,
+                         unsupported=args.unsupported)
+
+
+def resolve_model(spec, floating_base=False, joint_order=None, unsupported=None):
     """A Model from a bundled robot name, a URDF or MJCF path (or URDF XML text) or a DH table
-    file; an MJCF file is one whose root element is <mujoco> (loaded through MuJoCo)."""
+    file; an MJCF file is one whose root element is <mujoco> (loaded through MuJoCo).
+    ``joint_order`` applies to URDF files, ``unsupported`` to MJCF files (None: the loader's
+    default); an option given for a kind of model that does not take it is a ModelError."""
     from .model import load_urdf
     from .model import robots
 
+    options = {"floating-base": floating_base, "joint-order": joint_order,
+               "unsupported": unsupported}
     if spec in robots.names():
-        if floating_base:
-            raise ModelError(f"--floating-base applies to URDF files, not to bundled {spec!r}")
+        _refuse(options, (), f"the bundled robot {spec!r}")
         return robots.load(spec)
     if spec.lower().endswith(".csv"):
         from .model.dh import load_dh_table
 
+        _refuse(options, (), f"a DH table ({spec})")
         return load_dh_table(spec)
     if os.path.isfile(spec) and _root_tag(spec) == "mujoco":
         from .model import load_mjcf
 
-        if floating_base:
-            raise ModelError("--floating-base applies to URDF files: an MJCF file declares its "
-                             "own free joints")
-        return load_mjcf(spec)
+        _refuse(options, ("unsupported",), f"an MJCF file ({spec}: it declares its own joints)")
+        return load_mjcf(spec, unsupported=unsupported or "error")
     if os.path.exists(spec) or spec.lstrip().startswith("<"):
-        return load_urdf(spec, floating_base=floating_base)
+        _refuse(options, ("floating-base", "joint-order"), "a URDF file")
+        return load_urdf(spec, floating_base=floating_base, joint_order=joint_order)
     raise ModelError(f"{spec!r} is neither a bundled robot ({', '.join(robots.names())}) "
-                     "nor an existing URDF or DH table (.csv) file")
+                     "nor an existing URDF, MJCF or DH table (.csv) file")
+
+
+def _refuse(options, taken, what):
+    """ModelError for the first option given (not None or False) that ``what`` does not take."""
+    for name, value in options.items():
+        if value and name not in taken:
+            raise ModelError(f"--{name} applies to {_APPLIES_TO[name]}, not to {what}")
 
 
 def _root_tag(path):
@@ -88,7 +134,7 @@ def cmd_info(args):
         return 0
     if not args.model:
         raise ModelError("info needs a MODEL (or --list)")
-    model = resolve_model(args.model, args.floating_base)
+    model = load_model(args)
     print(model.summary())
     print(f"  nq = {model.nq}, nv = {model.nv}, links = {model.nlinks}, "
           f"total mass = {model.total_mass:.6g} kg")
@@ -105,7 +151,7 @@ def _state_vector(values, size, name, default):
 
 
 def cmd_dynamics(args):
-    model = resolve_model(args.model, args.floating_base)
+    model = load_model(args)
     q = _state_vector(args.q, model.nq, "q", np.array(model.neutral))
     qd = _state_vector(args.qd, model.nv, "qd", np.zeros(model.nv))
     qdd = _state_vector(args.qdd, model.nv, "qdd", np.zeros(model.nv))
@@ -177,26 +223,75 @@ def cmd_demo(args):
     return 0 if worst < 1e-10 else 1
 
 
-# -- entry point ------------------------------------------------------------------------
+# -- errors -----------------------------------------------------------------------------------
+#: keywords of the Python API that messages advise -> the command line's option and what it
+#: takes where the message quotes no value
+_OPTIONS = {"unsupported": ("--unsupported", "ignore"), "joint_order": ("--joint-order", "name"),
+            "points": ("--contact-points", "LINK[:X,Y,Z[:R]]"),
+            "stiffness": ("--contact-stiffness", "K"), "backend": ("--backend", "numpy"),
+            "engine": ("--engine", "serial"), "workers": ("--workers", "N"),
+            "algebra": ("--algebra", "spatial")}
+#: a keyword advised: after "pass", "use", "give", "or" or "GroundContact(", with its value
+_ADVICE = re.compile(r"(?:\b(?:[Pp]ass|[Uu]se|[Gg]ive|or)\s+|GroundContact\()([a-z_]+)="
+                     r"(?:'([^']*)'|\"([^\"]*)\")?")
+
+
+def command_line_advice(message):
+    """The command line's options for the Python keywords ``message`` advises, each once and
+    in order: ``"pass unsupported='ignore'"`` gives ``["--unsupported ignore"]``."""
+    found = []
+    for match in _ADVICE.finditer(message):
+        if match.group(1) in _OPTIONS:
+            flag, placeholder = _OPTIONS[match.group(1)]
+            value = next((v for v in match.group(2, 3) if v is not None), placeholder)
+            found.append(f"{flag} {value}")
+    return list(dict.fromkeys(found))
+
+
+def one_line(message):
+    """``message`` on one line (its lines joined), followed by the command line's options for
+    the Python keywords it advises: ``... (command line: --unsupported ignore)``."""
+    text = " ".join(str(message).split())
+    advice = command_line_advice(text)
+    return text + (f" (command line: {' or '.join(advice)})" if advice else "")
+
+
+def report_error(error):
+    """Print the error line, ``screwdyn: error: ...``, on stderr; returns ``EXIT_ERROR``."""
+    text = one_line(error) or type(error).__name__
+    print(f"screwdyn: error: {text}", file=sys.stderr)
+    return EXIT_ERROR
+
+
+class Parser(argparse.ArgumentParser):
+    """An ArgumentParser whose errors are one line, as the command's other errors, naming
+    ``--help`` instead of printing the usage."""
+
+    def error(self, message):
+        report_error(f"{message} (see {self.prog} --help)")
+        self.exit(EXIT_ERROR)
+
+
+# -- entry point ------------------------------------------------------------------------------
 def build_parser():
-    parser = argparse.ArgumentParser(prog="screwdyn", description=__doc__.split("\n")[0])
+    """The ``screwdyn`` parser with every subcommand this installation can run."""
+    parser = Parser(prog="screwdyn", description=__doc__.split("\n")[0])
     sub = parser.add_subparsers(dest="command", required=True)
+    parser.commands = sub.choices  # name -> the subcommand's parser
 
     info = sub.add_parser("info", help="joints, links, masses and DoF of a model")
-    info.add_argument("model", nargs="?", help="bundled robot name, URDF file or DH table")
+    add_model_arguments(info, optional=True)
     info.add_argument("--list", action="store_true", help="list the bundled robots")
-    info.add_argument("--floating-base", action="store_true", help="add a free root joint")
     info.set_defaults(func=cmd_info)
 
     dyn = sub.add_parser("dynamics", help="torques, gravity torques and mass matrix at a state")
-    dyn.add_argument("model", help="bundled robot name, URDF file or DH table")
+    add_model_arguments(dyn)
     for name, meaning in (("q", "configuration (nq numbers)"), ("qd", "velocity (nv numbers)"),
                           ("qdd", "acceleration (nv numbers)")):
         dyn.add_argument(f"--{name}", type=float, nargs="+", help=meaning + "; default zero")
     dyn.add_argument("--gravity", type=float, nargs=3, metavar=("GX", "GY", "GZ"),
                      help="gravity in the world frame (default 0 0 -9.81)")
     dyn.add_argument("--algebra", default="spatial", choices=list(ALGEBRAS))
-    dyn.add_argument("--floating-base", action="store_true", help="add a free root joint")
     dyn.add_argument("--json", action="store_true", help="machine-readable output")
     dyn.set_defaults(func=cmd_dynamics)
 
@@ -219,27 +314,30 @@ def build_parser():
 
 
 def _show_warning(message, category, *_args, **_kwargs):
+    """A warning on one line of stderr (with the command line's form of its advice)."""
     kind = "inertia warning" if issubclass(category, InertiaWarning) else "warning"
-    print(f"screwdyn: {kind}: {message}", file=sys.stderr)
+    print(f"screwdyn: {kind}: {one_line(message)}", file=sys.stderr)
 
 
 def main(argv=None):
+    """Run the command ``argv`` (default: ``sys.argv[1:]``); returns the exit status: 0, 2
+    for an error (one line on stderr), 130 when interrupted."""
     parser = build_parser()
-    args = parser.parse_args(argv)
+    args, unknown = parser.parse_known_args(argv)
+    if unknown:  # said by the subcommand's parser, whose --help lists the options
+        parser.commands[args.command].error(f"unrecognized arguments: {' '.join(unknown)}")
     try:
         with warnings.catch_warnings():
             warnings.showwarning = _show_warning
             return args.func(args)
     except BrokenPipeError:  # the reader went away (screwdyn info x | head): nothing to say
         sys.stdout = open(os.devnull, "w")
-        return 0
+        return EXIT_OK
     except (ModelError, ValueError, OSError, ImportError) as e:  # ImportError: an extra missing
-        first = str(e).splitlines()[0] if str(e) else type(e).__name__
-        print(f"screwdyn: error: {first}", file=sys.stderr)
-        return 2
+        return report_error(e)
     except KeyboardInterrupt:
         print("screwdyn: interrupted", file=sys.stderr)
-        return 130
+        return EXIT_INTERRUPTED
 
 
 if __name__ == "__main__":

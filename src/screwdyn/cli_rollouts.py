@@ -6,13 +6,15 @@ a Ray cluster, streamed to sharded Parquet files; rerunning the same command res
         [--engine serial|processes|ray] [--workers N] [--chunk-size 256] [--address HOST:6379]
 
 Rollout i starts from ``RandomStates(model, velocity_std)`` drawn with its own seed (joint angles
-uniform in [-pi, pi]). Exit status 0 (failed rollouts are recorded in the dataset and counted
-in the summary), 1 when the job stopped (``RolloutError``), 2 for bad arguments, a folder that
-holds another dataset, or a disk error (the shards written so far stay valid).
+uniform in [-pi, pi]). MODEL is loaded as by every screwdyn command (``--floating-base``,
+``--joint-order``, ``--unsupported``). Exit status 0 (failed rollouts are recorded in the
+dataset and counted in the summary); 2, with one line on stderr, for bad arguments, a folder
+that holds another dataset, a disk error, or a job that stopped (``RolloutError``; the shards
+written so far stay valid); 130 when interrupted.
 """
-import sys
 import time
 
+from .cli import add_model_arguments, load_model, report_error
 from .cli_simulate import CONTROLLERS, enable_compile_cache, make_controller
 
 
@@ -26,7 +28,7 @@ def add_parser(subparsers):
         description="Simulate N rollouts of MODEL from random initial states (seeded per "
                     "rollout) on one core, all cores or a Ray cluster, and write them to a "
                     "sharded, checksummed Parquet dataset; the same command resumes it.")
-    p.add_argument("model", help="bundled robot name, URDF file or DH table (.csv)")
+    add_model_arguments(p)
     p.add_argument("--n", type=int, required=True, help="number of rollouts")
     p.add_argument("--out", required=True, help="dataset folder (created; resumed if it holds "
                                                 "this dataset)")
@@ -51,7 +53,6 @@ def add_parser(subparsers):
     p.add_argument("--backend", default="auto", choices=["auto", "jax", "numpy"])
     p.add_argument("--gravity", type=float, nargs=3, metavar=("GX", "GY", "GZ"))
     p.add_argument("--damping", type=float, help="viscous damping on every joint [N m s/rad]")
-    p.add_argument("--floating-base", action="store_true", help="add a free root joint (URDF)")
     p.add_argument("--record-every", type=int, default=1, help="keep every k-th sample")
     p.add_argument("--quiet", action="store_true", help="no progress bar")
     p.add_argument("--no-compile-cache", action="store_true",
@@ -62,10 +63,9 @@ def add_parser(subparsers):
 
 def run(args):
     """Run ``screwdyn rollouts`` with parsed arguments; returns the exit status."""
-    from .cli import resolve_model
     from .rollouts import RandomStates, RolloutError, rollouts
 
-    model = resolve_model(args.model, args.floating_base)
+    model = load_model(args)
     if args.damping is not None:
         model = model.with_joint_parameters(damping=args.damping)
     controller = make_controller(args, model)
@@ -80,8 +80,7 @@ def run(args):
                       algebra=args.algebra, backend=args.backend, gravity=args.gravity,
                       record_every=args.record_every, progress=not args.quiet)
     except RolloutError as e:
-        print(f"screwdyn: error: {e}", file=sys.stderr)
-        return 1
+        return report_error(e)
     wall = time.perf_counter() - t0
     run = ds.run
     skipped = run["skipped"]

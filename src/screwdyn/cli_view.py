@@ -3,12 +3,15 @@
     screwdyn view MODEL [--q ...] [--trajectory FILE [--rollout I] [--speed S]]
                   [--port 8080] [--host 127.0.0.1] [--frames] [--com] [--skeleton] [--open]
 
-MODEL is a bundled robot name, a URDF file or a DH table (as for every screwdyn command); the
-visual geometry comes from the URDF (a bundled robot or a DH table is drawn as a skeleton). The
+MODEL is a bundled robot name, a URDF file, an MJCF file or a DH table, loaded as by every
+screwdyn command (``--floating-base``, ``--joint-order``, ``--unsupported``); the visual
+geometry comes from the URDF (another model is drawn as a skeleton, or give ``--urdf``). The
 URL is printed; the server needs no display (open the URL in any browser that reaches the port).
 """
 import argparse
 from typing import Any
+
+from .cli import add_model_arguments
 
 
 def add_parser(subparsers: Any) -> argparse.ArgumentParser:
@@ -16,7 +19,7 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "view", help="the robot in a browser (meshes, joint sliders, trajectory playback)",
         description="Serve a 3-D view of MODEL (viser) and print its URL; Ctrl-C stops it.")
-    p.add_argument("model", help="bundled robot name, URDF file or DH table (.csv)")
+    add_model_arguments(p)
     p.add_argument("--q", type=float, nargs="+", help="configuration to show (nq numbers)")
     p.add_argument("--trajectory", help="a trajectory of MODEL to play (.npz or .csv, saved "
                                         "by screwdyn simulate --out or Trajectory.save)")
@@ -24,7 +27,6 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
                    help="which rollout of a batched trajectory (one index per batch dimension)")
     p.add_argument("--speed", type=float, default=1.0, help="playback speed (1: real time)")
     p.add_argument("--urdf", help="read the visual geometry from this URDF instead")
-    p.add_argument("--floating-base", action="store_true", help="add a free root joint (URDF)")
     p.add_argument("--port", type=int, default=8080, help="port (the next free one if taken)")
     p.add_argument("--host", default="127.0.0.1",
                    help="address to listen on (0.0.0.0: every interface; default local only)")
@@ -37,11 +39,11 @@ def add_parser(subparsers: Any) -> argparse.ArgumentParser:
 
 
 def run(args: argparse.Namespace) -> int:
-    from .cli import resolve_model
+    from .cli import load_model
     from .sim import Trajectory
     from .viewer import view
 
-    model = resolve_model(args.model, args.floating_base)  # a URDF model knows its file
+    model = load_model(args)  # a URDF model knows its file
     if args.q is not None and args.trajectory:
         raise ValueError("give --q or --trajectory, not both")
     q = None
