@@ -593,7 +593,7 @@ def test_cli_simulate_failure_keeps_the_samples(tmp_path, capsys):
     args = parse(["simulate", str(urdf), "--duration", "2", "--dt", "0.05", "--q0", "0.4",
                   "--controller", "pd", "--kp", "1e6", "--kd", "0", "--integrator", "euler",
                   "--out", str(tmp_path / "t.csv"), "--quiet", "--no-compile-cache"])
-    assert cli_simulate.run(args) == 1
+    assert cli_simulate.run(args) == 2  # one line, status 2 (#26)
     assert "diverged" in capsys.readouterr().err
     partial = Trajectory.load(tmp_path / "t.csv")
     assert 0 < partial.n_samples < 40 and np.all(np.isfinite(partial.q))

@@ -3,12 +3,14 @@
     screwdyn simulate MODEL --duration 5 --dt 1e-3 --controller gravity --out traj.npz \\
         --plot traj.png [--animate traj.gif] [--contact --mu 0.8] [--joint-limits]
 
-MODEL is a bundled robot name, a URDF file, an MJCF file or a DH table (as for every screwdyn
-command). Every output is checked before the run (known format, writable folder; an existing
-file only with --force). A progress bar (tqdm) goes to stderr on runs longer than a second; a
-summary ends the run. Ctrl-C or SIGTERM stops the run and writes the samples computed so far to
---out. Exit status 0; 1 when the simulation failed (the samples before the failure are still
-saved with --out); 2 for bad arguments; 130 when interrupted.
+MODEL is a bundled robot name, a URDF file, an MJCF file or a DH table, loaded as by every
+screwdyn command (``--floating-base``, ``--joint-order``, ``--unsupported``). Every output is
+checked before the run (known format, writable folder; an existing file only with --force). A
+progress bar (tqdm) goes to stderr on runs longer than a second, and ends at the step where the
+run stopped; a summary ends the run. Ctrl-C or SIGTERM stops the run and writes the samples
+computed so far to --out. Exit status 0; 2, with one line on stderr, for bad arguments or a
+failed simulation (the samples before the failure are still saved with --out); 130 when
+interrupted.
 """
 import os
 import signal
@@ -16,6 +18,8 @@ import sys
 import time
 
 import numpy as np
+
+from .cli import EXIT_INTERRUPTED, EXIT_OK, add_model_arguments, load_model, report_error
 
 CONTROLLERS = ("zero", "gravity", "pd", "pd-gravity")
 
@@ -29,7 +33,7 @@ def add_parser(subparsers):
         "simulate", help="simulate a robot, save, plot and animate the trajectory",
         description="Simulate MODEL from q0 (default: the neutral configuration) under a "
                     "built-in controller and print a summary.")
-    p.add_argument("model", help="bundled robot name, URDF or MJCF file, or DH table (.csv)")
+    add_model_arguments(p)
     p.add_argument("--duration", type=float, default=5.0, help="simulated time [s] (default 5)")
     p.add_argument("--dt", type=float, default=1e-3, help="time step [s] (default 1e-3)")
     p.add_argument("--controller", choices=CONTROLLERS, default="zero",
@@ -47,12 +51,20 @@ def add_parser(subparsers):
     p.add_argument("--backend", default="auto", choices=list(BACKENDS))
     p.add_argument("--gravity", type=float, nargs=3, metavar=("GX", "GY", "GZ"),
                    help="gravity in the world frame (default: the model's, 0 0 -9.81)")
-    p.add_argument("--floating-base", action="store_true", help="add a free root joint (URDF)")
     p.add_argument("--contact", action="store_true",
                    help="a ground plane at z = 0 touching the model's collision geometry")
     p.add_argument("--mu", type=float, default=0.8, help="ground friction coefficient (0.8)")
     p.add_argument("--contact-links", nargs="+", metavar="LINK",
                    help="only the collision geometry of these links touches the ground")
+    p.add_argument("--contact-points", nargs="+", action="extend", type=contact_point,
+                   metavar="LINK[:X,Y,Z[:R]]",
+                   help="the points that touch the ground instead of the collision geometry: "
+                        "a point of LINK at X,Y,Z in its frame (m; default its origin), a "
+                        "sphere of radius R (m) if given; e.g. foot:0,0,-0.05:0.02 "
+                        "(implies --contact)")
+    p.add_argument("--contact-stiffness", type=float, metavar="K",
+                   help="ground stiffness per contact point [N/m] (default: the weight "
+                        "sinks 0.75 mm on one point)")
     p.add_argument("--joint-limits", action="store_true", help="enforce the joint limits")
     p.add_argument("--record-every", type=int, default=1, help="keep every k-th sample")
     p.add_argument("--out", help="save the trajectory (.npz or .csv)")
@@ -90,14 +102,39 @@ def enable_compile_cache():
     return path
 
 
-def _resolve_model(spec, floating_base):
-    from .cli import resolve_model
+def contact_point(text):
+    """A ``ContactPoint`` from ``LINK[:X,Y,Z[:R]]`` (the value of --contact-points): at X,Y,Z
+    (m) in LINK's frame (default its origin), of radius R (m, default 0: a point)."""
+    import argparse
 
-    if spec.lower().endswith(".xml") and os.path.exists(spec):
-        from .model import load_mjcf
+    from .sim import ContactPoint
 
-        return load_mjcf(spec)
-    return resolve_model(spec, floating_base)
+    link, _, rest = text.partition(":")
+    position, _, radius = rest.partition(":")
+    try:
+        xyz = tuple(float(x) for x in position.split(",")) if position else (0.0, 0.0, 0.0)
+        r = float(radius) if radius else 0.0
+    except ValueError:
+        xyz, r = (), 0.0
+    if not link or len(xyz) != 3:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not LINK[:X,Y,Z[:R]] (e.g. foot:0,0,-0.05:0.02: a sphere of radius "
+            "0.02 m at (0, 0, -0.05) m in the frame of link foot)")
+    return ContactPoint(link, xyz, r)
+
+
+def ground_contact(args):
+    """The ``GroundContact`` the arguments ask for (--contact, or --contact-points), or None;
+    ``ValueError`` for a contact option given without them."""
+    from .sim import GroundContact
+
+    if not (getattr(args, "contact", False) or getattr(args, "contact_points", None)):
+        for name in ("contact_links", "contact_stiffness"):
+            if getattr(args, name, None) is not None:
+                raise ValueError(f"--{name.replace('_', '-')} needs --contact")
+        return None
+    return GroundContact(mu=args.mu, links=args.contact_links, points=args.contact_points,
+                         stiffness=args.contact_stiffness)
 
 
 def _vector(values, size, name, default):
@@ -174,32 +211,23 @@ def _save(traj, path, interrupted):
 
 def run(args):
     """Run ``screwdyn simulate`` with parsed arguments; returns the exit status."""
-    from .sim import GroundContact, SimulationError, SimulationInterrupted, simulate
-    from .sim.progress import ProgressBar
-    from .sim.summary import summary_lines
+    from .sim import SimulationError, SimulationInterrupted, simulate
 
     check_outputs(args)
     if args.plot or args.animate:
         from .plot import require_matplotlib
 
-        try:
-            require_matplotlib()  # before the run, not after it
-        except ImportError as e:
-            print(f"screwdyn: error: {e}", file=sys.stderr)
-            return 2
-    model = _resolve_model(args.model, getattr(args, "floating_base", False))
+        require_matplotlib()  # before the run, not after it (ImportError: one line, status 2)
+    model = load_model(args)
     if args.damping is not None:
         model = model.with_joint_parameters(damping=args.damping)
     q0 = _vector(args.q0, model.nq, "q0", np.array(model.neutral))
     qd0 = _vector(args.qd0, model.nv, "qd0", np.zeros(model.nv))
     controller = make_controller(args, model)
-    contact = None
-    if getattr(args, "contact", False):
-        contact = GroundContact(mu=args.mu, links=args.contact_links)
+    contact = ground_contact(args)
     cache = None if getattr(args, "no_compile_cache", False) else enable_compile_cache()
     t0 = time.perf_counter()
-    bar = None if args.quiet else ProgressBar(
-        int(np.ceil(args.duration / args.dt - 1e-9)) if args.dt > 0 else 0, args.dt)
+    bar = _progress_bar(args)
     failed, interrupted, traj = None, None, None
     previous = signal.signal(signal.SIGTERM, _raise_interrupt) \
         if _in_main_thread() else None
@@ -215,24 +243,69 @@ def run(args):
         except SimulationInterrupted as e:
             interrupted, traj = e, e.trajectory
         finally:
-            if bar is not None:
-                bar.close()
+            _end_bar(bar, failed, interrupted)
         written = []
         if args.out and traj is not None:
             saved = _save(traj, args.out, interrupted is not None)
             if saved is None:
-                return 130
+                return EXIT_INTERRUPTED
             written.append(saved)
     finally:
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
     if failed is None and interrupted is None:
-        if args.plot:
-            traj.plot(args.plot, progress=not args.quiet)
-            written.append(args.plot)
-        if args.animate:
-            written.append(traj.animate(args.animate, model=model, progress=not args.quiet))
-    total = time.perf_counter() - t0
+        written += _pictures(args, traj, model)
+    _print_summary(model, traj, time.perf_counter() - t0, cache, written)
+    if interrupted is not None:
+        print(f"screwdyn: {interrupted}" + (f"; written to {args.out}" if args.out else
+                                            " (save them with --out)"), file=sys.stderr)
+        return EXIT_INTERRUPTED
+    if failed is not None:
+        kept = 0 if traj is None else traj.n_samples
+        return report_error(f"{failed}; the {kept} samples before the failure are "
+                            + (f"written to {args.out}" if args.out else
+                               "kept (save them with --out)"))
+    return EXIT_OK
+
+
+def _progress_bar(args):
+    """The run's progress bar, held open until ``_end_bar`` (None with --quiet)."""
+    from .sim.progress import ProgressBar
+
+    if args.quiet:
+        return None
+    steps = int(np.ceil(args.duration / args.dt - 1e-9)) if args.dt > 0 else 0
+    return ProgressBar(steps, args.dt, held=True)
+
+
+def _end_bar(bar, failed, interrupted):
+    """End the progress bar where the run stopped: the failing or interrupted step, or where it
+    stands after a run that finished."""
+    if bar is None:
+        return
+    if failed is not None:
+        bar.end(failed.step, "failed")
+    elif interrupted is not None:
+        bar.end(interrupted.step, "interrupted")
+    else:
+        bar.end()
+
+
+def _pictures(args, traj, model):
+    """Write the plot and the animation asked for; returns their paths."""
+    written = []
+    if args.plot:
+        traj.plot(args.plot, progress=not args.quiet)
+        written.append(args.plot)
+    if args.animate:
+        written.append(traj.animate(args.animate, model=model, progress=not args.quiet))
+    return written
+
+
+def _print_summary(model, traj, total, cache, written):
+    """The run's summary on stdout."""
+    from .sim.summary import summary_lines
+
     print(f"screwdyn simulate: {model!r}")
     for line in summary_lines(traj):
         print("  " + line)
@@ -241,16 +314,6 @@ def run(args):
         print(f"  {'cache':<12} compiled rollouts kept in {cache} (--no-compile-cache: off)")
     if written:
         print(f"  {'wrote':<12} {', '.join(os.fspath(w) for w in written)}")
-    if interrupted is not None:
-        print(f"screwdyn: {interrupted}" + (f"; written to {args.out}" if args.out else
-                                            " (save them with --out)"), file=sys.stderr)
-        return 130
-    if failed is not None:
-        print(f"screwdyn: error: {failed}", file=sys.stderr)
-        print(f"screwdyn: the {traj.n_samples} samples before the failure are kept"
-              + (f" in {args.out}" if args.out else " (save them with --out)"), file=sys.stderr)
-        return 1
-    return 0
 
 
 def _in_main_thread():
