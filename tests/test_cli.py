@@ -1,5 +1,10 @@
-"""The screwdyn command: info, dynamics, demo, and one-line errors."""
+"""The screwdyn command: info, dynamics, demo, one-line errors, the options its messages advise
+(--unsupported, --joint-order, --contact-points), a failed run's exit status and progress bar,
+and the mode of the files it writes."""
 import json
+import os
+import re
+import stat
 import subprocess
 import sys
 
@@ -7,7 +12,8 @@ import numpy as np
 import pytest
 
 import screwdyn as sd
-from screwdyn.cli import main
+from conftest import PENDULUM_URDF, erd_urdf
+from screwdyn.cli import build_parser, command_line_advice, main
 
 PENDULUM = """<robot name="pendulum">
   <link name="base"/>
@@ -82,3 +88,185 @@ def test_demo_shows_every_algebra_agreeing(capsys):
     out = capsys.readouterr().out
     assert "qr (ready)" in out and "spatial" in out and "vector" in out
     assert "all algebras agree" in out
+
+
+# -- the options the messages advise ------------------------------------------------------------
+TENDON_MJCF = """<mujoco model="tendon">
+  <worldbody>
+    <body name="upper">
+      <joint name="a" type="hinge" axis="0 1 0"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03"/>
+      <body name="lower" pos="0.3 0 0">
+        <joint name="b" type="hinge" axis="0 1 0"/>
+        <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.03"/>
+      </body>
+    </body>
+  </worldbody>
+  <tendon><fixed name="t"><joint joint="a" coef="1"/><joint joint="b" coef="-1"/></fixed></tendon>
+</mujoco>"""
+
+
+def one_error_line(err):
+    """The single line of ``err`` (asserted single), a ``screwdyn: error:`` line."""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("screwdyn: error: "), err
+    return lines[0]
+
+
+def test_unsupported_ignore_loads_an_mjcf_file_with_a_tendon(tmp_path, capsys):
+    """The refusal advises unsupported='ignore' and names --unsupported ignore, which loads it,
+    in every command that loads a model."""
+    pytest.importorskip("mujoco")
+    path = tmp_path / "tendon.xml"
+    path.write_text(TENDON_MJCF)
+    assert main(["info", str(path)]) == 2
+    line = one_error_line(capsys.readouterr().err)
+    assert "1 tendon" in line and "unsupported='ignore'" in line
+    assert line.endswith("(command line: --unsupported ignore)")
+    assert main(["info", str(path), "--unsupported", "ignore"]) == 0
+    assert "nq = 2" in capsys.readouterr().out
+    assert main(["dynamics", str(path), "--unsupported", "ignore", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["joint_names"] == ["a", "b"]
+    assert main(["simulate", str(path), "--unsupported", "ignore", "--duration", "0.01",
+                 "--quiet", "--backend", "numpy", "--no-compile-cache"]) == 0
+
+
+def test_joint_order_chooses_the_order_and_silences_the_warning(capsys):
+    """Talos lists its legs before its torso: by default a one-line warning names
+    --joint-order name; --joint-order name gives Pinocchio's order, silently."""
+    path = erd_urdf("talos_data/robots/talos_reduced.urdf")
+    assert main(["dynamics", path, "--json"]) == 0
+    captured = capsys.readouterr()
+    (warning,) = [line for line in captured.err.splitlines() if "joint_order" in line]
+    assert warning.startswith("screwdyn: warning: ")
+    assert warning.endswith("(command line: --joint-order name or --joint-order file)")
+    assert json.loads(captured.out)["joint_names"] == list(sd.load_urdf(path, joint_order="file")
+                                                          .joint_names)
+    assert main(["dynamics", path, "--json", "--joint-order", "name"]) == 0
+    captured = capsys.readouterr()
+    assert "joint_order" not in captured.err
+    by_name = sd.load_urdf(path, joint_order="name")
+    assert json.loads(captured.out)["joint_names"] == list(by_name.joint_names)
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["info", "puma560", "--joint-order", "name"], "--joint-order applies to URDF files, not to "
+                                                   "the bundled robot 'puma560'"),
+    (["info", "puma560", "--floating-base"], "--floating-base applies to URDF files"),
+    (["info", "{urdf}", "--unsupported", "ignore"], "--unsupported applies to MJCF files, not "
+                                                    "to a URDF file"),
+])
+def test_a_loading_option_for_another_kind_of_model_is_refused(argv, message, urdf_file, capsys):
+    assert main([a.format(urdf=urdf_file) for a in argv]) == 2
+    assert message in one_error_line(capsys.readouterr().err)
+
+
+@pytest.fixture
+def point_pendulum(tmp_path):
+    path = tmp_path / "pendulum.urdf"
+    path.write_text(PENDULUM_URDF)
+    return str(path)
+
+
+def test_contact_points_declare_the_points_the_error_advises(point_pendulum, tmp_path, capsys):
+    """A model without collision geometry: --contact fails advising GroundContact(points=...)
+    and --contact-points; --contact-points LINK:X,Y,Z:R declares them."""
+    fast = ["--duration", "0.01", "--quiet", "--backend", "numpy", "--no-compile-cache"]
+    assert main(["simulate", point_pendulum, "--contact"] + fast) == 2
+    line = one_error_line(capsys.readouterr().err)
+    assert "GroundContact(points=" in line
+    assert line.endswith("(command line: --contact-points LINK[:X,Y,Z[:R]])")
+    out = tmp_path / "t.npz"
+    assert main(["simulate", point_pendulum, "--contact-points", "bob:0,0,1:0.02", "bob",
+                 "--out", str(out)] + fast) == 0  # above the pivot and at it: no touch
+    contact = sd.Trajectory.load(out).meta["contact"]
+    assert contact["labels"] == ["bob point (0.0, 0.0, 1.0)", "bob point (0.0, 0.0, 0.0)"]
+    capsys.readouterr()
+    for bad in ("bob:0,0", "bob:0,0,x", ":0,0,0"):
+        with pytest.raises(SystemExit) as exit:
+            main(["simulate", point_pendulum, "--contact-points", bad] + fast)
+        assert exit.value.code == 2
+        assert "is not LINK[:X,Y,Z[:R]]" in one_error_line(capsys.readouterr().err)
+
+
+@pytest.mark.parametrize("message, advice", [
+    ("pass unsupported='ignore' to load it", ["--unsupported ignore"]),
+    ("Pass joint_order='name' for Pinocchio's order, or joint_order='file' to keep",
+     ["--joint-order name", "--joint-order file"]),
+    ("declare them: GroundContact(points={'foot': [(0, 0, 0)]}) or points=[ContactPoint()]",
+     ["--contact-points LINK[:X,Y,Z[:R]]"]),
+    ("no default stiffness: give stiffness= (N/m)", ["--contact-stiffness K"]),
+    ("compile it, or pass backend='numpy' to silence this", ["--backend numpy"]),
+    ("algebra='vector' needs a model made by from_dh", []),  # a statement, not advice
+    ("(pass check=False to accept them)", []),  # no option for it
+])
+def test_advice_of_a_python_keyword_names_the_option(message, advice):
+    assert command_line_advice(message) == advice
+
+
+# -- help, exit statuses, one-line errors -------------------------------------------------------
+@pytest.mark.parametrize("command", ["info", "dynamics", "simulate", "view", "rollouts"])
+def test_help_names_every_kind_of_model_and_the_loading_options(command):
+    text = " ".join(build_parser().commands[command].format_help().split())
+    for word in ("bundled robot name", "URDF file", "MJCF file", "DH table (.csv)",
+                 "--floating-base", "--joint-order {file,name}", "--unsupported {error,ignore}"):
+        assert word in text
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["info", "puma560", "--unsupported", "maybe"], "argument --unsupported: invalid choice"),
+    (["info", "puma560", "--no-such-option"], "unrecognized arguments: --no-such-option"),
+    ([], "the following arguments are required: command"),
+])
+def test_a_bad_option_is_one_line_and_status_2(argv, message, capsys):
+    with pytest.raises(SystemExit) as exit:
+        main(argv)
+    assert exit.value.code == 2
+    line = one_error_line(capsys.readouterr().err)
+    assert message in line and line.endswith("--help)")
+
+
+FAILING = ["--duration", "2", "--dt", "0.05", "--q0", "0.4", "--controller", "pd", "--kp", "1e6",
+           "--kd", "0", "--integrator", "euler", "--no-compile-cache"]  # diverges at once
+
+
+def test_a_failed_simulation_is_one_line_and_status_2(point_pendulum, tmp_path, capsys):
+    out = tmp_path / "t.csv"
+    assert main(["simulate", point_pendulum, "--quiet", "--out", str(out)] + FAILING) == 2
+    captured = capsys.readouterr()
+    line = one_error_line(captured.err)
+    step = int(re.search(r"simulation failed at step (\d+)", line).group(1))
+    kept = sd.Trajectory.load(out)  # the samples before the failure are written
+    assert line.endswith(f"the {kept.n_samples} samples before the failure are written to {out}")
+    assert 0 < kept.n_samples <= step + 1 and np.all(np.isfinite(kept.q))
+    assert "screwdyn simulate:" in captured.out  # the summary
+
+
+def test_the_progress_bar_ends_at_the_failing_step(point_pendulum, monkeypatch, capsys):
+    """Shown from the start (no delay), the bar's last state is the failure: "failed", the
+    failing step of the total, not 100%."""
+    from tqdm import tqdm
+
+    from screwdyn.sim import progress
+
+    monkeypatch.setattr(progress, "DELAY", 0.0)
+    assert main(["simulate", point_pendulum] + FAILING) == 2
+    err = capsys.readouterr().err
+    *bar, error = err.rstrip("\n").split("\n")
+    step = int(re.search(r"simulation failed at step (\d+)", error).group(1))
+    last = [state for state in "\n".join(bar).replace("\r", "\n").split("\n") if state][-1]
+    assert last.startswith("failed:") and "100%" not in last
+    assert f"| {tqdm.format_sizeof(step)}/{tqdm.format_sizeof(40)} steps" in last
+
+
+# -- files honour the umask ---------------------------------------------------------------------
+@pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
+def test_written_files_honour_the_umask(point_pendulum, tmp_path, umask, mode):
+    """As open() would: 0o666 less the umask (the temporary file is made 0o600)."""
+    out = tmp_path / "t.npz"
+    run = subprocess.run([sys.executable, "-m", "screwdyn", "simulate", point_pendulum,
+                          "--duration", "0.01", "--quiet", "--backend", "numpy",
+                          "--no-compile-cache", "--out", str(out)],
+                         capture_output=True, text=True, preexec_fn=lambda: os.umask(umask))
+    assert run.returncode == 0, run.stderr
+    assert stat.S_IMODE(os.stat(out).st_mode) == mode
