@@ -26,6 +26,7 @@ import numpy as np
 from . import dynamics
 from .algebra import ALGEBRAS
 from .errors import InertiaWarning, ModelError
+from .model import Model
 
 #: exit statuses: success, an error (bad option, bad file, failed run), Ctrl-C or SIGTERM
 EXIT_OK, EXIT_ERROR, EXIT_INTERRUPTED = 0, 2, 130
@@ -39,7 +40,7 @@ _APPLIES_TO = {"floating-base": "URDF files", "joint-order": "URDF files",
 
 
 # -- loading a model --------------------------------------------------------------------------
-def add_model_arguments(parser, optional=False):
+def add_model_arguments(parser: argparse.ArgumentParser, optional: bool = False) -> None:
     """MODEL and the options that say how to load it, on a subcommand's ``parser``: every
     command that loads a model takes them (``load_model`` reads them back)."""
     parser.add_argument("model", nargs="?" if optional else None, help=MODEL_HELP)
@@ -54,7 +55,7 @@ def add_model_arguments(parser, optional=False):
                             "default) or load the rigid-body tree without them (ignore)")
 
 
-def load_model(args):
+def load_model(args: argparse.Namespace) -> Model:
     """The Model that the arguments of ``add_model_arguments`` name."""
     return resolve_model(args.model, args.floating_base, joint_order=args.joint_order,
                          unsupported=args.unsupported)
