@@ -447,7 +447,7 @@ def test_gradients_through_a_contact_rollout_are_finite():
     import jax.numpy as jnp
 
     from screwdyn.sim import rollout
-    from screwdyn.sim.rollout import x64
+    from screwdyn.sim.loop_jax import x64
 
     b = sd.ModelBuilder("puck")  # moves in x and z on two prismatic joints: a quick compile
     b.add_link("world")

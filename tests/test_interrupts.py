@@ -1,6 +1,6 @@
 """Ctrl-C, for real: native and JAX simulations, rollouts to a dataset and saves, interrupted by
 signals sent to real processes. A call into machine code or a compiled JAX loop cannot be
-interrupted, so each call is sized to a fraction of a second (``rollout.Paced``); Ctrl-C stops
+interrupted, so each call is sized to a fraction of a second (``pacing.Paced``); Ctrl-C stops
 the run when the call returns, keeps the samples so far, and ``screwdyn simulate`` saves them
 and exits with status 130. A save interrupted half way leaves the previous file as it was and no
 temporary file. The only times here are generous hang guards (a shared, noisy machine)."""
@@ -34,11 +34,11 @@ def pendulums():
 def test_the_calls_sizes_do_not_change_the_bits(backend, every, monkeypatch):
     """One step per native call (split inside every record) or one sample per JAX call, against
     calls as large as memory allows: the same bits."""
-    rollout = sys.modules["screwdyn.sim.rollout"]
+    pacing = sys.modules["screwdyn.sim.pacing"]
     model, q0 = pendulums()
     runs = []
     for seconds in (1e9, 1e-9):
-        monkeypatch.setattr(rollout, "CHUNK_SECONDS", seconds)
+        monkeypatch.setattr(pacing, "CHUNK_SECONDS", seconds)
         runs.append(simulate(model, q0, None, None, 0.2, 1e-3, backend=backend,
                              record_every=every))
     assert runs[0].n_samples == -(-200 // every) + 1
@@ -47,10 +47,10 @@ def test_the_calls_sizes_do_not_change_the_bits(backend, every, monkeypatch):
 
 
 def test_paced_calls_grow_to_the_time_and_memory_bounds(monkeypatch):
-    rollout = sys.modules["screwdyn.sim.rollout"]
-    paced = rollout.Paced(most=1000)
+    pacing = sys.modules["screwdyn.sim.pacing"]
+    paced = pacing.Paced(most=1000)
     assert paced.take(10 ** 9) == 1
-    monkeypatch.setattr(rollout, "CHUNK_SECONDS", 1e9)
+    monkeypatch.setattr(pacing, "CHUNK_SECONDS", 1e9)
     sizes = []
     for _ in range(6):
         n = paced.take(10 ** 9)
@@ -58,7 +58,7 @@ def test_paced_calls_grow_to_the_time_and_memory_bounds(monkeypatch):
         sizes.append(n)
     assert sizes == [1, 8, 64, 512, 512, 512]  # 8-fold at most, powers of two, <= most
     assert paced.take(3) == 3  # never more than is left
-    monkeypatch.setattr(rollout, "CHUNK_SECONDS", 0.0)
+    monkeypatch.setattr(pacing, "CHUNK_SECONDS", 0.0)
     paced.took(512)
     assert paced.take(10 ** 9) == 1  # a call that took too long: the next is small
 

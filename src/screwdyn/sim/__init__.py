@@ -10,13 +10,26 @@ Modules, each with one job (dependencies point down the list):
 
     settings      Settings, JointLimits, JointFriction: what a run does, checked up front
     geometry      contact points from collision geometry (URDF, MJCF) or declared by the user
+    contact_model ContactModel: what a contact model provides (the protocol the step uses)
     contact       GroundContact: the contact force law (Hunt-Crossley, stick-slip friction)
     joint_springs joint limits and Coulomb joint friction as springs
     system        the ODE's right-hand side: forces, powers, the forward-dynamics call
     integrators   RK4, semi-implicit and explicit Euler on the manifold; stability limits
     policy        controllers, torque profiles and tables as one policy
-    rollout       simulate (numpy loop or compiled JAX loop, failures) and rollout (for jax.grad)
     trajectory    Trajectory: samples, energy accounting
+    energy        the energies of the samples, the energy floor, the energy-balance check
+    record        the samples' layout and the Trajectory made of them
+    run           Run: the constants one simulation runs with
+    inputs        the checks of simulate's arguments and of the run's size
+    stability     the largest stable step of every spring, and the warning
+    step          one step (integrator, controller, forces, energy channels), every backend
+    failures      failure flags and reasons, the first failure, the samples kept before it
+    pacing        the size of each uninterruptible call (memory and CHUNK_SECONDS)
+    loop_numpy    the numpy backend: a Python loop over steps
+    loop_jax      the JAX backend: one compiled XLA loop run in chunks
+    native        the native backend: the step in machine code, the loop too
+    backend       which backend runs a simulation
+    rollout       simulate and rollout (for jax.grad): the public entries tying them together
     files         .npz and .csv trajectory files (atomic writes)
     summary, pictures, progress   what the command line and users look at
 

@@ -120,7 +120,8 @@ class GroundContact:
 
 class Contact:
     """A ground contact bound to a model: the static structure (which link each point is on)
-    and the parameters, as arrays the compiled rollout takes as arguments (``params``)."""
+    and the parameters, as arrays the compiled rollout takes as arguments (``params``). A
+    ``contact_model.ContactModel``: the simulation calls nothing else of it."""
 
     def __init__(self, model, ground, points):
         self.ground, self.points = ground, points
@@ -138,6 +139,11 @@ class Contact:
     @property
     def key(self):
         return ("ground", self.points.key)
+
+    @property
+    def labels(self):
+        """What each contact point is (P,)."""
+        return self.points.labels
 
     def params(self, xp=np):
         """The numbers of the force law: stiffness k, k_t, dissipation, mu, plane normal and
@@ -169,6 +175,10 @@ class Contact:
         point = center - p["radius"][:, None] * n
         arm = xp.einsum("...ji,...j->...i", R, point - origin)  # R^T (point - origin)
         return point, depth, arm, R, origin
+
+    def points_at(self, xp, p, T):
+        """The contact points (N, P, 3) in the world (m) at link poses T (N, nlinks, 4, 4)."""
+        return self.positions(xp, p, T)[0]
 
     def velocities(self, xp, V, arm, R):
         """World velocity (N, P, 3) of the links' material points at the contact points, from
@@ -220,6 +230,47 @@ class Contact:
         """The springs at the initial state: unloaded (no tangential force)."""
         point, _, arm, _, _ = self.positions(xp, p, T)
         return {"delta": 0 * point, "material": arm, "start": point}
+
+    # -- what the checks and the record need -------------------------------------------------
+    def springs(self, model, p, q, M):
+        """(what, stiffness (N/m), damping (N s/m), effective mass (kg)) of the normal and the
+        stick-slip spring of every point at the configuration q (nq,) with mass matrix M
+        (nv, nv): each spring damped as when its point carries the model's whole weight (the
+        worst case), its mass the point's apparent mass along the normal and along the
+        lightest tangential direction."""
+        from ..dynamics import forward_kinematics, jacobian
+
+        Minv = np.linalg.inv(M)
+        T = np.asarray(forward_kinematics(model, q))
+        n = np.asarray(p["normal"])
+        point = self.points_at(np, p, T[None])
+        weight = model.total_mass * 9.81
+        k, kt, c = (float(p[name]) for name in ("k", "kt", "c"))
+        out, seen = [], {}
+        for i, (link, label) in enumerate(zip(self.link, self.points.labels)):
+            if link not in seen:
+                seen[link] = np.asarray(jacobian(model, q, int(link), frame="world"))
+            J = seen[link]
+            r = point[0, i] - T[link, :3, 3]
+            Jp = J[:3] - np.cross(r, J[3:].T).T  # velocity of the point: v + w x r
+            inverse = Jp @ Minv @ Jp.T  # (3, 3): the point's inverse apparent inertia
+            normal = float(n @ inverse @ n)
+            tangent = np.eye(3) - np.outer(n, n)
+            lightest = float(np.linalg.eigvalsh(tangent @ inverse @ tangent).max())
+            # the springs, damped as when the point carries the whole weight (the worst case)
+            if normal > 0:
+                out.append((f"the contact at {label!r}", k, c * weight, 1 / normal))
+            if lightest > 0:
+                out.append((f"the friction spring at {label!r}", kt, c * weight, 1 / lightest))
+        return out
+
+    def describe(self, p):
+        """The ground's numbers for ``traj.meta["contact"]``."""
+        return {"points": len(self.points), "mu": float(p["mu"]),
+                "stiffness": float(p["k"]), "tangential_stiffness": float(p["kt"]),
+                "dissipation": float(p["c"]), "height": float(self.ground.height),
+                "normal": [float(x) for x in np.asarray(p["normal"])],
+                "labels": list(self.points.labels)}
 
 
 def _tangential(xp, x, n):

@@ -1,4 +1,4 @@
-"""The native backend of ``simulate``: the simulation's own step (``rollout.make_step``: the
+"""The native backend of ``simulate``: the simulation's own step (``step.make_step``: the
 integrator, the controller, contact, joint limits, stick-slip friction and the energy channels),
 traced for one rollout with ``execution.trace``'s array namespace into a straight-line program,
 compiled to machine code, and run in a loop over steps in machine code too
@@ -11,6 +11,10 @@ contact forces) into one record vector; the controller's gains and the contact's
 input shared by every rollout, the limit and friction springs' numbers (set per rollout from its
 initial inertia) an input per rollout, so new gains or a new ground reuse the program. Gravity
 is a constant of the program (part of its cache key).
+
+What it runs with is explicit, its imports: the ``run.Run``, the step (``step.make_step``), the
+failure flags and bookkeeping (``failures``), the sizes of its calls (``pacing``) and the
+samples' layout (``record.empty_samples``), the same as the JAX loop's.
 """
 import copy
 import time as _time
@@ -20,7 +24,11 @@ import numpy as np
 from ..execution import cache, plan
 from ..execution import rollout as native_rollout
 from ..execution import trace
+from .failures import Interrupted, bad_flags, finish
+from .pacing import Paced, chunk_length
 from .policy import BadOutput
+from .record import empty_samples
+from .step import make_step
 from .system import ExternalWrenchError
 
 _REFUSALS = {}
@@ -72,7 +80,7 @@ def _rebuild(tree, values, path=()):
 
 # -- what the native backend runs ------------------------------------------------------------
 def refusal(run):
-    """None if the native backend can run ``run`` (a ``rollout._Run``), else why not."""
+    """None if the native backend can run ``run`` (a ``run.Run``), else why not."""
     policy, system = run.policy, run.system
     if not plan.native_enabled():
         return "native code is switched off or llvmlite is not installed"
@@ -190,7 +198,7 @@ def _merge(a, b):
 class _Program:
     """The layouts of one run's step and the function the tracer runs."""
 
-    def __init__(self, run, make_step, bad_flags):
+    def __init__(self, run):
         self.run = one = copy.copy(run)
         one.batch = ()  # the program sees one rollout
         system, policy = run.system, run.policy
@@ -212,7 +220,6 @@ class _Program:
                                    np.zeros((1, 2)))
         self.sample = Layout(sample)
         self.gravity = np.asarray(run.params["gravity"], dtype=float)
-        self.make_step, self.bad_flags = make_step, bad_flags
 
     def shared_numbers(self):
         """The flat shared input: the controller's gains, then the system's shared numbers."""
@@ -246,11 +253,11 @@ class _Program:
         if self.local_layout is not None:
             system = _merge(system, self.local_layout.unflatten(local.T))
         state = self.state.unflatten(s.T)
-        step_fn = self.make_step(one, xp, dt)
+        step_fn = make_step(one, xp, dt)
         (q1, qd1, hybrid1, energy1), sample, tau_ok = step_fn(
             {"policy": gains, "system": system}, k, state["q"], state["qd"], state["hybrid"],
             state["energy"])
-        code = self.bad_flags(xp, tau_ok, sample[2], q1, qd1, one.settings.divergence_limit)
+        code = bad_flags(xp, tau_ok, sample[2], q1, qd1, one.settings.divergence_limit)
         code = xp.reshape(code, (1, 1)) * 1.0
         s1 = self.state.flatten(xp, {"q": q1, "qd": qd1, "hybrid": hybrid1, "energy": energy1})
         return xp.concatenate([s1, self.sample.flatten(xp, sample), code], axis=-1).T
@@ -281,24 +288,24 @@ class _Program:
             return None
 
 
-def run_native(run, progress, make_step, bad_flags, chunk_length, paced, empty, finish,
-               interrupted):
-    """The rollout of ``run`` on the native backend: (samples, failure, timing) as the other
-    backends return them (``finish(samples, bad_step, bad_code)`` cuts and names the failure;
-    ``interrupted(step)`` marks a Ctrl-C). A call into machine code cannot be interrupted:
-    ``paced(most)`` (``rollout.Paced``) sizes each call in steps, to a fraction of a second and
-    at most ``chunk_length(N, width)`` samples, so that Ctrl-C stops the run at once."""
+def run_native(run, progress):
+    """The rollouts of ``run`` (a ``run.Run``) on the native backend: (samples (T, N, ...),
+    failure or ``Interrupted`` or None, timing {"wall_time", "compile_time"} (s)), as the other
+    backends return them; ``progress(done, total)`` (steps), or None, is called after every
+    call. A call into machine code cannot be interrupted: ``pacing.Paced`` sizes each call in
+    steps, to a fraction of a second and at most ``pacing.chunk_length(N, width)`` samples, so
+    that Ctrl-C stops the run at once."""
     t0 = _time.perf_counter()
     N = len(run.q0)
     try:
-        program = _Program(run, make_step, bad_flags)
+        program = _Program(run)
         compiled = native_rollout.get(program.disk_key(), program.memory_key(),
                                       program.state.size, program.sample.size,
                                       run.model.nv if program.table else 0, program.n_shared,
                                       0 if program.local_layout is None
                                       else program.local_layout.size, program, vector=N > 1)
     except (BadOutput, ExternalWrenchError) as e:
-        return empty(), (str(e), 0, ()), \
+        return empty_samples(run), (str(e), 0, ()), \
             {"wall_time": 0.0, "compile_time": _time.perf_counter() - t0}
     compile_time = _time.perf_counter() - t0
     n_steps, every, total = run.n_steps, run.record_every, run.n_records + 1
@@ -317,7 +324,7 @@ def run_native(run, progress, make_step, bad_flags, chunk_length, paced, empty, 
     s = np.ascontiguousarray(program.state.flatten(
         np, {"q": run.q0, "qd": run.qd0, "hybrid": hybrid, "energy": np.zeros((N, 2))}))
     inputs = (table, shared, local)
-    steps = paced(chunk_length(N, program.sample.size) * every)
+    steps = Paced(chunk_length(N, program.sample.size) * every)
     outputs, bad_step, bad_code = [], np.full(N, -1, np.int64), np.zeros(N, np.int64)
     t1 = _time.perf_counter()
     k, done = 0, 0  # steps run, samples recorded
@@ -338,7 +345,7 @@ def run_native(run, progress, make_step, bad_flags, chunk_length, paced, empty, 
                 if done < total and np.any((bad_step >= 0) & (bad_step < n_steps)):
                     break  # a rollout failed: stop here, keep what came before
     except KeyboardInterrupt:
-        stopped = interrupted(min(k, sum(len(r) for r in outputs) * every))
+        stopped = Interrupted(min(k, sum(len(r) for r in outputs) * every))
     flat = np.concatenate(outputs) if outputs else np.zeros((0, N, program.sample.size))
     samples = tuple(program.sample.unflatten(flat.reshape(-1, program.sample.size)))
     samples = tuple(a.reshape((len(flat), N) + a.shape[1:]) for a in samples)
@@ -346,7 +353,7 @@ def run_native(run, progress, make_step, bad_flags, chunk_length, paced, empty, 
     timing = {"wall_time": wall, "compile_time": compile_time}
     if stopped is not None:
         return samples, stopped, timing
-    return (*finish(samples, bad_step, bad_code), timing)
+    return (*finish(run, samples, bad_step, bad_code), timing)
 
 
 def _call(compiled, s, k, done, total, every, budget, dt, inputs):

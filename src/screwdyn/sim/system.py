@@ -36,7 +36,8 @@ def accelerations(model, q, qd, tau, f_ext, gravity, algebra):
 
 class System:
     """The forces of a simulation bound to a model (static structure here, numbers in
-    ``params``, which the compiled rollout takes as arguments)."""
+    ``params``, which the compiled rollout takes as arguments). ``contact`` is a
+    ``contact_model.ContactModel`` (or None): the step reaches contact only through it."""
 
     def __init__(self, model, settings, assembly=None):
         """``assembly``: None, or what simulates in the model's stead (a

@@ -1,0 +1,103 @@
+"""The checks of what ``simulate`` is given, before anything runs: the model (or assembly), the
+step and the duration, the initial states, a torque table's batch, and the size of the run (its
+samples must fit in memory; a very long one warns). Each raises ``ValueError`` naming the
+argument at fault."""
+import math
+import warnings
+
+import numpy as np
+
+from .. import _backend, validation
+from .checks import positive
+from .record import sample_width
+
+#: a rollout with more steps than this (steps x rollouts) warns with its size before it runs
+LONG_ROLLOUT_STEPS = 10 ** 8
+
+
+def split_assembly(model):
+    """(assembly, model): a Model simulates itself (assembly None). An object with its own
+    ``forward_dynamics(q, qd, tau, gravity=, algebra=, time=)``, ``kinetic_energy``,
+    ``potential_energy``, a ``version`` (changed when it changes) and a ``configuration_model``
+    (a Model of its q and v layout), as a ``screwdyn.composition.Assembly`` has, is simulated
+    through them."""
+    layout = getattr(model, "configuration_model", None)
+    return (None, model) if layout is None else (model, layout)
+
+
+def steps(model, dt, t_final, record_every):
+    """(dt (s), t_final (s), n_records, n_steps), checked: a model with degrees of freedom,
+    0 < dt <= t_final. The run takes ceil(t_final / (dt record_every)) records of
+    ``record_every`` steps (t_final rounded up to whole recorded intervals)."""
+    if model.nv == 0:
+        raise ValueError(f"model {model.name!r} has no degrees of freedom: nothing to simulate")
+    dt, t_final = positive(dt, "dt"), positive(t_final, "t_final")
+    if dt > t_final:
+        raise ValueError(f"dt = {dt:g} s is longer than t_final = {t_final:g} s: nothing would "
+                         "be simulated between the first and the last sample; use dt <= t_final")
+    n_records = max(1, math.ceil(t_final / (dt * record_every) - 1e-9))
+    return dt, t_final, n_records, n_records * record_every
+
+
+def initial_state(model, q0, qd0):
+    """(q0 (N, nq), qd0 (N, nv), batch shape), checked: real, finite, unit quaternions."""
+    arrays = []
+    for name, value, size, meaning in (("q0", q0, model.nq, "configuration, nq"),
+                                       ("qd0", qd0, model.nv, "velocity, nv")):
+        if value is None:
+            if name == "q0":
+                raise ValueError(f"q0 must be an array of shape (..., {model.nq}) (configuration,"
+                                 f" nq), got None (model.neutral is the zero configuration)")
+            value = np.zeros(model.nv)
+        a = np.array(value)  # a copy; JAX arrays come back to numpy here
+        if a.dtype == object or a.dtype.kind not in "biuf":
+            raise ValueError(f"{name} must be real numbers, got dtype {a.dtype}")
+        a = a.astype(float)
+        _backend.check_last_dim(a, size, name, meaning)
+        arrays.append(a)
+    q0, qd0 = arrays
+    batch = _backend.broadcast_batch([("q0", q0, 1), ("qd0", qd0, 1)])
+    if not (np.all(np.isfinite(q0)) and np.all(np.isfinite(qd0))):
+        raise ValueError("q0 and qd0 must be finite")
+    for b, qs in zip(model.active_bodies, model.q_slices):
+        unit = b.joint_model.normalize(np, q0[..., qs])
+        if np.any(np.abs(unit - q0[..., qs]) > 1e-6):
+            raise ValueError(f"q0: the quaternion of joint {b.joint!r} (q[{qs.start}:{qs.stop}], "
+                             f"{' '.join(b.joint_model.position_names())}) must have unit norm")
+        q0[..., qs] = unit
+    N = int(np.prod(batch, dtype=int))
+    return (np.broadcast_to(q0, batch + (model.nq,)).reshape(N, model.nq).copy(),
+            np.broadcast_to(qd0, batch + (model.nv,)).reshape(N, model.nv).copy(), batch)
+
+
+def table_batch(policy, batch):
+    """A torque table with batch axes (..., steps, nv) must broadcast with the initial
+    states' batch shape."""
+    if policy.table is not None and policy.table.ndim > 2:
+        try:
+            np.broadcast_shapes(policy.table.shape[:-2], batch)
+        except ValueError:
+            raise ValueError(f"the torque table's batch shape {policy.table.shape[:-2]} does not "
+                             f"match the initial states' {batch}") from None
+
+
+def run_size(model, system, settings, N, n_records, n_steps):
+    """Refuse a run whose samples alone would not fit in memory; warn about a very long one
+    (called by ``simulate`` itself: the warning points at its caller)."""
+    points = 0 if system.contact is None else len(system.contact.labels)
+    width = sample_width(model, points, settings.record_contact_forces) + 4  # + energies
+    # + the sample times and a temporary while they are computed (all of an empty batch's)
+    need = 8 * (width * N + 2) * (n_records + 1)
+    available = validation.memory_bytes()
+    if available and need > validation.MEMORY_FRACTION * available:
+        raise ValueError(f"the recorded samples would take {need / 2 ** 30:,.1f} GiB "
+                         f"({n_records + 1} samples x {N} rollouts x {width} numbers, and the "
+                         "sample times), more than "
+                         f"{validation.MEMORY_FRACTION:.0%} of this machine's "
+                         f"{available / 2 ** 30:.3g} GiB: "
+                         "shorten the run, record fewer samples (record_every) or split the batch")
+    if n_steps * max(N, 1) > LONG_ROLLOUT_STEPS:
+        warnings.warn(f"a long simulation: {n_steps:,} steps x {N:,} rollouts "
+                      f"({n_steps * N:.3g} state steps; the samples take "
+                      f"{need / 2 ** 20:,.0f} MiB). The progress bar (progress=True) shows the "
+                      "estimated time; Ctrl-C keeps the samples computed so far.", stacklevel=3)

@@ -1,0 +1,54 @@
+"""The stability analysis of a run before it starts: every spring of the system (a contact point,
+a joint limit, a stick-slip joint) seen as a damped oscillator with its effective mass at the
+first initial state, and a warning when dt exceeds the largest step the integrator keeps stable
+on the stiffest (``integrators.largest_stable_step``)."""
+import warnings
+
+import numpy as np
+
+from .integrators import largest_stable_step
+
+
+def warn_if_unstable(run):
+    """Warn (``UserWarning``, naming the spring and the largest stable step) when ``run.dt``
+    exceeds the largest step the integrator keeps stable on the stiffest spring. Called by
+    ``simulate`` itself: the warning points at its caller."""
+    stiffest = stiffest_springs(run)
+    if not stiffest:
+        return
+    integrator = run.settings.integrator
+    limits = [(largest_stable_step(integrator, k, b, m), what, k, m) for what, k, b, m in stiffest]
+    dt_max, what, k, m = min(limits)
+    if run.dt > dt_max:
+        warnings.warn(f"dt = {run.dt:g} s is too large for the stiffness of {what} (k = {k:.3g}, "
+                      f"effective mass {m:.3g}): the largest stable step of {integrator} there "
+                      f"is about {dt_max:.3g} s. Use dt <= {dt_max:.2g} s, or softer contact "
+                      "(GroundContact(stiffness=...) / JointLimits(frequency=...)).",
+                      stacklevel=3)
+
+
+def stiffest_springs(run):
+    """(what, stiffness (N/m or N m/rad), damping (N s/m or N m s/rad), effective mass (kg or
+    kg m^2)) of the springs at the first initial state: the joint limits and stick-slip joints
+    (their joint's inertia), then the contact model's (``ContactModel.springs``)."""
+    from ..dynamics import mass_matrix
+
+    system, model, q = run.system, run.model, run.q0[0]
+    out = []
+    M = np.asarray(mass_matrix(model, q))
+    for name, spring, dofs in (("joint limit", system.limits, "v_index"),
+                               ("stick-slip joint friction", system.friction, "index")):
+        if spring is not None:
+            p = run.params["limits" if name == "joint limit" else "friction"]
+            for j, dof in enumerate(getattr(spring, dofs)):
+                out.append((f"the {name} of {_dof_name(model, dof)!r}", p["k"][0, j],
+                            p["b"][0, j], M[dof, dof]))
+    if system.contact is not None:
+        out.extend(system.contact.springs(model, run.params["contact"], q, M))
+    return out
+
+
+def _dof_name(model, dof):
+    from .trajectory import coordinate_names
+
+    return coordinate_names(model)[1][dof]
