@@ -27,7 +27,6 @@ from .errors import SimulationError, SimulationInterrupted
 from .failures import Interrupted
 from .loop_jax import run_jax
 from .loop_numpy import run_numpy
-from .pacing import CHUNK_SECONDS  # noqa: F401  (documented as screwdyn.sim.rollout's)
 from .policy import Policy
 from .record import empty_samples, make_trajectory
 from .run import Run, tree_map
