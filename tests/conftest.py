@@ -19,7 +19,15 @@ PENDULUM_URDF = """<robot name="urdf_pendulum">
     <inertia ixx="1e-3" iyy="1e-3" izz="1e-3" ixy="0" ixz="0" iyz="0"/></inertial></link>
   <joint name="hinge" type="continuous"><parent link="base"/><child link="bob"/>
     <axis xyz="0 1 0"/></joint>
-</robot>"""  # a 1 kg point pendulum of 0.5 m, for the simulate command's tests
+</robot>"""
+
+
+@pytest.fixture
+def pendulum_urdf(tmp_path):
+    """The path (str) of ``PENDULUM_URDF`` written to a file."""
+    path = tmp_path / "pendulum.urdf"
+    path.write_text(PENDULUM_URDF)
+    return str(path)  # a 1 kg point pendulum of 0.5 m, for the simulate command's tests
 
 
 def erd_robots_dir():

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import screwdyn as sd
-from conftest import PENDULUM_URDF, erd_urdf
+from conftest import erd_urdf
 from screwdyn.cli import build_parser, command_line_advice, main
 
 PENDULUM = """<robot name="pendulum">
@@ -161,30 +161,23 @@ def test_a_loading_option_for_another_kind_of_model_is_refused(argv, message, ur
     assert message in one_error_line(capsys.readouterr().err)
 
 
-@pytest.fixture
-def point_pendulum(tmp_path):
-    path = tmp_path / "pendulum.urdf"
-    path.write_text(PENDULUM_URDF)
-    return str(path)
-
-
-def test_contact_points_declare_the_points_the_error_advises(point_pendulum, tmp_path, capsys):
+def test_contact_points_declare_the_points_the_error_advises(pendulum_urdf, tmp_path, capsys):
     """A model without collision geometry: --contact fails advising GroundContact(points=...)
     and --contact-points; --contact-points LINK:X,Y,Z:R declares them."""
     fast = ["--duration", "0.01", "--quiet", "--backend", "numpy", "--no-compile-cache"]
-    assert main(["simulate", point_pendulum, "--contact"] + fast) == 2
+    assert main(["simulate", pendulum_urdf, "--contact"] + fast) == 2
     line = one_error_line(capsys.readouterr().err)
     assert "GroundContact(points=" in line
     assert line.endswith("(command line: --contact-points LINK[:X,Y,Z[:R]])")
     out = tmp_path / "t.npz"
-    assert main(["simulate", point_pendulum, "--contact-points", "bob:0,0,1:0.02", "bob",
+    assert main(["simulate", pendulum_urdf, "--contact-points", "bob:0,0,1:0.02", "bob",
                  "--out", str(out)] + fast) == 0  # above the pivot and at it: no touch
     contact = sd.Trajectory.load(out).meta["contact"]
     assert contact["labels"] == ["bob point (0.0, 0.0, 1.0)", "bob point (0.0, 0.0, 0.0)"]
     capsys.readouterr()
     for bad in ("bob:0,0", "bob:0,0,x", ":0,0,0"):
         with pytest.raises(SystemExit) as exit:
-            main(["simulate", point_pendulum, "--contact-points", bad] + fast)
+            main(["simulate", pendulum_urdf, "--contact-points", bad] + fast)
         assert exit.value.code == 2
         assert "is not LINK[:X,Y,Z[:R]]" in one_error_line(capsys.readouterr().err)
 
@@ -230,9 +223,9 @@ FAILING = ["--duration", "2", "--dt", "0.05", "--q0", "0.4", "--controller", "pd
            "--kd", "0", "--integrator", "euler", "--no-compile-cache"]  # diverges at once
 
 
-def test_a_failed_simulation_is_one_line_and_status_2(point_pendulum, tmp_path, capsys):
+def test_a_failed_simulation_is_one_line_and_status_2(pendulum_urdf, tmp_path, capsys):
     out = tmp_path / "t.csv"
-    assert main(["simulate", point_pendulum, "--quiet", "--out", str(out)] + FAILING) == 2
+    assert main(["simulate", pendulum_urdf, "--quiet", "--out", str(out)] + FAILING) == 2
     captured = capsys.readouterr()
     line = one_error_line(captured.err)
     step = int(re.search(r"simulation failed at step (\d+)", line).group(1))
@@ -242,7 +235,7 @@ def test_a_failed_simulation_is_one_line_and_status_2(point_pendulum, tmp_path, 
     assert "screwdyn simulate:" in captured.out  # the summary
 
 
-def test_the_progress_bar_ends_at_the_failing_step(point_pendulum, monkeypatch, capsys):
+def test_the_progress_bar_ends_at_the_failing_step(pendulum_urdf, monkeypatch, capsys):
     """Shown from the start (no delay), the bar's last state is the failure: "failed", the
     failing step of the total, not 100%."""
     from tqdm import tqdm
@@ -250,7 +243,7 @@ def test_the_progress_bar_ends_at_the_failing_step(point_pendulum, monkeypatch, 
     from screwdyn.sim import progress
 
     monkeypatch.setattr(progress, "DELAY", 0.0)
-    assert main(["simulate", point_pendulum] + FAILING) == 2
+    assert main(["simulate", pendulum_urdf] + FAILING) == 2
     err = capsys.readouterr().err
     *bar, error = err.rstrip("\n").split("\n")
     step = int(re.search(r"simulation failed at step (\d+)", error).group(1))
@@ -261,10 +254,10 @@ def test_the_progress_bar_ends_at_the_failing_step(point_pendulum, monkeypatch, 
 
 # -- files honour the umask ---------------------------------------------------------------------
 @pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o077, 0o600), (0o002, 0o664)])
-def test_written_files_honour_the_umask(point_pendulum, tmp_path, umask, mode):
+def test_written_files_honour_the_umask(pendulum_urdf, tmp_path, umask, mode):
     """As open() would: 0o666 less the umask (the temporary file is made 0o600)."""
     out = tmp_path / "t.npz"
-    run = subprocess.run([sys.executable, "-m", "screwdyn", "simulate", point_pendulum,
+    run = subprocess.run([sys.executable, "-m", "screwdyn", "simulate", pendulum_urdf,
                           "--duration", "0.01", "--quiet", "--backend", "numpy",
                           "--no-compile-cache", "--out", str(out)],
                          capture_output=True, text=True, preexec_fn=lambda: os.umask(umask))

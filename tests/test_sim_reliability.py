@@ -12,7 +12,6 @@ import numpy as np
 import pytest
 
 import screwdyn as sd
-from conftest import PENDULUM_URDF
 from screwdyn.sim import SimulationError, SimulationInterrupted, Trajectory, simulate
 
 
@@ -213,14 +212,7 @@ def test_no_module_is_rewritten_at_import():
 
 
 # -- the command ----------------------------------------------------------------------------------
-@pytest.fixture
-def urdf(tmp_path):
-    path = tmp_path / "pendulum.urdf"
-    path.write_text(PENDULUM_URDF)
-    return str(path)
-
-
-def test_command_checks_its_outputs_before_running(urdf, tmp_path, capsys):
+def test_command_checks_its_outputs_before_running(pendulum_urdf, tmp_path, capsys):
     from screwdyn.cli import main
 
     out = tmp_path / "t.npz"
@@ -231,22 +223,22 @@ def test_command_checks_its_outputs_before_running(urdf, tmp_path, capsys):
             (["--out", str(tmp_path / "t.json")], "unknown trajectory file type"),
             (["--plot", str(tmp_path / "p.bmp")], "expected a file ending in .png"),
             (["--animate", str(tmp_path / "no" / "a.gif")], "does not exist")):
-        assert main(["simulate", urdf, "--duration", "0.01", "--quiet", "--backend", "numpy",
-                     "--no-compile-cache"] + argv) == 2
+        assert main(["simulate", pendulum_urdf, "--duration", "0.01", "--quiet", "--backend",
+                     "numpy", "--no-compile-cache"] + argv) == 2
         captured = capsys.readouterr()
         assert message in captured.err and "screwdyn simulate:" not in captured.out  # no run
     assert out.read_bytes() == b"precious"
-    assert main(["simulate", urdf, "--duration", "0.01", "--quiet", "--backend", "numpy",
+    assert main(["simulate", pendulum_urdf, "--duration", "0.01", "--quiet", "--backend", "numpy",
                  "--no-compile-cache", "--out", str(out), "--force"]) == 0
     assert Trajectory.load(out).n_samples == 11
 
 
 @pytest.mark.parametrize("signum", [signal.SIGINT, signal.SIGTERM])
-def test_command_interrupted_writes_the_samples_so_far(urdf, tmp_path, signum):
+def test_command_interrupted_writes_the_samples_so_far(pendulum_urdf, tmp_path, signum):
     out = tmp_path / "t.npz"
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(sys.path))
     process = subprocess.Popen(
-        [sys.executable, "-m", "screwdyn", "simulate", urdf, "--duration", "100",
+        [sys.executable, "-m", "screwdyn", "simulate", pendulum_urdf, "--duration", "100",
          "--backend", "numpy", "--no-compile-cache", "--out", str(out), "--q0", "0.5"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, env=env, cwd=str(tmp_path))
     seen = b""
