@@ -362,3 +362,28 @@ def test_programs_are_dropped_from_memory_past_the_bound(cache_dir, monkeypatch)
     np.testing.assert_allclose(sd.inverse_dynamics(model, q, q, q),
                                _numpy(sd.inverse_dynamics, model, q, q, q), atol=1e-12)
     assert native._PROGRAMS.values()[-1].source == "disk cache"
+
+
+def test_the_configuration_checks_its_settings_and_takes_effect():
+    config = sd.execution.config
+    for name, value, message in (("native", "maybe", "True or False"),
+                                 ("max_programs", 0, "positive whole number"),
+                                 ("max_programs", None, "positive whole number"),
+                                 ("chunk_states", 2.5, "positive whole number or None"),
+                                 ("cache_size", True, "positive whole number or None")):
+        with pytest.raises(ValueError, match=rf"config\.{name} must be (a )?{message}"):
+            setattr(config, name, value)
+    with pytest.raises(AttributeError, match="no setting 'nativ'; valid: native"):
+        config.nativ = False
+    assert config == sd.execution.Config()  # nothing half-applied
+    panda = sd.robots.load("panda")
+    q = panda.neutral
+    assert sd.plan(panda, "inverse_dynamics").path == "native"
+    tau = sd.inverse_dynamics(panda, q, q, q)
+    config.native = False  # the call entries made before are dropped: the next call is numpy
+    try:
+        assert sd.plan(panda, "inverse_dynamics").path == "numpy"
+        np.testing.assert_allclose(sd.inverse_dynamics(panda, q, q, q), tau, atol=1e-12)
+        assert all(f.last[0] is None for f in plan._FUNCTIONS if f.name != "inverse_dynamics")
+    finally:
+        config.native = True

@@ -25,6 +25,8 @@ call takes the new path.
 from dataclasses import dataclass, fields
 from typing import Callable, List, Optional
 
+import numpy as np
+
 
 @dataclass
 class Config:
@@ -40,7 +42,10 @@ class Config:
         if name not in {f.name for f in fields(self)}:
             raise AttributeError(f"screwdyn.execution.config has no setting {name!r}; valid: "
                                  + ", ".join(f.name for f in fields(self)))
-        value = _CHECKS[name](value)
+        try:
+            value = _CHECKS[name](value)
+        except (TypeError, ValueError) as error:
+            raise ValueError(f"screwdyn.execution.config.{name} {error}") from None
         changed = getattr(self, name, value) != value
         object.__setattr__(self, name, value)
         if changed:
@@ -49,23 +54,27 @@ class Config:
 
 
 def _flag(value: object) -> bool:
+    if value not in (True, False):  # (1 and 0, numpy's booleans too)
+        raise ValueError(f"must be True or False, got {value!r}")
     return bool(value)
 
 
+def _positive(value: object) -> int:
+    """A positive whole number (an int, or a float with no fraction)."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+            or not float(value).is_integer() or value < 1:
+        raise ValueError(f"must be a positive whole number, got {value!r}")
+    return int(value)
+
+
 def _positive_or_none(value: object) -> Optional[int]:
+    """None, or a positive whole number."""
     if value is None:
         return None
-    number = int(value)  # type: ignore[call-overload]
-    if number < 1:
-        raise ValueError(f"must be a positive whole number or None, got {value!r}")
-    return number
-
-
-def _positive(value: object) -> int:
-    number = _positive_or_none(value)
-    if number is None:
-        raise ValueError("must be a positive whole number, not None")
-    return number
+    try:
+        return _positive(value)
+    except ValueError:
+        raise ValueError(f"must be a positive whole number or None, got {value!r}") from None
 
 
 _CHECKS = {"native": _flag, "custom_calls": _flag, "chunk_states": _positive_or_none,
