@@ -399,10 +399,18 @@ def source_files():
     every function of the execution plan and ``PROGRAM_MAKERS``, and every screwdyn module they
     import, transitively (read from their import statements, function-level ones included;
     the package's ``__init__``, the public namespace, is not followed)."""
+    return _source_files(_roots())
+
+
+def _roots():
+    """The modules the fingerprint starts from (cheap: a set of names)."""
     from . import plan
 
-    roots = {f.kernel.__module__ for f in plan._FUNCTIONS if f.kernel is not None} \
-        | set(PROGRAM_MAKERS)  # (a Function without kernel stands for recursions run outside)
+    return frozenset({f.kernel.__module__ for f in plan._FUNCTIONS if f.kernel is not None}
+                     | set(PROGRAM_MAKERS))  # (a Function without kernel: recursions outside)
+
+
+def _source_files(roots):
     package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     seen, todo = set(), [m for m in roots if m.startswith("screwdyn.")]
     while todo:
@@ -450,17 +458,18 @@ def _imports(package, file):
 
 def source_fingerprint():
     """A digest of ``source_files()`` (names and contents): a program compiled by other code is
-    never reused."""
-    files = source_files()
+    never reused. Computed once per set of root modules (a module defining functions imported
+    later adds roots), not per call: it reads and parses the files."""
+    roots = _roots()
     state = _STATE.get("source")
-    if state is None or state[0] != files:
+    if state is None or state[0] != roots:
         package = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
         digest = hashlib.sha256()
-        for file in files:
+        for file in _source_files(roots):
             digest.update(os.path.relpath(file, package).encode())
             with open(file, "rb") as f:
                 digest.update(f.read())
-        _STATE["source"] = state = (files, digest.hexdigest())
+        _STATE["source"] = state = (roots, digest.hexdigest())
     return state[1]
 
 
