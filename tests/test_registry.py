@@ -87,9 +87,14 @@ def test_every_registered_function_plans_compiles_and_runs_native(algebra):
 
 def test_static_arguments_are_checked_by_plan_and_compile():
     panda = sd.robots.load("panda")
+    with pytest.raises(ValueError, match="jacobian needs link="):
+        sd.compile(panda, "jacobian")
+    p = sd.plan(panda, "jacobian")  # the path needs no link; compiling does
+    assert p.path == "native"
+    with pytest.raises(ValueError, match=r"sd.plan\(model, 'jacobian', link=..., frame=...\)"):
+        p.compile()
+    assert sd.plan(panda, "jacobian", link="panda_hand").compile().output_shape == (6, 9)
     for call in (sd.plan, sd.compile):
-        with pytest.raises(ValueError, match="jacobian needs link="):
-            call(panda, "jacobian")
         with pytest.raises(ValueError, match="inverse_dynamics takes no link"):
             call(panda, "inverse_dynamics", link="panda_hand")
         with pytest.raises(ValueError, match="frame must be 'world' or 'local'"):

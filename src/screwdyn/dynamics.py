@@ -546,7 +546,8 @@ def plan(model: Model, function: str, algebra: AlgebraName = "spatial", inputs: 
         f_ext: whether the call passes the optional ``f_ext`` array.
         backend: JAX's platform (default: ``jax.default_backend()``).
         **static: the function's static arguments, as its signature names them: ``link`` and
-            ``frame`` of ``jacobian``, ``frame`` of ``link_velocities``.
+            ``frame`` of ``jacobian``, ``frame`` of ``link_velocities``; needed to compile
+            (``Plan.compile``), not to say the path.
 
     Returns:
         A ``screwdyn.execution.plan.Plan``: ``explain()`` says which path, why, and what
@@ -567,7 +568,7 @@ def plan(model: Model, function: str, algebra: AlgebraName = "spatial", inputs: 
     unknown = [name for name in options if name not in f.options]
     if unknown:
         raise ValueError(f"{function} takes no {unknown[0]}")
-    arguments = _plan.static_arguments(f, model, static)
+    arguments = _plan.static_arguments(f, model, static, required=False)
     algebra = _plan.public_algebra(f, algebra)
     return _plan.Plan(f, model, algebra, inputs, options, backend, False, arguments)
 

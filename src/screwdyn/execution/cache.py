@@ -231,6 +231,14 @@ def load_object(key, description=None):
         return parsed[1]
 
 
+def has(key):
+    """Whether a whole, safe entry is stored under ``key`` (what it holds is checked when it is
+    loaded, ``load_object``)."""
+    with _open_directory(create=False) as fd:
+        data = None if fd is None else _open_entry(key + ".o", fd)
+        return data is not None and _parse(key, data) is not None
+
+
 def store_object(key, payload, description=None):
     """Write ``payload`` under ``key`` with its ``description`` (atomically, mode 0600), then
     prune the cache to its size limit; returns ``payload``. A directory that cannot be written,

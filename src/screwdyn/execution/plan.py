@@ -192,9 +192,10 @@ def lookup(name):
             from None
 
 
-def static_arguments(function, model, given):
+def static_arguments(function, model, given, required=True):
     """The static arguments of ``function`` from the keyword arguments ``given`` ({"link":
-    "panda_hand", "frame": "world"}), in the kernel's order, checked (links as indices)."""
+    "panda_hand", "frame": "world"}), in the kernel's order, checked (links as indices).
+    ``required=False`` (a plan that only says the path): None where one is missing."""
     unknown = sorted(set(given) - set(function.static))
     if unknown:
         raise ValueError(f"{function.name} takes no {unknown[0]}"
@@ -202,6 +203,8 @@ def static_arguments(function, model, given):
                             if function.static else ""))
     defaults = signature_defaults(function)
     missing = [n for n in function.static if n not in given and n not in defaults]
+    if missing and not required:
+        return None
     if missing:
         raise ValueError(f"{function.name} needs {missing[0]}= (static arguments: "
                          f"{', '.join(function.static)})")
@@ -664,13 +667,17 @@ class Plan:
         if self.path == "native":
             key = native.key(runs, model, algebra, runs.inputs + self.options, {}, static)
             self.program = native._PROGRAMS.get(key)
-            self.cached_on_disk = native.cache.load_object(key) is not None
+            self.cached_on_disk = native.cache.has(key)
             self.cache_file = native.cache.path(key)
 
     def compile(self):
         """Compile (or load) the native program now, with its optimised code; returns it."""
         if self.path != "native":
             raise ValueError(f"this call runs on the {self.path} path: nothing to compile")
+        if self.static is None:
+            raise ValueError(f"{self.function.name} compiles for given static arguments: "
+                             f"sd.plan(model, {self.function.name!r}, "
+                             + ", ".join(f"{n}=..." for n in self.function.static) + ")")
         self.program = native.get(self.runs, self.model, self.algebra,
                                   self.runs.inputs + self.options, static=self.static,
                                   optimise=True)
