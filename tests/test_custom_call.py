@@ -87,6 +87,7 @@ def test_jit_vmap_and_eager_equal_numpy(algebra):
 
 
 @pytest.mark.parametrize("algebra", ALGEBRAS)
+@pytest.mark.slow  # a long validation: CI's slow tier (python -m pytest -m slow)
 def test_derivatives_of_every_order_equal_the_jax_numpy_path(algebra):
     model = random_tree(8, n=5)
     q, qd, qdd = (jnp.asarray(a) for a in random_state(model, 2))

@@ -160,6 +160,7 @@ def test_public_functions_check_shapes():
 # -- dynamics in dual quaternions agree with the spatial algebra ----------------------------------
 @pytest.mark.filterwarnings("ignore::screwdyn.InertiaWarning")  # loaded as Pinocchio does
 @pytest.mark.parametrize("floating", [False, True], ids=["fixed", "floating"])
+@pytest.mark.slow  # a long validation: CI's slow tier (python -m pytest -m slow)
 def test_dq_agrees_with_spatial_on_every_example_robot(floating):
     """Every example-robot-data URDF screwdyn loads: inverse dynamics with external wrenches and
     another gravity, mass matrix, forward dynamics (where it is defined), batched."""

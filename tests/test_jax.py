@@ -94,6 +94,7 @@ def jax_numpy_path(monkeypatch):
     monkeypatch.setattr(plan.config, "custom_calls", False)
 
 
+@pytest.mark.slow  # a long validation: CI's slow tier (python -m pytest -m slow)
 def test_programs_cut_per_body_for_large_trees_are_exact(jax_numpy_path, monkeypatch):
     """Trees above CHECKPOINT_BODIES compile with a cut per body (x / (exact 1)): same values,
     same gradients."""
@@ -121,6 +122,7 @@ def test_programs_cut_per_body_for_large_trees_are_exact(jax_numpy_path, monkeyp
 
 
 @pytest.mark.parametrize("algebra", ["cga", "dq"])
+@pytest.mark.slow  # a long validation: CI's slow tier (python -m pytest -m slow)
 def test_cut_programs_are_exact_in_every_algebra(jax_numpy_path, monkeypatch, algebra):
     """The per-body cuts of the entries mode (``EntriesMode.checkpoint``) serve CGA and dual
     quaternions too: the cut programs are there and give the uncut values."""
@@ -143,6 +145,7 @@ def test_cut_programs_are_exact_in_every_algebra(jax_numpy_path, monkeypatch, al
         np.testing.assert_allclose(np.asarray(got), want, rtol=1e-10, atol=1e-10)
 
 
+@pytest.mark.slow  # a long validation: CI's slow tier (python -m pytest -m slow)
 def test_cuts_depend_on_the_backend_and_the_loop_not_on_the_batch(jax_numpy_path, monkeypatch):
     """On CPU each joint's sine and cosine are cut (computed once) in every batch, one state
     included, nothing else in a small tree; on a GPU the mass matrix's program is cut at every

@@ -202,6 +202,7 @@ def test_nan_and_inf_make_the_same_pattern_as_the_numpy_path(tree):
         assert np.isfinite(got[5]).all(), name  # the clean state is untouched
 
 
+@pytest.mark.slow  # a long validation: CI's slow tier (python -m pytest -m slow)
 def test_a_non_finite_input_never_gives_a_finite_result():
     """A NaN or inf in a state's inputs makes every finite output of that state NaN, on every
     path. The Panda's first axis is vertical: at rest its gravity torques never meet sin(q0) and

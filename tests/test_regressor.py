@@ -246,6 +246,7 @@ def test_grad_with_respect_to_parameters(panda, algebra):
 
 
 @pytest.mark.parametrize("algebra", ALGEBRAS)
+@pytest.mark.slow  # a long validation: CI's slow tier (python -m pytest -m slow)
 def test_grad_through_forward_dynamics_mass_matrix_and_energies(algebra):
     """jax.grad with respect to pi through FD, M, bias forces, kinetic and potential energy and
     the centre of mass equals central differences of the same functions on models with the

@@ -171,6 +171,7 @@ def test_a_controller_of_the_wrong_shape_is_an_error(model):
 # ============================================================================================
 # Faults: a worker killed in the middle of a chunk is replaced, its chunk run again
 # ============================================================================================
+@pytest.mark.slow  # a long validation: CI's slow tier (python -m pytest -m slow)
 def test_a_killed_worker_process_is_replaced(model, two_workers, tmp_path):
     marker = str(tmp_path / "killed")
     controller = KillOnce(marker)
@@ -546,6 +547,7 @@ def command(*args):
     return [sys.executable, "-m", "screwdyn", "rollouts", *args]
 
 
+@pytest.mark.slow  # a long validation: CI's slow tier (python -m pytest -m slow)
 def test_command_writes_and_resumes_after_being_killed(tmp_path):
     urdf = tmp_path / "pendulum.urdf"
     urdf.write_text(PENDULUM)

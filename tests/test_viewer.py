@@ -176,6 +176,7 @@ def test_collada_materials_are_kept():
     assert len(colours) > 1  # white and grey parts
 
 
+@pytest.mark.slow  # a long validation: CI's slow tier (python -m pytest -m slow)
 def test_every_example_robot_data_robot_shows(port):
     """Every example-robot-data URDF that loads: its visuals belong to the model's links and
     every mesh is found and read, except those the package itself gets wrong: romeo_laas_small
@@ -584,6 +585,7 @@ def surface_points(viewer, q, per_visual=5):
     return np.vstack(points)
 
 
+@pytest.mark.slow  # a long validation: CI's slow tier (python -m pytest -m slow)
 def test_browser_draws_the_panda_and_a_trajectory_frame(browser, tmp_path, port):
     q = np.array(PANDA_POSE)
     with sd.view(erd_urdf(PANDA), q, port=port, verbose=False, shadows=False) as viewer, \
