@@ -49,6 +49,10 @@ _LOCK = threading.RLock()
 #: thread busy for minutes (and a process's exit waits for a compilation in progress)
 OPTIMISE_DERIVATIVES_UP_TO = 200_000
 _COUNTER = itertools.count()
+#: what every registered FFI target calls into: its handler's library, the handler and the
+#: program, for the life of the process, as XLA's registration of the target is (an executable
+#: compiled with the target may run after its ``Op`` is dropped from the plan's store)
+_REGISTERED = []
 
 # byte offsets in XLA's FFI structs (c_api.h, LP64): the call frame's fields (the args' and
 # rets' size, types and pointer arrays), an extension's, a buffer's, the API's XLA_FFI_Error_Create
@@ -465,6 +469,7 @@ class Op:
                 jax.ffi.register_ffi_target(name, jax.ffi.pycapsule(handler), platform="cpu")
                 _backend.tune_allocator()  # results of batches: glibc keeps their memory mapped
                 self._handler = handler
+                _REGISTERED.append((library, handler, program))
                 self._target = name
                 size = sum((program.nodes or {}).values())
                 if not self.derivatives or 0 < size <= OPTIMISE_DERIVATIVES_UP_TO:
