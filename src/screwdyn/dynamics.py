@@ -512,8 +512,7 @@ def jacobian(model: Model, q: ArrayLike, link: Union[str, int], frame: str = "wo
         J = sd.jacobian(panda, panda.neutral, "panda_hand")   # (6, 9)
         ```
     """
-    if frame not in ("world", "local"):
-        raise ValueError(f"frame must be 'world' or 'local', got {frame!r}")
+    _plan.check_frame(frame)
     return _plan.run(_J, model, _kinematic_algebra(algebra), (q,),
                      static=(model.link_index(link), frame))
 
@@ -526,8 +525,7 @@ def link_velocities(model: Model, q: ArrayLike, qd: ArrayLike, frame: str = "loc
     link axes (``frame="local"``) or world axes (``"world"``); zero for links welded to the
     world. Equals ``jacobian(model, q, link, frame) @ qd`` for every link at once (one O(n)
     velocity recursion)."""
-    if frame not in ("world", "local"):
-        raise ValueError(f"frame must be 'world' or 'local', got {frame!r}")
+    _plan.check_frame(frame)
     return _plan.run(_LV, model, _kinematic_algebra(algebra), (q, qd), static=(frame,))
 
 

@@ -214,10 +214,16 @@ def static_arguments(function, model, given, required=True):
         value = values[name]
         if name == "link":
             value = model.link_index(value)
-        elif name == "frame" and value not in ("world", "local"):
-            raise ValueError(f"frame must be 'world' or 'local', got {value!r}")
+        elif name == "frame":
+            check_frame(value)
         out.append(value)
     return tuple(out)
+
+
+def check_frame(frame):
+    """A ``frame`` argument is ``"world"`` or ``"local"`` (``ValueError`` otherwise)."""
+    if frame not in ("world", "local"):
+        raise ValueError(f"frame must be 'world' or 'local', got {frame!r}")
 
 
 def signature_defaults(function):
