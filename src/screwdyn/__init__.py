@@ -11,6 +11,9 @@ from .dynamics import (bias_forces, center_of_mass, coriolis_matrix, forward_dyn
                        kinetic_energy, mass_matrix, plan, potential_energy)
 from . import execution  # noqa: E402  (sd.execution.use_native, set_directory)
 from .errors import InertiaWarning, JointOrderWarning, ModelError
+from . import constraints  # noqa: E402  (sd.constraints: Connect, Weld, Coupling, ...)
+from .constraints import (constrained_forward_dynamics, constraint_forces,
+                          constraint_jacobian, constraint_residual)
 from .identification import check_inertial_parameters, inverse_dynamics_regressor
 from .model import (DHLink, Model, ModelBuilder, from_dh, from_mujoco, joints, load_dh_table,
                     load_mjcf, load_urdf, robots, save_dh_table)
@@ -39,4 +42,6 @@ __all__ = [
     "rollouts", "read_rollouts", "RolloutError",
     "plan", "execution",
     "inverse_dynamics_regressor", "check_inertial_parameters",
+    "constraints", "constrained_forward_dynamics", "constraint_forces", "constraint_residual",
+    "constraint_jacobian",
 ]

@@ -139,6 +139,10 @@ class Model:
     gravity: tuple = GRAVITY  # the default gravity of the dynamics calls, world frame, m/s^2
     mimic: tuple = ()  # Mimic relations of the source file
     coupled: bool = False  # mimicking joints tied to their sources (see the module docstring)
+    # equality constraints on the tree (``model/constraints.py``: Connect, Weld, Coupling) and
+    # the fixed tendons they (and simulations) may name; ``with_constraints`` sets them
+    constraints: tuple = ()
+    tendons: tuple = ()
     # None, or the bodies' inertial parameters as traced JAX values (``with_inertial_parameters``
     # under ``jax.jit``/``jax.grad``): the recursions then read them (``traced_parameters``)
     parameters: "TracedParameters | None" = field(default=None, repr=False)
@@ -148,7 +152,8 @@ class Model:
     def __hash__(self):
         if not self._hash_cache:
             self._hash_cache.append(hash((self.name, self.bodies, self.links, self.dh,
-                                          self.gravity, self.mimic, self.coupled)))
+                                          self.gravity, self.mimic, self.coupled,
+                                          self.constraints, self.tendons)))
         return self._hash_cache[0]
 
     # -- the tree ---------------------------------------------------------------------------
@@ -491,6 +496,42 @@ class Model:
         if g.shape != (3,) or not np.all(np.isfinite(g)):
             raise ModelError(f"gravity must be 3 finite numbers, got {gravity!r}")
         return replace(self, gravity=_tuple(g), _hash_cache=[])
+
+    def with_constraints(self, *constraints, tendons=None) -> "Model":
+        """A copy with these equality constraints (``screwdyn.constraints``: ``Connect``,
+        ``Weld``, ``Coupling``) added to the model's, and ``tendons`` (``FixedTendon``s; None
+        keeps the model's) that couplings may name.
+
+        Raises ``ModelError`` naming the constraint that refers to a link, joint or tendon the
+        model has not (or a joint with more than one coordinate in a coupling); nothing is
+        changed then. Redundant constraints (an over-constrained loop) are allowed:
+        ``constrained_forward_dynamics`` takes the least-squares forces, and
+        ``constraints.rank`` reports the deficiency.
+
+        Example:
+            ```python
+            import screwdyn as sd
+            from screwdyn.constraints import Connect
+
+            b = sd.ModelBuilder("four_bar")          # ... two cranks and a coupler
+            # closed = model.with_constraints(Connect("coupler", "crank_b", (0.4, 0, 0)))
+            ```
+        """
+        from . import constraints as _constraints
+
+        tendons = self.tendons if tendons is None else tuple(tendons)
+        for t in tendons:
+            if not isinstance(t, _constraints.FixedTendon):
+                raise ModelError(f"tendons must be FixedTendon objects, got {t!r}")
+        model = replace(self, tendons=tendons, constraints=self.constraints + constraints,
+                        _hash_cache=[])
+        _constraints.check(model, model.constraints, tendons)
+        return model
+
+    @cached_property
+    def nconstraints(self):
+        """The number of scalar constraint rows of ``constraints``."""
+        return sum(c.rows for c in self.constraints)
 
     # -- presentation ---------------------------------------------------------------------
     def __repr__(self):

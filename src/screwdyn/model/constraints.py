@@ -1,0 +1,229 @@
+"""Equality constraints and fixed tendons: what closes a kinematic loop or couples joints.
+
+A model's tree is what the recursions run on; ``Model.constraints`` adds bilateral constraints
+e(q) = 0 on top of it, which ``screwdyn.constrained_forward_dynamics`` enforces (and every
+simulation of the model). The kinds, each MuJoCo's equality of the same name:
+
+- ``Connect``: a point of one link coincides with a point of another (a ball joint that closes
+  a loop: a four-bar linkage, the parallelograms of a delta robot); 3 rows.
+- ``Weld``: one link's frame is held at a fixed pose relative to another's; 6 rows.
+- ``Coupling``: a joint (or a fixed tendon) is a polynomial of another,
+  y - y0 = a0 + a1 (x - x0) + ... + a4 (x - x0)^4 (MJCF ``<equality><joint>`` and
+  ``<equality><tendon>``; without a source: y - y0 = a0); 1 row.
+
+A ``FixedTendon`` is a linear combination of scalar joint positions, L(q) = sum_k c_k q_k (MJCF
+``<tendon><fixed>``): a coupling may name it in place of a joint. Its spring and damper act in
+simulations (``screwdyn.simulate``) as joint forces tau = -c (k (L - L_spring) + b dL/dt).
+
+Every constraint is held by the stabilised acceleration constraint (Baumgarte's, with MuJoCo's
+``solref`` parameters): J qdd + dJ/dt qd = -b de/dt - k e, b = 2 / timeconst,
+k = 1 / (timeconst dampratio)^2: a violation (a drift, an inconsistent initial state) decays
+with time constant ``timeconst`` (s), critically damped at ``dampratio`` = 1.
+"""
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import ModelError
+
+#: MuJoCo's default ``solref`` (time constant s, damping ratio)
+TIMECONST, DAMPRATIO = 0.02, 1.0
+_IDENTITY = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0)
+
+
+def _vector(value, n, what):
+    a = np.asarray(value, dtype=float).reshape(-1)
+    if a.shape != (n,) or not np.all(np.isfinite(a)):
+        raise ModelError(f"{what} must be {n} finite numbers, got {value!r}")
+    return tuple(float(x) for x in a)
+
+
+@dataclass(frozen=True)
+class Constraint:
+    """What every equality constraint has: a name (for messages and ``constraint_labels``),
+    and the stabilisation's time constant (s, > 0) and damping ratio (> 0)."""
+
+    name: str = field(default="", kw_only=True)
+    timeconst: float = field(default=TIMECONST, kw_only=True)
+    dampratio: float = field(default=DAMPRATIO, kw_only=True)
+
+    #: number of scalar constraint rows
+    rows = 0
+
+    def __post_init__(self):
+        for name in ("timeconst", "dampratio"):
+            value = getattr(self, name)
+            if not (isinstance(value, (int, float, np.floating)) and np.isfinite(value)
+                    and value > 0):
+                raise ModelError(f"{self.describe()}: {name} must be a finite number > 0, got "
+                                 f"{value!r}")
+            object.__setattr__(self, name, float(value))
+
+    @property
+    def gains(self):
+        """(k, b): the stabilisation's stiffness (1/s^2) and damping (1/s)."""
+        return 1.0 / (self.timeconst * self.dampratio) ** 2, 2.0 / self.timeconst
+
+    def describe(self):
+        return f"{type(self).__name__} {self.name!r}" if self.name else type(self).__name__
+
+
+@dataclass(frozen=True)
+class Connect(Constraint):
+    """``point_a`` of ``link_a`` (in its frame, m) coincides with ``point_b`` of ``link_b``
+    (a link welded to the world, e.g. the root link of a fixed base, fixes the point in
+    space). 3 rows: p_a - p_b in world axes."""
+
+    link_a: str = ""
+    link_b: str = ""
+    point_a: tuple = (0.0, 0.0, 0.0)
+    point_b: tuple = (0.0, 0.0, 0.0)
+    rows = 3
+
+    def __post_init__(self):
+        super().__post_init__()
+        object.__setattr__(self, "point_a", _vector(self.point_a, 3, f"{self.describe()}: "
+                                                    "point_a"))
+        object.__setattr__(self, "point_b", _vector(self.point_b, 3, f"{self.describe()}: "
+                                                    "point_b"))
+
+
+@dataclass(frozen=True)
+class Weld(Connect):
+    """``link_a``'s frame held at a fixed pose relative to ``link_b``'s: ``point_a`` of a
+    coincides with ``point_b`` of b (as ``Connect``) and R_b^T R_a = ``rotation`` (3x3,
+    row-major or nested). 6 rows: the points' offset, then the orientation error
+    sin(angle) * axis of R_a (R_b rotation)^T, world axes."""
+
+    rotation: tuple = _IDENTITY
+    rows = 6
+
+    def __post_init__(self):
+        super().__post_init__()
+        R = np.asarray(self.rotation, dtype=float).reshape(-1)
+        if R.shape != (9,) or not np.all(np.isfinite(R)) \
+                or not np.allclose(R.reshape(3, 3) @ R.reshape(3, 3).T, np.eye(3), atol=1e-6) \
+                or np.linalg.det(R.reshape(3, 3)) < 0:
+            raise ModelError(f"{self.describe()}: rotation must be a 3x3 rotation matrix, got "
+                             f"{self.rotation!r}")
+        object.__setattr__(self, "rotation", tuple(float(x) for x in R))
+
+
+@dataclass(frozen=True)
+class Coupling(Constraint):
+    """``target`` (a scalar joint or a ``FixedTendon``, by name) follows ``source`` (same
+    kinds; None: held fixed): y - y0 = sum_k polynomial[k] (x - x0)^k, with (y0, x0) =
+    ``reference`` (MuJoCo: the values at ``qpos0``). 1 row."""
+
+    target: str = ""
+    source: "str | None" = None
+    polynomial: tuple = (0.0, 1.0, 0.0, 0.0, 0.0)
+    reference: tuple = (0.0, 0.0)
+    rows = 1
+
+    def __post_init__(self):
+        super().__post_init__()
+        p = np.asarray(self.polynomial, dtype=float).reshape(-1)
+        if not 1 <= p.size <= 5 or not np.all(np.isfinite(p)):
+            raise ModelError(f"{self.describe()}: polynomial must be 1 to 5 finite "
+                             f"coefficients (a0, a1, ...), got {self.polynomial!r}")
+        object.__setattr__(self, "polynomial", tuple(float(x) for x in p))
+        object.__setattr__(self, "reference", _vector(self.reference, 2,
+                                                      f"{self.describe()}: reference"))
+
+
+@dataclass(frozen=True)
+class FixedTendon:
+    """L(q) = sum_k coefficients[k] q[joints[k]] (m or rad; scalar joints), with an optional
+    spring (``stiffness`` N/m, rest length ``spring_length``) and damper (``damping`` N s/m)
+    that act in simulations."""
+
+    name: str
+    joints: tuple
+    coefficients: tuple
+    stiffness: float = 0.0
+    damping: float = 0.0
+    spring_length: float = 0.0
+
+    def __post_init__(self):
+        object.__setattr__(self, "joints", tuple(str(j) for j in self.joints))
+        if not self.joints:
+            raise ModelError(f"fixed tendon {self.name!r}: it has no joints")
+        object.__setattr__(self, "coefficients", _vector(
+            self.coefficients, len(self.joints), f"fixed tendon {self.name!r}: coefficients "
+            "(one per joint)"))
+        for name in ("stiffness", "damping", "spring_length"):
+            value = float(getattr(self, name))
+            if not np.isfinite(value) or (name != "spring_length" and value < 0):
+                raise ModelError(f"fixed tendon {self.name!r}: {name} must be finite"
+                                 + ("" if name == "spring_length" else " and >= 0")
+                                 + f", got {getattr(self, name)!r}")
+            object.__setattr__(self, name, value)
+
+    @property
+    def passive(self):
+        return self.stiffness > 0 or self.damping > 0
+
+
+# -- bound to a model --------------------------------------------------------------------------
+def scalar_joint(model, joint, where):
+    """(q index, v index) of a one-coordinate joint (revolute, prismatic, ...)."""
+    names = model.joint_names
+    if joint not in names:
+        raise ModelError(f"{where}: no moving joint named {joint!r} in model {model.name!r}")
+    k = names.index(joint)
+    qs, vs = model.q_slices[k], model.v_slices[k]
+    if qs.stop - qs.start != 1 or vs.stop - vs.start != 1:
+        raise ModelError(f"{where}: joint {joint!r} has {qs.stop - qs.start} coordinates; "
+                         "couplings and fixed tendons take one-coordinate joints (revolute, "
+                         "prismatic)")
+    return qs.start, vs.start
+
+
+def linear_map(model, name, where):
+    """(q indices, v indices, coefficients) of L(q) for a scalar joint or fixed tendon
+    ``name``."""
+    for tendon in model.tendons:
+        if tendon.name == name:
+            index = [scalar_joint(model, j, f"{where}: fixed tendon {name!r}")
+                     for j in tendon.joints]
+            return ([i for i, _ in index], [k for _, k in index], list(tendon.coefficients))
+    qi, vi = scalar_joint(model, name, where)
+    return [qi], [vi], [1.0]
+
+
+def check(model, constraints, tendons):
+    """Raise ``ModelError`` naming the constraint (or tendon) that refers to something the
+    model has not; ``model`` already holds ``tendons``."""
+    if model.coupled:
+        raise ModelError(f"model {model.name!r} has coupled mimic joints: constraints take a "
+                         "model with independent joints (load_urdf(..., mimic='independent'), "
+                         "then a Coupling per mimic joint)")
+    names = [t.name for t in tendons]
+    if len(set(names)) != len(names):
+        raise ModelError(f"fixed tendon names must be unique, got {names}")
+    clash = set(names) & set(model.joint_names)
+    if clash:
+        raise ModelError(f"fixed tendon {sorted(clash)[0]!r} has the name of a joint")
+    for tendon in tendons:
+        linear_map(model, tendon.name, "fixed tendon")
+    for c in constraints:
+        if not isinstance(c, Constraint) or type(c) is Constraint:
+            raise ModelError(f"a constraint must be a Connect, Weld or Coupling, got {c!r}")
+        where = f"constraint {c.describe()}"
+        if isinstance(c, Connect):
+            for side in ("link_a", "link_b"):
+                link = getattr(c, side)
+                if link not in model._link_lookup:
+                    raise ModelError(f"{where}: {side} {link!r} is no link of model "
+                                     f"{model.name!r}")
+            if model.links[model.link_index(c.link_a)].body \
+                    == model.links[model.link_index(c.link_b)].body:
+                raise ModelError(f"{where}: links {c.link_a!r} and {c.link_b!r} are on the same "
+                                 "rigid body: the constraint holds already (or never)")
+        else:
+            linear_map(model, c.target, where)
+            if c.source is not None:
+                linear_map(model, c.source, where)
+            if c.source == c.target:
+                raise ModelError(f"{where}: target and source are both {c.target!r}")
