@@ -63,6 +63,16 @@ def _dynamics(call):
     return _algorithm.solve(xp, M, J, qdd0, rhs)
 
 
+def _accelerations(call):
+    """(2 nv, N): qdd, then the joint forces J^T lambda of the constraints (what a simulation
+    step takes: the forces' power enters its energy balance)."""
+    qdd, lam = _dynamics(call)
+    if not call.model.constraints:
+        return call.xp.concatenate([qdd, 0 * qdd])
+    J = _terms(call)[1]
+    return call.xp.concatenate([qdd, call.xp.einsum("ijn,in->jn", J, lam)])
+
+
 def _residual(call):
     if not call.model.constraints:
         return call.xp.zeros((0, call.N))
@@ -95,6 +105,10 @@ _CFD = Function("constrained_forward_dynamics", lambda call: _dynamics(call)[0],
                 bytes_per_body=1024)
 _LAMBDA = Function("constraint_forces", lambda call: _dynamics(call)[1], ("q", "qd", "tau"),
                    _m, _OPTIONS, entries=True, check=_check, bytes_per_body=1024)
+#: not public: the simulation step's call (``sim.system.accelerations``)
+ACCELERATIONS = Function("constrained_accelerations", _accelerations, ("q", "qd", "tau"),
+                         lambda m: (2 * m.nv,), _OPTIONS, entries=True, check=_check,
+                         bytes_per_body=1024)
 _E = Function("constraint_residual", _residual, ("q",), _m, kinematic=True)
 _JC = Function("constraint_jacobian", _jacobian, ("q",), lambda m: (m.nconstraints, m.nv),
                kinematic=True, many_outputs=True)
@@ -197,7 +211,8 @@ def rank(model: Model, q: ArrayLike, tol: float = 1e-9) -> int:
 def project(model: Model, q: ArrayLike, tol: float = 1e-12, iterations: int = 50,
             fixed: tuple = ()) -> Array:
     """A configuration (nq,) near q (nq,) that satisfies the model's constraints: Gauss-Newton
-    steps q <- q (+) -J^+ e (least squares, so redundant rows are fine), the joints in
+    steps q <- q (+) -s J^+ e (least squares, so redundant rows are fine; s = 1, 1/2, ...: the
+    first that reduces |e|), the joints in
     ``fixed`` (names) held where q has them (e.g. the crank of a four-bar: the rest follows).
 
     Raises ``ModelError`` when no configuration near q closes the loops (the residual stops
@@ -222,9 +237,13 @@ def project(model: Model, q: ArrayLike, tol: float = 1e-12, iterations: int = 50
         J = np.asarray(constraint_jacobian(model, q))[:, free]
         step = np.zeros(model.nv)
         step[free] = -np.linalg.lstsq(J, e, rcond=None)[0]
-        q_new = np.asarray(integrate(model, q, step))
-        e_new = np.asarray(constraint_residual(model, q_new))
-        if not np.linalg.norm(e_new) < np.linalg.norm(e):
+        for _ in range(20):  # backtracking: the full step, or the largest half that helps
+            q_new = np.asarray(integrate(model, q, step))
+            e_new = np.asarray(constraint_residual(model, q_new))
+            if np.linalg.norm(e_new) < np.linalg.norm(e):
+                break
+            step = step / 2
+        else:
             break
         q, e = q_new, e_new
     if np.max(np.abs(e)) <= max(tol, 1e-9):

@@ -18,6 +18,11 @@ class JointOrderWarning(UserWarning):
     ``joint_order="name"`` or ``"file"`` to ``load_urdf`` to choose (and silence it)."""
 
 
+class ConstraintWarning(UserWarning):
+    """A simulation starts from a state that violates the model's equality constraints, or
+    with redundant constraint rows (an over-constrained loop, solved by least squares)."""
+
+
 _PACKAGE = os.path.dirname(os.path.abspath(__file__))
 
 

@@ -11,6 +11,10 @@ from .. import _backend, validation
 from .checks import positive
 from .record import sample_width
 
+#: an initial state farther than this from satisfying the model's constraints (m, rad; m/s,
+#: rad/s for their rates) warns before the run
+CONSTRAINT_TOLERANCE = 1e-6
+
 #: a rollout with more steps than this (steps x rollouts) warns with its size before it runs
 LONG_ROLLOUT_STEPS = 10 ** 8
 
@@ -101,3 +105,33 @@ def run_size(model, system, settings, N, n_records, n_steps):
                       f"({n_steps * N:.3g} state steps; the samples take "
                       f"{need / 2 ** 20:,.0f} MiB). The progress bar (progress=True) shows the "
                       "estimated time; Ctrl-C keeps the samples computed so far.", stacklevel=3)
+
+
+def check_constraints(model, q0, qd0):
+    """Warn (``ConstraintWarning``) before a run of a model with equality constraints whose
+    initial states violate them (their residual or its rate above ``CONSTRAINT_TOLERANCE``),
+    naming the worst row and the fix, or whose rows are redundant at the first state (an
+    over-constrained loop: kept, solved by least squares)."""
+    if not model.constraints or not len(q0):
+        return
+    from .. import constraints
+    from ..errors import ConstraintWarning, warn
+
+    names = constraints.labels(model)
+    e = np.abs(np.asarray(constraints.constraint_residual(model, q0))).max(axis=0)
+    J = np.asarray(constraints.constraint_jacobian(model, q0))
+    rate = np.abs(np.einsum("nij,nj->ni", J, qd0)).max(axis=0)
+    for what, values, unit in (("violates", e, "m or rad"), ("moves off", rate, "m/s or rad/s")):
+        worst = int(np.argmax(values))
+        if values[worst] > CONSTRAINT_TOLERANCE:
+            timeconst = model.constraints[0].timeconst
+            warn(f"the initial state {what} the constraint row {names[worst]!r} by "
+                 f"{values[worst]:.3g} {unit}: the stabilisation closes it within a few time "
+                 f"constants ({timeconst:g} s), with large forces; start from "
+                 "sd.constraints.project(model, q0) (and qd0 in the null space of "
+                 "sd.constraint_jacobian)", ConstraintWarning)
+    rank = constraints.rank(model, q0[0])
+    if rank < model.nconstraints:
+        warn(f"the model's {model.nconstraints} constraint rows have rank {rank} at the initial "
+             "state (redundant rows, e.g. a planar loop closed by a 3-D Connect): the "
+             "simulation takes the least-squares constraint forces", ConstraintWarning)

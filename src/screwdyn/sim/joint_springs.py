@@ -86,3 +86,33 @@ class StickSlip:
         """(deflections the springs can hold, elastic energy (N,))."""
         delta = xp.clip(delta, -p["high"] / p["k"], -p["low"] / p["k"])
         return delta, xp.sum(0.5 * p["k"] * delta * delta, axis=-1)
+
+
+class TendonSprings:
+    """The springs and dampers of a model's fixed tendons (``model.tendons``): a tendon of length
+    L = c . q feels f = -(k (L - L_spring) + b dL/dt), which its joints feel as tau = c f."""
+
+    def __init__(self, model):
+        from ..model.constraints import linear_map
+
+        tendons = [t for t in model.tendons if t.passive]
+        self.Cq = np.zeros((len(tendons), model.nq))
+        self.Cv = np.zeros((len(tendons), model.nv))
+        for row, t in enumerate(tendons):
+            q_index, v_index, c = linear_map(model, t.name, "fixed tendon")
+            self.Cq[row, q_index] = c
+            self.Cv[row, v_index] = c
+        self.k = np.array([t.stiffness for t in tendons])
+        self.b = np.array([t.damping for t in tendons])
+        self.rest = np.array([t.spring_length for t in tendons])
+
+    @property
+    def key(self):
+        return ("tendons", self.Cq.tobytes(), self.Cv.tobytes(), self.k.tobytes(),
+                self.b.tobytes(), self.rest.tobytes())
+
+    def forces(self, xp, q, qd):
+        """(tau (N, nv), elastic energy (N,)) at q (N, nq), qd (N, nv)."""
+        stretch = q @ self.Cq.T - self.rest
+        f = -(self.k * stretch + self.b * (qd @ self.Cv.T))
+        return f @ self.Cv, xp.sum(0.5 * self.k * stretch * stretch, axis=-1)

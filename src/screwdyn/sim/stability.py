@@ -23,7 +23,8 @@ def warn_if_unstable(run):
         warnings.warn(f"dt = {run.dt:g} s is too large for the stiffness of {what} (k = {k:.3g}, "
                       f"effective mass {m:.3g}): the largest stable step of {integrator} there "
                       f"is about {dt_max:.3g} s. Use dt <= {dt_max:.2g} s, or softer contact "
-                      "(GroundContact(stiffness=...) / JointLimits(frequency=...)).",
+                      "(GroundContact(stiffness=...) / JointLimits(frequency=...)), or a longer "
+                      "timeconst for a constraint.",
                       stacklevel=3)
 
 
@@ -45,6 +46,10 @@ def stiffest_springs(run):
                             p["b"][0, j], M[dof, dof]))
     if system.contact is not None:
         out.extend(system.contact.springs(model, run.params["contact"], q, M))
+    for c in model.constraints:  # the stabilisation: e'' = -k e - b e', per unit mass
+        k, b = c.gains
+        out.append((f"the stabilisation of constraint {c.describe()} (timeconst "
+                    f"{c.timeconst:g} s)", k, b, 1.0))
     return out
 
 

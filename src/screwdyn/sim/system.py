@@ -17,21 +17,31 @@ import numpy as np
 from ..algorithms.joint_forces import friction as joint_friction_forces
 from ..controllers import Identity
 from .. import _backend
-from ..dynamics import FUNCTIONS, forward_dynamics, forward_kinematics, link_velocities
-from ..execution.plan import run_jax
-from .joint_springs import Limits, StickSlip
+from ..dynamics import forward_kinematics, link_velocities
+from ..constraints import ACCELERATIONS
+from ..execution import plan
+from ..execution.plan import lookup, run_jax
+from .joint_springs import Limits, StickSlip, TendonSprings
 
 
 def accelerations(model, q, qd, tau, f_ext, gravity, algebra):
-    """Joint accelerations (N, nv) of ``model`` at q (N, nq), qd (N, nv) under joint forces tau
-    (N, nv) and link wrenches f_ext (N, nlinks, 6) or None: the single forward-dynamics call of
-    a simulation step (``screwdyn.forward_dynamics`` on numpy; under JAX, the body of the
-    rollout's XLA loop: the execution plan's loop program, ``plan.run_jax(..., loop=True)``)."""
+    """(qdd (N, nv), tau_c (N, nv) or None): the joint accelerations of ``model`` at q (N, nq),
+    qd (N, nv) under joint forces tau (N, nv) and link wrenches f_ext (N, nlinks, 6) or None,
+    and for a model with equality constraints the joint forces of the constraint forces
+    (J^T lambda): the single forward-dynamics call of a simulation step
+    (``forward_dynamics``, or ``constraints.ACCELERATIONS``: constrained forward dynamics; on
+    numpy through the plan; under JAX, the body of the rollout's XLA loop: the execution plan's
+    loop program, ``plan.run_jax(..., loop=True)``)."""
+    function = ACCELERATIONS if model.constraints else lookup("forward_dynamics")
     if _backend.namespace(q, qd, tau) is np:
-        return forward_dynamics(model, q, qd, tau, f_ext=f_ext, gravity=gravity,
-                                algebra=algebra)
-    given = {"q": q, "qd": qd, "tau": tau, "gravity": gravity, "f_ext": f_ext}
-    return run_jax(FUNCTIONS["forward_dynamics"], model, algebra, given, loop=True)
+        out = plan.run(function, model, algebra, (q, qd, tau), (f_ext, gravity))
+    else:
+        given = {"q": q, "qd": qd, "tau": tau, "gravity": gravity, "f_ext": f_ext}
+        out = run_jax(function, model, algebra, given, loop=True)
+    if not model.constraints:
+        return out, None
+    nv = model.nv
+    return out[..., :nv], out[..., nv:]
 
 
 class System:
@@ -63,6 +73,7 @@ class System:
             self.friction = StickSlip(model, settings.joint_friction)
             self.fd_model = model.with_joint_parameters(coulomb=0.0)  # the springs replace it
         self.external = settings.external
+        self.tendons = TendonSprings(model) if any(t.passive for t in model.tendons) else None
 
     @property
     def key(self):
@@ -72,6 +83,7 @@ class System:
                 None if self.contact is None else self.contact.key,
                 None if self.limits is None else self.limits.key,
                 None if self.friction is None else self.friction.key,
+                None if self.tendons is None else self.tendons.key,
                 None if self.external is None else Identity(self.external))
 
     @property
@@ -121,6 +133,8 @@ class System:
             _, e = self.limits.torques(xp, params["limits"], q, xp.zeros(q.shape[:-1]
                                                                        + (self.model.nv,)))
             elastic = elastic + e
+        if self.tendons is not None:
+            elastic = elastic + self.tendons.forces(xp, q, 0 * q[..., :self.model.nv])[1]
         return hybrid, elastic
 
     # -- the right-hand side ----------------------------------------------------------------
@@ -143,6 +157,9 @@ class System:
                                        qd)
             tf = _add_at(xp, 0 * qd, index, tf)
             total, passive = total + tf, passive + tf
+        if self.tendons is not None:
+            tt = self.tendons.forces(xp, q, qd)[0]
+            total, passive = total + tt, passive + tt
         f_ext = wrench_in = wrench_passive = forces = V = None
         if self.needs_links:
             T = self._poses(q)
@@ -158,8 +175,10 @@ class System:
             qdd = self.assembly.forward_dynamics(q, qd, total, gravity=params["gravity"],
                                                  algebra=self.algebra, time=t)
         else:
-            qdd = accelerations(self.fd_model, q, qd, total, f_ext, params["gravity"],
-                                self.algebra)
+            qdd, tau_c = accelerations(self.fd_model, q, qd, total, f_ext, params["gravity"],
+                                       self.algebra)
+            if tau_c is not None:  # the constraint forces: passive (no work when held)
+                passive = passive + tau_c
 
         def power(v):
             twists = V if v is qd else None
