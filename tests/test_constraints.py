@@ -16,11 +16,10 @@
 - bad input: a ``ModelError`` naming what is wrong.
 
 Tolerances: the kernel regularises the Schur complement A = J M^-1 J^T by 1e-9 times its mean
-diagonal on every row (``algorithms/constraints.py``, ``EPSILON``), which makes each row
-compliant (J qdd + gamma = -1e-9 mean(diag A) lambda) even when the rows are independent: the
-comparisons with the references hold to ``RTOL`` = 1e-6 relative for that reason (measured:
-1e-9 to 7e-9 for the loops, 1.5e-7 for the tendon-coupled arm), and
-``test_acceleration_constraint_is_exact`` (xfail, strict) records the bias.
+diagonal (``algorithms/constraints.py``, ``EPSILON``: redundant rows) and removes the bias this
+puts on independent rows by one step of iterative refinement, so the comparisons with the
+references hold to ``RTOL`` = 1e-9 relative, and ``test_acceleration_constraint_is_exact``
+checks qdd against the exact KKT solution to 1e-11.
 """
 import numpy as np
 import pytest
@@ -30,8 +29,8 @@ from screwdyn.constraints import Connect, Coupling, FixedTendon
 from screwdyn.model.constraints import DAMPRATIO, TIMECONST
 
 G = 9.81
-#: the kernel against the references (see the module docstring: 1e-9 once the bias is gone)
-RTOL = 1e-6
+#: the kernel against the references (see the module docstring)
+RTOL = 1e-9
 AXIS = (0.0, -1.0, 0.0)  # the plane is x-z; q > 0 turns a link's x axis towards +z
 
 
@@ -560,16 +559,11 @@ def tendon_arm():
         Coupling("j2", polynomial=(0.3,), name="hold_j2"), tendons=[tendon])
 
 
-@pytest.mark.xfail(strict=True, reason="the kernel's Schur-complement regularisation "
-                   "(A + 1e-9 mean(diag A) I on every row, algorithms/constraints.py EPSILON) "
-                   "makes every constraint compliant: J qdd + gamma = -1e-9 mean(diag A) lambda "
-                   "also when the rows are independent")
 @pytest.mark.parametrize("case", ["delta", "tendon"])
 def test_acceleration_constraint_is_exact(case):
     """With independent rows, e = 0 and e' = 0, qdd is the exact KKT solution (Pinocchio's at
     mu -> 0) to rounding, and J qdd + gamma = 0 (the tendon arm: gamma = 0, and j2, held, has
-    qdd = 0). Measured: the delta 1.2e-9 relative; the tendon arm 1e-7 relative, qdd of the
-    held joint ~5e-7 rad/s^2 (mean(diag A) 38, lambda ~14 N m)."""
+    qdd = 0)."""
     rng = np.random.default_rng(8)
     if case == "delta":
         model = delta_robot()
