@@ -8,6 +8,7 @@ import numpy as np
 import pytest
 
 import screwdyn as sd
+from screwdyn.constraints import Coupling, FixedTendon
 from screwdyn.model import joints as J
 
 mujoco = pytest.importorskip("mujoco")
@@ -50,6 +51,17 @@ def _mujoco_dynamics(m, qpos, qvel, qacc):
     return d, rne, M
 
 
+def _load(path, **options):
+    """The model with its fixed tendons and equalities; one with a tendon screwdyn does not
+    model (spatial, limited: tests/test_mjcf_constraints.py) is refused, naming it, and loads
+    without it under unsupported="ignore"."""
+    try:
+        return sd.load_mjcf(path, **options)
+    except sd.ModelError as e:
+        assert "<tendon name=" in str(e) and "not modelled" in str(e)
+        return sd.load_mjcf(path, unsupported="ignore", **options)
+
+
 @pytest.mark.skipif(not MODELS, reason="no MJCF models installed (dm_control, gymnasium)")
 @pytest.mark.parametrize("path", MODELS, ids=[os.path.relpath(p, os.path.dirname(p) + "/..")
                                               for p in MODELS])
@@ -60,8 +72,8 @@ def test_bundled_mjcf_models_equal_mujoco(path):
     m = mujoco.MjModel.from_xml_path(path)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", sd.InertiaWarning)
-        bare = sd.load_mjcf(path, armature=False, unsupported="ignore")
-        model = sd.load_mjcf(path, unsupported="ignore")
+        bare = _load(path, armature=False)
+        model = _load(path)
     assert (model.nq, model.nv) == (m.nq, m.nv)
     rng = np.random.default_rng(0)
     for _ in range(3):
@@ -181,10 +193,20 @@ def test_from_mujoco_model_object_and_bad_files(tmp_path):
                                      "<joint joint='hinge_a' coef='1'/><joint joint='hinge_b' "
                                      "coef='-1'/></fixed></tendon><equality><joint "
                                      "joint1='hinge_a' joint2='hinge_b'/></equality>"))
-    with pytest.raises(sd.ModelError, match="1 tendon.*and 1 equality constraint.*unsupported="
-                                            "'ignore'"):
-        sd.load_mjcf(tendon)
-    assert sd.load_mjcf(tendon, unsupported="ignore").nv == m.nv
+    model = sd.load_mjcf(tendon)  # a fixed tendon and a joint equality are modelled
+    assert model.nv == m.nv
+    assert model.tendons == (FixedTendon("t", ("hinge_a", "hinge_b"), (1.0, -1.0)),)
+    assert model.constraints == (Coupling("hinge_a", "hinge_b", (0.0, 1.0, 0.0, 0.0, 0.0),
+                                          (0.4, 0.0), name="equality0"),)
+    limited = tmp_path / "limited.xml"
+    limited.write_text(tendon.read_text().replace("<fixed name='t'>", "<fixed name='t' "
+                                                  "limited='true' range='-1 1'>"))
+    with pytest.raises(sd.ModelError, match='MJCF <tendon name="t">: its length limits.*not '
+                                            'modelled.*unsupported="ignore"'):
+        sd.load_mjcf(limited)
+    ignored = sd.load_mjcf(limited, unsupported="ignore")
+    assert ignored.nv == m.nv and ignored.tendons == ()
+    assert ignored.constraints == model.constraints  # the joint equality does not need t
 
 
 def test_gravity_disabled_in_the_file_is_zero_gravity():

@@ -18,13 +18,51 @@ A hinge or slide measures from its reference ``ref`` (MuJoCo's qpos0), as MuJoCo
 MuJoCo body is a link of the same name (``world`` is the root; unnamed bodies are ``body{id}``,
 unnamed joints ``joint{id}``); a body with several joints gets one massless link per extra joint
 (``{body}/{joint}``). Inertias are the bodies' (``body_mass``, ``body_ipos``, ``body_iquat``,
-``body_inertia``), gravity is ``opt.gravity`` (zero when the model disables it), ``dof_armature`` is kept (``armature=True``,
-MuJoCo's mass matrix includes it), ``dof_damping`` and ``dof_frictionloss`` on request; joint
-limits are hinge and slide ``range`` (when limited) and ``actuatorfrcrange`` (effort).
-Tendons and equality constraints are not modelled: such a model is refused with a
-``ModelError`` unless ``unsupported="ignore"`` loads its rigid-body tree anyway (whose mass
-matrix and bias forces are MuJoCo's: tendons and equalities add passive and constraint forces,
-not inertia).
+``body_inertia``), gravity is ``opt.gravity`` (zero when the model disables it),
+``dof_armature`` is kept (``armature=True``, MuJoCo's mass matrix includes it), ``dof_damping``
+and ``dof_frictionloss`` on request; joint limits are hinge and slide ``range`` (when limited)
+and ``actuatorfrcrange`` (effort).
+Fixed tendons and equality constraints are read onto the model (``Model.tendons``,
+``Model.constraints``; ``screwdyn.constraints``), which ``constrained_forward_dynamics`` and the
+simulations enforce:
+
+    MJCF element                       screwdyn
+    <tendon><fixed>                    FixedTendon(name, joints, coef, stiffness, damping,
+                                       springlength)
+    <equality><connect> (body or site) Connect: the two anchors (``eq_data``) or site origins
+    <equality><weld> (body or site)    Weld: anchors and ``relpose`` (or the sites' frames);
+                                       ``torquescale`` 0 is a Connect of the same anchors
+    <equality><joint>                  Coupling(joint1, joint2, polycoef, reference = qpos0)
+    <equality><tendon>                 Coupling(tendon1, tendon2, polycoef,
+                                       reference = tendon_length0)
+
+Only equalities active at load (``eq_active0``) are read; inactive ones are skipped (none when
+the model disables equality constraints). Each keeps its MuJoCo name (unnamed:
+``equality{i}``, ``tendon{i}``; a tendon with the name of a joint is ``tendon:{name}``, as
+screwdyn's couplings name joints and tendons alike). MuJoCo's constraints are soft (each solved
+with a regularisation set by ``solimp``); screwdyn's are hard, stabilised by Baumgarte's terms: only
+``solref``'s time constant and damping ratio are used, which give the stiffness and damping of
+MuJoCo's reference acceleration aref (at ``solimp`` width dmax = 1); ``solimp`` is ignored.
+The time constant is at least 2 ``opt.timestep``, as MuJoCo makes it (unless the model
+disables ``refsafe``); a direct-form ``solref`` (-stiffness, -damping) becomes the time
+constant 2 / damping and damping ratio damping / (2 sqrt(stiffness)). Where MuJoCo's rows
+differ from screwdyn's (a weld's orientation rows are half the quaternion error, scaled by
+``torquescale``, in the second body's axes; screwdyn's are sin(angle) axis in world axes), the
+constraint is the same and so are the accelerations of the hard limit, and the forces J^T
+lambda (the stabilisations differ at second order in the violation). MuJoCo (4.0) subtracts
+dJ/dt qd from aref for connect and weld, as screwdyn does for every constraint, but not for
+joint and tendon equalities: with a nonlinear ``polycoef`` they differ at a velocity by the
+curvature term -poly''(x) xdot^2.
+
+Refused with a ``ModelError`` naming the element (``unsupported="ignore"`` drops the element,
+and the equalities on a dropped tendon, and loads the rest): spatial tendons (sites, geoms,
+pulleys), a tendon's length limits (an inequality constraint; not when the model disables
+limits), ``frictionloss``, ``armature``, nonlinear (``stiffnesspoly``, ``dampingpoly``) or
+dead-band springs (two different ``springlength`` values with stiffness), flex equalities,
+and a ``solref`` that mixes the standard and direct forms. The rigid-body tree of such a model
+is MuJoCo's either way (its mass matrix and bias forces are ``mj_fullM`` and ``mj_rne``:
+tendons and equalities add passive and constraint forces, not inertia, except a tendon's
+armature).
 """
 import os
 
@@ -32,14 +70,18 @@ import numpy as np
 
 from ..errors import ModelError
 from . import joints
+from .constraints import Connect, Coupling, FixedTendon, Weld
 from .builder import ModelBuilder
 from .model import Model
 
 
 def load_mjcf(path: "str | os.PathLike", armature: bool = True, joint_damping: bool = False,
               joint_friction: bool = False, unsupported: str = "error") -> Model:
-    """Compile the MJCF file ``path`` with MuJoCo and return the screwdyn Model
-    (``from_mujoco``). A file MuJoCo rejects is a ``ModelError`` with MuJoCo's message."""
+    """Compile the MJCF file ``path`` with MuJoCo and return the screwdyn Model, with its fixed
+    tendons and active equality constraints (``from_mujoco``, the module docstring). A file
+    MuJoCo rejects is a ``ModelError`` with MuJoCo's message; so is an element screwdyn does
+    not model (a spatial or limited tendon, a flex equality, ...) unless
+    ``unsupported="ignore"``."""
     mujoco = _mujoco()
     path = os.fspath(path)
     if not os.path.exists(path):
@@ -55,20 +97,24 @@ def load_mjcf(path: "str | os.PathLike", armature: bool = True, joint_damping: b
 def from_mujoco(mj_model: "mujoco.MjModel", name: "str | None" = None, armature: bool = True,
                 joint_damping: bool = False, joint_friction: bool = False,
                 unsupported: str = "error", source: str = "") -> Model:
-    """A screwdyn Model of a compiled ``mujoco.MjModel`` (see the module docstring).
+    """A screwdyn Model of a compiled ``mujoco.MjModel`` (see the module docstring): its
+    rigid-body tree, its fixed tendons (``model.tendons``) and the equality constraints active
+    at load (``model.constraints``, ``eq_active0``; inactive ones are skipped), held as hard
+    constraints with ``solref``'s time constant and damping ratio (``solimp`` is ignored).
 
     armature: keep ``dof_armature`` (MuJoCo's mass matrix includes it; False gives the bare
         rigid-body dynamics, which ``mj_rne`` computes).
     joint_damping, joint_friction: read ``dof_damping`` (viscous) and ``dof_frictionloss``
         (Coulomb) into the model's joint forces.
-    unsupported: ``"error"`` (default) refuses tendons and equality constraints; ``"ignore"``
-        loads the rigid-body tree without them.
+    unsupported: ``"error"`` (default) refuses, with a ``ModelError`` naming the element, what
+        screwdyn does not model: spatial tendons, tendon limits, friction and armature,
+        nonlinear or dead-band tendon springs, flex equalities; ``"ignore"`` drops those (and
+        the equalities on a dropped tendon) and loads the rest.
     """
     mujoco = _mujoco()
     m = mj_model
     if unsupported not in ("error", "ignore"):
         raise ValueError(f"unsupported must be 'error' or 'ignore', got {unsupported!r}")
-    _check_supported(m, unsupported)
     obj = mujoco.mjtObj
     body_name = [mujoco.mj_id2name(m, obj.mjOBJ_BODY, i) or ("world" if i == 0 else f"body{i}")
                  for i in range(m.nbody)]
@@ -87,8 +133,12 @@ def from_mujoco(mj_model: "mujoco.MjModel", name: "str | None" = None, armature:
     gravity = np.array(m.opt.gravity, dtype=float)
     if m.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_GRAVITY:
         gravity = np.zeros(3)  # <flag gravity="disable"/>
+    tendons, tendon_name = _tendons(mujoco, m, joint_name, unsupported)
+    constraints = _equalities(mujoco, m, body_name, joint_name, tendon_name, unsupported)
     model = builder.build(gravity=gravity, source=source)
     _check_layout(model, m, joint_name)
+    if tendons or constraints:
+        model = model.with_constraints(*constraints, tendons=tendons)
     return model
 
 
@@ -154,17 +204,146 @@ def _limits(m, j, kind):
     return out or None
 
 
-def _check_supported(m, unsupported):
-    found = []
-    if m.ntendon:
-        found.append(f"{m.ntendon} tendon(s)")
-    if m.neq:
-        found.append(f"{m.neq} equality constraint(s)")
-    if found and unsupported == "error":
-        raise ModelError(f"MJCF model has {' and '.join(found)}, which screwdyn does not model; "
-                         "pass unsupported='ignore' to load its rigid-body tree without them "
-                         "(its mass matrix and inverse dynamics are MuJoCo's mj_fullM and "
-                         "mj_rne, which tendons and equalities do not enter)")
+def _refuse(where, what, unsupported):
+    """Raise the ModelError for an element screwdyn does not model (``unsupported="error"``);
+    False (drop it) under ``"ignore"``."""
+    if unsupported == "error":
+        raise ModelError(f"{where}: {what}; pass unsupported=\"ignore\" to load the model "
+                         "without it")
+    return False
+
+
+def _tendons(mujoco, m, joint_name, unsupported):
+    """(FixedTendon list, {MuJoCo tendon id: name} of the tendons kept)."""
+    disabled = m.opt.disableflags
+    bit = mujoco.mjtDisableBit
+    limits = not disabled & (bit.mjDSBL_LIMIT | bit.mjDSBL_CONSTRAINT)
+    friction = not disabled & (bit.mjDSBL_FRICTIONLOSS | bit.mjDSBL_CONSTRAINT)
+    spring, damper = not disabled & bit.mjDSBL_SPRING, not disabled & bit.mjDSBL_DAMPER
+    out, kept, joint_names = [], {}, set(joint_name)
+    for i in range(m.ntendon):
+        name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_TENDON, i) or f"tendon{i}"
+        where = f'MJCF <tendon name="{name}">'
+        if name in joint_names:  # MuJoCo names joints and tendons apart, screwdyn together
+            name = f"tendon:{name}"
+        wraps = range(int(m.tendon_adr[i]), int(m.tendon_adr[i]) + int(m.tendon_num[i]))
+        stiffness = float(m.tendon_stiffness[i]) if spring else 0.0
+        damping = float(m.tendon_damping[i]) if damper else 0.0
+        low, high = (float(x) for x in m.tendon_lengthspring[i])
+        problems = []
+        if any(int(m.wrap_type[w]) != mujoco.mjtWrap.mjWRAP_JOINT for w in wraps):
+            problems.append("spatial tendons (through sites, around geoms, pulleys) are not "
+                            "modelled, only fixed tendons")
+        if limits and m.tendon_limited[i]:
+            problems.append(f"its length limits (range {m.tendon_range[i].tolist()}, an "
+                            "inequality constraint) are not modelled")
+        if friction and m.tendon_frictionloss[i] > 0:
+            problems.append("its frictionloss (dry friction) is not modelled")
+        if m.tendon_armature[i] != 0:
+            problems.append("its armature (inertia along the tendon) is not modelled")
+        if (spring and np.any(m.tendon_stiffnesspoly[i])) \
+                or (damper and np.any(m.tendon_dampingpoly[i])):
+            problems.append("its nonlinear spring or damper (stiffnesspoly, dampingpoly) is not "
+                            "modelled")
+        if stiffness > 0 and low != high:
+            problems.append(f"its dead-band spring (springlength {low:g} {high:g}: no force "
+                            "between them) is not modelled, only one rest length")
+        if getattr(m, "tendon_springyield", None) is not None and m.tendon_springyield[i] != 0:
+            problems.append("its plastic spring (springyield) is not modelled")
+        if problems:
+            _refuse(where, "; ".join(problems), unsupported)
+            continue
+        joint_ids = [int(m.wrap_objid[w]) for w in wraps]
+        coefficients = [float(m.wrap_prm[w]) for w in wraps]
+        out.append(FixedTendon(name, [joint_name[j] for j in joint_ids], coefficients,
+                               stiffness=stiffness, damping=damping, spring_length=low))
+        kept[i] = name
+    return out, kept
+
+
+_EQUALITY_ELEMENT = {0: "connect", 1: "weld", 2: "joint", 3: "tendon", 4: "flex",
+                     5: "flexvert", 6: "flexstrain", 7: "distance"}
+
+
+def _equalities(mujoco, m, body_name, joint_name, tendon_name, unsupported):
+    """The active equality constraints as Connect, Weld and Coupling objects."""
+    bit = mujoco.mjtDisableBit
+    if m.opt.disableflags & (bit.mjDSBL_EQUALITY | bit.mjDSBL_CONSTRAINT):
+        return []  # MuJoCo applies none
+    eq = mujoco.mjtEq
+    out = []
+    for i in range(m.neq):
+        if not m.eq_active0[i]:
+            continue
+        kind = int(m.eq_type[i])
+        name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_EQUALITY, i) or f"equality{i}"
+        element = _EQUALITY_ELEMENT.get(kind, f"type {kind}")
+        where = f'MJCF <equality><{element} name="{name}">'
+        solref = _solref(mujoco, m, i, where, unsupported)
+        if solref is None:
+            continue
+        options = dict(name=name, timeconst=solref[0], dampratio=solref[1])
+        data, a, b = m.eq_data[i], int(m.eq_obj1id[i]), int(m.eq_obj2id[i])
+        if kind in (eq.mjEQ_CONNECT, eq.mjEQ_WELD):
+            if int(m.eq_objtype[i]) == mujoco.mjtObj.mjOBJ_SITE:
+                links = body_name[m.site_bodyid[a]], body_name[m.site_bodyid[b]]
+                points = m.site_pos[a], m.site_pos[b]
+                # quaternions (X, Y) of R2^T R1 = X Y^T: the sites' frames coincide,
+                # R1 S1 = R2 S2, so R2^T R1 = S2 S1^T
+                rotation = (m.site_quat[b], m.site_quat[a])
+            elif int(m.eq_objtype[i]) == mujoco.mjtObj.mjOBJ_BODY:
+                links = body_name[a], body_name[b]
+                # connect: data[0:3] on body 1, data[3:6] on body 2; weld: the other way
+                points = (data[0:3], data[3:6]) if kind == eq.mjEQ_CONNECT else \
+                    (data[3:6], data[0:3])
+                # q1 relpose = q2: R2^T R1 = relpose^T
+                rotation = ((1.0, 0.0, 0.0, 0.0), data[6:10])
+            else:
+                _refuse(where, f"its objects of type {int(m.eq_objtype[i])} (neither bodies nor "
+                        "sites) are not modelled", unsupported)
+                continue
+            link = dict(link_a=links[0], link_b=links[1], point_a=points[0],
+                        point_b=points[1])
+            # torquescale scales MuJoCo's orientation rows (their softness): any nonzero value
+            # is the same hard constraint; 0 leaves the points only
+            if kind == eq.mjEQ_WELD and data[10] != 0:
+                out.append(Weld(rotation=_matrix(rotation[0]) @ _matrix(rotation[1]).T, **link,
+                                **options))
+            else:
+                out.append(Connect(**link, **options))
+        elif kind in (eq.mjEQ_JOINT, eq.mjEQ_TENDON):
+            if kind == eq.mjEQ_JOINT:
+                names = [joint_name[j] if j >= 0 else None for j in (a, b)]
+                reference = [float(m.qpos0[m.jnt_qposadr[j]]) if j >= 0 else 0.0
+                             for j in (a, b)]
+            else:
+                if any(j >= 0 and j not in tendon_name for j in (a, b)):
+                    continue  # on a tendon dropped by unsupported="ignore"
+                names = [tendon_name[j] if j >= 0 else None for j in (a, b)]
+                reference = [float(m.tendon_length0[j]) if j >= 0 else 0.0 for j in (a, b)]
+            out.append(Coupling(names[0], names[1], polynomial=data[:5] if b >= 0 else data[:1],
+                                reference=reference, **options))
+        else:
+            _refuse(where, f"{element} equalities are not modelled", unsupported)
+    return out
+
+
+def _solref(mujoco, m, i, where, unsupported):
+    """(timeconst, dampratio) of equality i from ``eq_solref`` as MuJoCo reads it, or None
+    (refused and dropped)."""
+    a, b = (float(x) for x in m.eq_solref[i])
+    if a > 0 and b > 0:
+        if not m.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_REFSAFE:
+            a = max(a, 2.0 * float(m.opt.timestep))  # MuJoCo's integrator safety
+        return a, b
+    if a < 0 and b < 0:  # direct: stiffness -a, damping -b (k = 1/(tc dr)^2, b = 2/tc)
+        k, c = -a, -b
+        return 2.0 / c, c / (2.0 * np.sqrt(k))
+    what = ("mixes the standard (timeconst, dampratio) and direct (-stiffness, -damping) "
+            "forms" if (a > 0) != (b > 0) else "has a zero stiffness or damping")
+    _refuse(where, f"its solref ({a:g}, {b:g}) {what}: screwdyn's stabilisation needs a "
+            "time constant and damping ratio > 0", unsupported)
+    return None
 
 
 def _check_layout(model, m, joint_name):
