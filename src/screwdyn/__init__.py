@@ -10,7 +10,8 @@ from .dynamics import (bias_forces, center_of_mass, coriolis_matrix, forward_dyn
                        forward_kinematics, gravity_torques, inverse_dynamics, jacobian,
                        kinetic_energy, mass_matrix, plan, potential_energy)
 from . import execution  # noqa: E402  (sd.execution.use_native, set_directory)
-from .errors import ConstraintWarning, InertiaWarning, JointOrderWarning, ModelError
+from .errors import (ConstraintWarning, InertiaWarning, JointOrderWarning, ModelError,
+                     PenetrationWarning)
 from . import constraints  # noqa: E402  (sd.constraints: Connect, Weld, Coupling, ...)
 from .constraints import (constrained_forward_dynamics, constraint_forces,
                           constraint_jacobian, constraint_residual)
@@ -21,8 +22,8 @@ from .dynamics import link_velocities
 from .model.configuration import difference, integrate
 from .model.model import random_configuration
 from . import sim  # noqa: E402  (the simulation package)
-from .sim import (ContactPoint, GroundContact, JointFriction, JointLimits, SimulationError,
-                  SimulationInterrupted, Trajectory, simulate)
+from .sim import (ContactPoint, GroundContact, JointFriction, JointLimits, RigidContact,
+                  SimulationError, SimulationInterrupted, Trajectory, simulate)
 from .rollouts import RolloutError, open_dataset as read_rollouts, rollouts  # noqa: E402
 from . import controllers, plot  # noqa: E402  (plot imports matplotlib only when drawing)
 from .viewer import view  # viser and trimesh are imported only when a view opens
@@ -30,14 +31,14 @@ from .viewer import view  # viser and trimesh are imported only when a view open
 from ._version import __version__  # noqa: E402
 
 __all__ = [
-    "Assembly", "BlackBox", "ConnectionState", "DHLink", "Float32Warning", "InertiaWarning", "ConstraintWarning", "JointOrderWarning", "cga", "dq", "Model", "ModelBuilder", "ModelError", "bias_forces", "center_of_mass",
+    "Assembly", "BlackBox", "ConnectionState", "DHLink", "Float32Warning", "InertiaWarning", "ConstraintWarning", "PenetrationWarning", "JointOrderWarning", "cga", "dq", "Model", "ModelBuilder", "ModelError", "bias_forces", "center_of_mass",
     "coriolis_matrix", "forward_dynamics", "forward_kinematics", "gravity_torques",
     "inverse_dynamics", "jacobian", "kinetic_energy", "load_urdf", "mass_matrix",
     "potential_energy", "random_configuration", "robots", "from_dh", "load_dh_table",
     "save_dh_table", "simulate", "Trajectory", "SimulationError", "integrate", "controllers",
     "plot", "compile", "dynamics_derivatives", "load_mjcf", "from_mujoco", "joints", "difference",
     "view", "WrenchLog",
-    "sim", "GroundContact", "ContactPoint", "JointLimits", "JointFriction",
+    "sim", "GroundContact", "RigidContact", "ContactPoint", "JointLimits", "JointFriction",
     "SimulationInterrupted", "link_velocities",
     "rollouts", "read_rollouts", "RolloutError",
     "plan", "execution",

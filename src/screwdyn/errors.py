@@ -23,6 +23,11 @@ class ConstraintWarning(UserWarning):
     with redundant constraint rows (an over-constrained loop, solved by least squares)."""
 
 
+class PenetrationWarning(UserWarning):
+    """A simulation starts with a contact point deep inside what it touches (the ground): the
+    contact pushes it out at once, violently."""
+
+
 _PACKAGE = os.path.dirname(os.path.abspath(__file__))
 
 

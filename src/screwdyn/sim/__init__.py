@@ -12,6 +12,7 @@ Modules, each with one job (dependencies point down the list):
     geometry      contact points from collision geometry (URDF, MJCF) or declared by the user
     contact_model ContactModel: what a contact model provides (the protocol the step uses)
     contact       GroundContact: the contact force law (Hunt-Crossley, stick-slip friction)
+    contact_solver RigidContact: contact forces solved with the dynamics (Coulomb cones)
     joint_springs joint limits and Coulomb joint friction as springs
     system        the ODE's right-hand side: forces, powers, the forward-dynamics call
     integrators   RK4, semi-implicit and explicit Euler on the manifold; stability limits
@@ -37,6 +38,7 @@ Modules, each with one job (dependencies point down the list):
 """
 from ..model.configuration import integrate
 from .contact import GroundContact
+from .contact_solver import RigidContact
 from .errors import SimulationError, SimulationInterrupted
 from .geometry import ContactPoint, ContactPoints, contact_points
 from .integrators import largest_stable_step
@@ -47,6 +49,7 @@ from .system import accelerations
 from .trajectory import Trajectory, coordinate_names
 
 __all__ = ["simulate", "rollout", "Settings", "JointLimits", "JointFriction", "GroundContact",
+           "RigidContact",
            "ContactPoint", "ContactPoints", "contact_points", "Trajectory", "SimulationError",
            "SimulationInterrupted", "coordinate_names", "integrate", "accelerations",
            "largest_stable_step", "plot_trajectory", "animate", "INTEGRATORS", "BACKENDS",

@@ -98,17 +98,7 @@ class GroundContact:
             positive(self.tangential_dissipation, "GroundContact.tangential_dissipation",
                      allow_zero=True)
         positive(self.sink, "GroundContact.sink")
-        if not is_traced(self.height):
-            h = np.asarray(self.height)
-            if h.shape != () or h.dtype.kind not in "biuf" or not np.isfinite(h):
-                raise ValueError(f"GroundContact.height must be a finite number (m), got "
-                                 f"{self.height!r}")
-        if not is_traced(self.normal):
-            n = np.asarray(self.normal)
-            if n.dtype.kind not in "biuf" or n.shape != (3,) or not np.all(np.isfinite(n)) \
-                    or np.linalg.norm(n) == 0:
-                raise ValueError(f"GroundContact.normal must be a nonzero 3-vector, got "
-                                 f"{self.normal!r}")
+        check_plane(self.height, self.normal, "GroundContact")
         if self.links is not None and isinstance(self.links, str):
             object.__setattr__(self, "links", (self.links,))
 
@@ -116,6 +106,20 @@ class GroundContact:
         """The ``Contact`` of this ground and ``model``'s contact points."""
         points = contact_points(model, self.points, self.links, self.rim_points)
         return Contact(model, self, points)
+
+
+def check_plane(height, normal, owner):
+    """Raise ``ValueError`` (naming ``owner``'s field) unless ``height`` is a finite number and
+    ``normal`` a nonzero finite 3-vector (traced JAX values pass unchecked)."""
+    if not is_traced(height):
+        h = np.asarray(height)
+        if h.shape != () or h.dtype.kind not in "biuf" or not np.isfinite(h):
+            raise ValueError(f"{owner}.height must be a finite number (m), got {height!r}")
+    if not is_traced(normal):
+        n = np.asarray(normal)
+        if n.dtype.kind not in "biuf" or n.shape != (3,) or not np.all(np.isfinite(n)) \
+                or np.linalg.norm(n) == 0:
+            raise ValueError(f"{owner}.normal must be a nonzero 3-vector, got {normal!r}")
 
 
 class Contact:
@@ -179,6 +183,14 @@ class Contact:
     def points_at(self, xp, p, T):
         """The contact points (N, P, 3) in the world (m) at link poses T (N, nlinks, 4, 4)."""
         return self.positions(xp, p, T)[0]
+
+    def deepest(self, model, p, T):
+        """(depth (m), label): the deepest penetration of a contact sphere into the ground at
+        the link poses T (N, nlinks, 4, 4) (numpy; negative: none touches), and its point's
+        label: what ``simulate`` checks before step 0."""
+        depth = self.positions(np, p, T)[1]
+        worst = np.unravel_index(np.argmax(depth), depth.shape)
+        return float(depth[worst]), self.points.labels[worst[-1]]
 
     def velocities(self, xp, V, arm, R):
         """World velocity (N, P, 3) of the links' material points at the contact points, from

@@ -4,9 +4,17 @@ The simulation reaches contact only through these members: ``System`` (the step)
 ``params``, ``initial_state``, ``project`` and ``forces``; the checks before a run call
 ``labels`` (how many points: the size of the samples) and ``springs`` (the stability analysis);
 the energy account calls ``points_at`` (the robot's extent); the trajectory's meta calls
-``describe``. ``contact.Contact`` (a ground plane: Hunt-Crossley normal force, stick-slip
-Coulomb friction) implements it; a new model (a rigid or soft-constraint solver, body-body
-contact) implements the same members and is simulated unchanged on every backend.
+``describe``, and the check before step 0 ``deepest``. ``contact.Contact`` (a ground plane:
+Hunt-Crossley normal force, stick-slip Coulomb friction) implements it; a new model implements
+the same members and is simulated unchanged on every backend.
+
+A contact model whose forces depend on the dynamics (a constraint solver:
+``contact_solver.SolvedContact``) sets ``solves = True`` and provides
+``solve(xp, p, q, qd, qdd0, M, T, state) -> (qdd, tau_c, forces, state)`` (the accelerations
+under its forces from the unconstrained ones qdd0 (N, nv) and the mass matrix M (N, nv, nv),
+the joint forces of its forces J^T f (N, nv) for the energy balance, the forces on its points
+(N, P, 3), and its state for the next step: the state of the step's last evaluation is kept);
+the step calls it instead of ``forces``.
 
 A contact model is made for one model by its settings object's ``resolve(model)`` (today
 ``Settings.contact`` accepts a ``GroundContact``; a new kind is added to that check).
@@ -55,6 +63,11 @@ class ContactModel(Protocol):
 
     def points_at(self, xp, p, T):
         """The contact points (N, P, 3) in the world (m) at poses T."""
+
+    def deepest(self, model, p, T) -> tuple:
+        """(depth (m), label): the deepest penetration of any contact point into what it
+        touches at the link poses T (N, nlinks, 4, 4) (numpy; negative: none touches), and
+        that point's label: what ``simulate`` checks before step 0."""
 
     def springs(self, model, p, q, M) -> list:
         """The contact's stiffest linear behaviour at one configuration q (nq,) with mass

@@ -15,6 +15,9 @@ from .record import sample_width
 #: rad/s for their rates) warns before the run
 CONSTRAINT_TOLERANCE = 1e-6
 
+#: a contact point deeper than this (m) in the ground at the initial state warns before the run
+INITIAL_PENETRATION = 0.01
+
 #: a rollout with more steps than this (steps x rollouts) warns with its size before it runs
 LONG_ROLLOUT_STEPS = 10 ** 8
 
@@ -135,3 +138,21 @@ def check_constraints(model, q0, qd0):
         warn(f"the model's {model.nconstraints} constraint rows have rank {rank} at the initial "
              "state (redundant rows, e.g. a planar loop closed by a 3-D Connect): the "
              "simulation takes the least-squares constraint forces", ConstraintWarning)
+
+
+def check_penetration(run):
+    """Warn (``PenetrationWarning``) before a run whose initial state has a contact point
+    deeper than ``INITIAL_PENETRATION`` in the ground, naming the point, the depth and the
+    rollout, rather than letting the first steps throw it out of the ground."""
+    contact = run.system.contact
+    if contact is None:
+        return
+    from ..dynamics import forward_kinematics
+    from ..errors import PenetrationWarning, warn
+
+    T = np.asarray(forward_kinematics(run.model, run.q0))
+    depth, label = contact.deepest(run.model, run.params["contact"], T)
+    if depth > INITIAL_PENETRATION:
+        warn(f"the initial state has the contact point {label!r} {depth * 100:.3g} cm inside "
+             "the ground: the contact will throw it out in the first steps; raise q0 (the base "
+             "height) by that much", PenetrationWarning)

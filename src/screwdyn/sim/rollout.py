@@ -72,6 +72,7 @@ def simulate(model, q0, qd0=None, controller=None, t_final=1.0, dt=1e-3, *, sett
                                {"wall_time": 0.0, "compile_time": 0.0})
     warn_if_unstable(run)
     inputs.check_constraints(model, q0, qd0)
+    inputs.check_penetration(run)
     chosen = choose_backend(settings.backend, run)
     progress = _progress(settings.progress, n_steps, dt)
     try:

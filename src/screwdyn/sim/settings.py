@@ -15,6 +15,7 @@ import numpy as np
 
 from .checks import positive as _check_positive
 from .contact import GroundContact
+from .contact_solver import RigidContact
 
 INTEGRATORS = ("rk4", "semi_implicit_euler", "euler")
 BACKENDS = ("auto", "native", "jax", "numpy")
@@ -102,7 +103,9 @@ class Settings:
         check). A sound run stays orders of magnitude below the default 0.5 (RK4: 1e-12 to
         1e-4; semi-implicit Euler: about 1e-3); an unstable step passes it within a few steps
         of blowing up.
-    contact: a ``GroundContact`` (a ground plane with compliant contact and friction), or None.
+    contact: a ``GroundContact`` (a ground plane with compliant contact and stick-slip
+        friction: a penalty law), a ``RigidContact`` (a ground plane whose contact forces are
+        solved with the dynamics: Coulomb cones, stable at 1-2 ms steps), or None.
     joint_limits: enforce the model's position limits: True (``JointLimits()``), a
         ``JointLimits`` with other parameters, or False.
     joint_friction: a ``JointFriction`` (how Coulomb joint friction is simulated).
@@ -124,7 +127,7 @@ class Settings:
     record_every: int = 1
     divergence_limit: Optional[float] = 1e6
     energy_limit: Optional[float] = 0.5
-    contact: Optional[GroundContact] = None
+    contact: Optional[Union[GroundContact, RigidContact]] = None
     joint_limits: Union[JointLimits, bool, None] = None
     joint_friction: JointFriction = field(default_factory=JointFriction)
     external: Optional[Callable] = None
@@ -156,8 +159,9 @@ class Settings:
         for name in ("divergence_limit", "energy_limit"):
             if getattr(self, name) is not None:
                 object.__setattr__(self, name, _check_positive(getattr(self, name), name))
-        if self.contact is not None and not isinstance(self.contact, GroundContact):
-            raise ValueError(f"contact must be a GroundContact or None, got "
+        if self.contact is not None and not isinstance(self.contact, (GroundContact,
+                                                                      RigidContact)):
+            raise ValueError(f"contact must be a GroundContact, a RigidContact or None, got "
                              f"{type(self.contact).__name__}")
         limits = self.joint_limits
         if limits is True:

@@ -25,9 +25,12 @@ def make_step(run, xp, dt):
         hybrid, elastic = system.project(xp, params["system"], q, hybrid)
         force = policy.force(params["policy"], k, t, q, qd, xp, batch, control)
 
+        last = {}  # a contact solver's state at the step's last evaluation (its warm start)
+
         def rates(t_i, q_i, qd_i, xi):
             tau = force(t_i, q_i, qd_i)
-            qdd, power, _ = system.rates(xp, params["system"], t_i, q_i, qd_i, xi, tau, hybrid)
+            qdd, power, _, last["contact"] = system.rates(xp, params["system"], t_i, q_i, qd_i,
+                                                          xi, tau, hybrid)
             return qdd, power, tau
 
         s = stepper(manifold, t, q, qd, rates)
@@ -36,6 +39,7 @@ def make_step(run, xp, dt):
         if record_forces:
             sample = sample + (system.rates(xp, params["system"], t, q, qd, 0 * qd, s.tau,
                                             hybrid)[2],)
-        return (s.q, s.qd, system.advance(hybrid, s.xi), energy + s.energy), sample, s.finite
+        hybrid1 = system.advance(hybrid, s.xi, last["contact"])
+        return (s.q, s.qd, hybrid1, energy + s.energy), sample, s.finite
 
     return step

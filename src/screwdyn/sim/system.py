@@ -17,7 +17,7 @@ import numpy as np
 from ..algorithms.joint_forces import friction as joint_friction_forces
 from ..controllers import Identity
 from .. import _backend
-from ..dynamics import forward_kinematics, link_velocities
+from ..dynamics import forward_kinematics, link_velocities, mass_matrix
 from ..constraints import ACCELERATIONS
 from ..execution import plan
 from ..execution.plan import lookup, run_jax
@@ -63,6 +63,11 @@ class System:
         self.algebra = settings.algebra
         self.kinematics_algebra = "spatial" if settings.algebra == "vector" else settings.algebra
         self.contact = None if settings.contact is None else settings.contact.resolve(model)
+        self.solves_contact = getattr(self.contact, "solves", False)
+        if self.solves_contact and model.constraints:
+            raise ValueError(f"model {model.name!r} has equality constraints: RigidContact does "
+                             "not solve them together yet; use GroundContact (a penalty law) "
+                             "with them")
         self.limits = None
         if settings.joint_limits is not None:
             limits = Limits(model, settings.joint_limits)
@@ -108,12 +113,20 @@ class System:
         if self.contact is not None:
             T = self._poses(q0)
             hybrid["contact"] = self.contact.initial_state(xp, params["contact"], T)
+            if self.solves_contact:  # its stabilisation's stiffness, from the apparent masses
+                M = mass_matrix(self.fd_model, q0, algebra=self.kinematics_algebra)
+                hybrid["contact"]["stiffness"] = self.contact.stiffness(
+                    xp, params["contact"], q0, T, M)
         if self.friction is not None:
             hybrid["delta"] = xp.zeros(q0.shape[:-1] + (len(self.friction.index),))
         return hybrid
 
-    def advance(self, hybrid, xi):
-        """The hybrid state after a step that moved the configuration by xi (N, nv)."""
+    def advance(self, hybrid, xi, contact_state=None):
+        """The hybrid state after a step that moved the configuration by xi (N, nv), its last
+        evaluation of the dynamics giving a contact solver's state ``contact_state`` (its warm
+        start for the next step)."""
+        if self.solves_contact:
+            hybrid = dict(hybrid, contact=contact_state)
         if "delta" in hybrid:
             hybrid = dict(hybrid, delta=hybrid["delta"] + xi[..., self.friction.index])
         return hybrid
@@ -139,7 +152,8 @@ class System:
 
     # -- the right-hand side ----------------------------------------------------------------
     def rates(self, xp, params, t, q, qd, xi, tau, hybrid):
-        """(qdd (N, nv), power, contact forces (N, P, 3) or None) at time t, q, qd, under the
+        """(qdd (N, nv), power, contact forces (N, P, 3) or None, a contact solver's new state
+        or None) at time t, q, qd, under the
         controller's joint forces tau (N, nv); xi (N, nv) is the displacement since the step
         began (for the stick-slip springs). ``power(v)`` (N, 2) is the power [input, passive]
         of these forces when the robot moves with velocity v (N, nv): the integrator takes it
@@ -160,11 +174,11 @@ class System:
         if self.tendons is not None:
             tt = self.tendons.forces(xp, q, qd)[0]
             total, passive = total + tt, passive + tt
-        f_ext = wrench_in = wrench_passive = forces = V = None
+        f_ext = wrench_in = wrench_passive = forces = V = contact_state = None
         if self.needs_links:
             T = self._poses(q)
             V = link_velocities(self.model, q, qd, frame="local", algebra=self.kinematics_algebra)
-            if self.contact is not None:
+            if self.contact is not None and not self.solves_contact:
                 wrench_passive, forces = self.contact.forces(xp, params["contact"], T, V,
                                                             hybrid["contact"])
                 f_ext = wrench_passive
@@ -179,6 +193,11 @@ class System:
                                        self.algebra)
             if tau_c is not None:  # the constraint forces: passive (no work when held)
                 passive = passive + tau_c
+            if self.solves_contact:  # rigid contact: its forces solved with the dynamics
+                M = mass_matrix(self.fd_model, q, algebra=self.kinematics_algebra)
+                qdd, tau_c, forces, contact_state = self.contact.solve(
+                    xp, params["contact"], q, qd, qdd, M, T, hybrid["contact"])
+                passive = passive + tau_c
 
         def power(v):
             twists = V if v is qd else None
@@ -192,7 +211,7 @@ class System:
                 p_passive = p_passive + xp.sum(wrench_passive * twists, axis=(-2, -1))
             return xp.stack([p_in, p_passive], axis=-1)
 
-        return qdd, power, forces
+        return qdd, power, forces, contact_state
 
     def _poses(self, q):
         return forward_kinematics(self.model, q, algebra=self.kinematics_algebra)

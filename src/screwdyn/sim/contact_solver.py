@@ -1,0 +1,305 @@
+"""Rigid ground contact solved as a constrained problem: Coulomb friction cones, no penalty
+spring, so that stiff contact needs no tiny time step.
+
+``RigidContact`` is a ground plane (as ``GroundContact``: the same contact spheres on the
+robot's links, the same plane) whose contact forces are found, at every evaluation of the
+dynamics, from the robot's dynamics itself rather than from a spring law. Each contact point i
+(a sphere of radius r centred at c; penetration d_i = r - n . (c - h n), contact point
+p_i = c - r n) has three rows of the contact Jacobian, the velocity of the link's material point
+at p_i along the plane's normal n and two tangents t1, t2: v_i = J_i qd. With the unconstrained
+accelerations qdd0 = FD(q, qd, tau) and the mass matrix M, the forces f_i = (f_n, f_t1, f_t2)
+solve
+
+    minimise  1/2 f^T A f + f^T (J qdd0 - a_ref)     A = J M^-1 J^T (the Delassus matrix)
+    subject to f_n >= 0, |f_t| <= mu f_n (Coulomb's cone), f_i = 0 for a point off the ground
+               (farther than ``margin``),
+
+whose optimality conditions say: a point in contact is pushed, never pulled; it sticks when the
+force that holds it lies inside the cone, else it slides with |f_t| = mu f_n against its
+sliding. qdd = qdd0 + M^-1 J^T f. The reference accelerations (MuJoCo's ``aref``,
+Baumgarte's stabilisation) pull a penetration and a sliding velocity to zero:
+
+    a_ref_n = k d - b v_n,   a_ref_t = -b v_t,   k = 1 / (timeconst dampratio)^2, b = 2 / timeconst
+
+so that a point held in contact behaves as a damped oscillator *per unit apparent mass* (its
+time constant is the same for a 1 kg ball and a 50 kg robot: this is what lets the step stay at
+1-2 ms). ``restitution`` e sets the damping ratio zeta of the impact: a point hitting the ground
+at speed v0 follows the damped oscillator x'' = -k x - b x' until its force k x + b x' (which
+never pulls) falls to zero, at the phase theta = pi - atan2(2 zeta s, 1 - 2 zeta^2) of
+x = v0 / w_d exp(-zeta w t) sin(w_d t) (s = sqrt(1 - zeta^2)), and leaves at
+e v0 = v0 exp(-zeta theta / s) (zeta / s sin theta - cos theta): ``restitution_of`` gives e of
+zeta, and zeta is found from e by bisection (e from 1 at zeta = 0 down to exp(-pi/2) = 0.21 at
+zeta = 1/sqrt(2), and towards 0 at 1; gravity during the contact adds a little). As
+MuJoCo's, the constraint acceleration is J qdd (the dJ/dt qd term is left to the stabilisation).
+
+The problem is solved by projected Gauss-Seidel (``iterations`` sweeps over the points: the
+normal row clipped at zero, then the two tangential rows projected onto the disc of radius
+mu f_n; the row's own diagonal of A (plus a small ``regularization`` relative to it) as its
+step), warm-started from the previous step's forces (state the rollout carries: a contact at
+rest converges further at every step), a fixed count of operations, so that the same code runs on numpy, in JAX (a
+``fori_loop``) and in the native tracer. The forces' power is passive work in the energy
+balance; the stabilisation's spring, k times each point's apparent mass, holds the energy of a
+penetration (``traj.elastic``), so that pushing one out is not counted as energy the contact
+made.
+
+Limitations (documented choices): one plane; a model with equality constraints and rigid
+contact is refused (the contact's Delassus matrix would need the constrained inverse inertia);
+friction is isotropic (a disc, not a pyramid); no rolling or torsional friction.
+"""
+import math
+from dataclasses import dataclass
+
+import numpy as np
+
+from .checks import positive
+from .contact import Contact, check_plane
+from .geometry import contact_points
+
+
+@dataclass(frozen=True, eq=False)
+class RigidContact:
+    """A ground plane with rigid contact and Coulomb friction, solved as a constrained problem
+    (see the module docstring).
+
+    mu: Coulomb friction coefficient (>= 0).
+    timeconst: the time constant (s) with which a penetration or a sliding velocity is
+        removed (MuJoCo's solref[0]; >= 2 dt is stable for every integrator).
+    dampratio: the damping ratio of the normal response (solref[1]); 1: no bounce.
+    restitution: if given, the coefficient of restitution e in (0, 1) of an impact: sets
+        dampratio (above).
+    iterations: projected Gauss-Seidel sweeps per evaluation.
+    regularization: added to each row's diagonal, relative to it (>= 0; keeps redundant
+        contacts, e.g. four corners of a box, well posed).
+    margin: a point closer to the ground than this (m, >= 0) takes part in the solve (its
+        force is still zero unless it approaches faster than a_ref = k d allows): a resting
+        point hovering at d = 0 then never flickers in and out of contact.
+    height, normal, points, links, rim_points: the plane and the contact points, as for
+        ``GroundContact``.
+    """
+
+    mu: float = 0.8
+    timeconst: float = 0.02
+    dampratio: float = 1.0
+    restitution: float = None
+    iterations: int = 30
+    regularization: float = 1e-6
+    margin: float = 1e-4
+    height: float = 0.0
+    normal: tuple = (0.0, 0.0, 1.0)
+    points: object = None
+    links: tuple = None
+    rim_points: int = 8
+
+    def __post_init__(self):
+        positive(self.mu, "RigidContact.mu", allow_zero=True)
+        positive(self.timeconst, "RigidContact.timeconst")
+        positive(self.dampratio, "RigidContact.dampratio")
+        positive(self.regularization, "RigidContact.regularization", allow_zero=True)
+        positive(self.margin, "RigidContact.margin", allow_zero=True)
+        if self.restitution is not None:
+            e = self.restitution
+            if not (isinstance(e, (int, float)) and 0 < e < 1):
+                raise ValueError(f"RigidContact.restitution must be a number in (0, 1), got "
+                                 f"{e!r} (dampratio=1 for none)")
+        if not (isinstance(self.iterations, int) and not isinstance(self.iterations, bool)
+                and 1 <= self.iterations <= 1000):
+            raise ValueError(f"RigidContact.iterations must be an int in [1, 1000], got "
+                             f"{self.iterations!r}")
+        check_plane(self.height, self.normal, "RigidContact")
+        if self.links is not None and isinstance(self.links, str):
+            object.__setattr__(self, "links", (self.links,))
+
+    @property
+    def damping_ratio(self):
+        """The normal response's damping ratio: ``dampratio``, or the one whose impact has the
+        coefficient ``restitution`` (``restitution_of``, inverted by bisection)."""
+        if self.restitution is None:
+            return float(self.dampratio)
+        low, high = 0.0, 1.0 - 1e-9
+        for _ in range(100):
+            middle = 0.5 * (low + high)
+            if restitution_of(middle) > self.restitution:
+                low = middle
+            else:
+                high = middle
+        return 0.5 * (low + high)
+
+    def resolve(self, model):
+        """The ``SolvedContact`` of this ground and ``model``'s contact points."""
+        points = contact_points(model, self.points, self.links, self.rim_points)
+        return SolvedContact(model, self, points)
+
+
+def restitution_of(zeta):
+    """The coefficient of restitution of an impact on the stabilised contact with damping
+    ratio zeta in [0, 1) (see the module docstring; gravity during the contact neglected)."""
+    s = math.sqrt(1.0 - zeta * zeta)
+    theta = math.pi - math.atan2(2.0 * zeta * s, 1.0 - 2.0 * zeta * zeta)
+    return math.exp(-zeta * theta / s) * (zeta / s * math.sin(theta) - math.cos(theta))
+
+
+def _basis(n):
+    """Two unit tangents (3,) completing the unit normal n (3,) to a right-handed frame."""
+    helper = np.array([1.0, 0.0, 0.0]) if abs(n[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
+    t1 = np.cross(n, helper)
+    t1 /= np.linalg.norm(t1)
+    return t1, np.cross(n, t1)
+
+
+class SolvedContact(Contact):
+    """A ``RigidContact`` bound to a model: the points' structure (as ``Contact``) and the
+    solver. A ``contact_model.ContactModel`` whose ``solves`` is True: the step calls
+    ``solve`` with the dynamics instead of ``forces``."""
+
+    solves = True
+
+    def __init__(self, model, ground, points):
+        self.ground, self.points = ground, points
+        self.nlinks = model.nlinks
+        self.link = points.link
+        self.links = tuple(sorted(set(int(l) for l in points.link)))
+        self.model = model
+
+    @property
+    def key(self):
+        return ("rigid", self.points.key, self.ground.iterations)
+
+    def params(self, xp=np):
+        g = self.ground
+        n = np.asarray(g.normal, dtype=float)
+        n = n / np.linalg.norm(n)
+        t1, t2 = _basis(n)
+        zeta = g.damping_ratio
+        k = 1.0 / (g.timeconst * zeta) ** 2
+        return {"mu": xp.asarray(g.mu, dtype=float), "k": xp.asarray(k, dtype=float),
+                "b": xp.asarray(2.0 / g.timeconst, dtype=float),
+                "regularization": xp.asarray(g.regularization, dtype=float),
+                "margin": xp.asarray(g.margin, dtype=float),
+                "normal": xp.asarray(n), "t1": xp.asarray(t1), "t2": xp.asarray(t2),
+                "height": xp.asarray(g.height, dtype=float),
+                "center": xp.asarray(self.points.center),
+                "radius": xp.asarray(self.points.radius)}
+
+    def initial_state(self, xp, p, T):
+        """The warm start: the previous step's forces on the points (N, P, 3), world frame, and
+        the stabilisation's stiffness k m_i at each point (N, P) (N/m; m_i its apparent mass
+        along the normal, 1 / A_ii)."""
+        point = self.points_at(xp, p, T)
+        return {"forces": 0.0 * point, "stiffness": 0.0 * point[..., 0]}
+
+    def project(self, xp, p, T, state):
+        """(state, elastic): the energy the stabilisation holds in the points' penetrations,
+        sum 1/2 k m_i d_i^2 (J), the spring that pushes a penetration out (``traj.elastic``:
+        what it gives back is not counted as produced by the contact)."""
+        inside = xp.maximum(self.positions(xp, p, T)[1], 0.0)
+        return state, xp.sum(0.5 * state["stiffness"] * inside * inside, axis=-1)
+
+    def forces(self, xp, p, T, V, state):
+        raise TypeError("a RigidContact's forces come from solve(), with the dynamics")
+
+    # -- the solver --------------------------------------------------------------------------
+    def rows(self, xp, p, q, T):
+        """(J (N, 3P, nv): the contact rows [n, t1, t2] of every point, depth (N, P), points
+        (N, P, 3) in the world) at q (N, nq) with link poses T (N, nlinks, 4, 4)."""
+        from ..dynamics import jacobian
+
+        point, depth, _, _, origin = self.positions(xp, p, T)
+        jac = {l: jacobian(self.model, q, l, frame="world") for l in self.links}  # (N, 6, nv)
+        frame = xp.stack([p["normal"], p["t1"], p["t2"]])  # (3, 3)
+        rows = []
+        for i, l in enumerate(self.link.tolist()):
+            J = jac[l]
+            r = point[:, i] - origin[:, i]  # (N, 3): the point from the link's origin
+            Jp = J[:, :3] - xp.cross(r[:, :, None], J[:, 3:], axis=1)  # v + w x r
+            rows.append(xp.einsum("ij,njv->niv", frame, Jp))
+        return xp.concatenate(rows, axis=1), depth, point
+
+    def stiffness(self, xp, p, q, T, M):
+        """(N, P): the stabilisation's stiffness k m_i at each point (N/m), m_i = 1 / A_ii its
+        apparent mass along the normal, at q (N, nq), link poses T, mass matrix M."""
+        J, depth, _ = self.rows(xp, p, q, T)
+        MinvJT = xp.linalg.solve(M, xp.moveaxis(J, -1, -2))  # (N, nv, 3P)
+        inverse_mass = [xp.sum(J[:, 3 * i] * MinvJT[:, :, 3 * i], axis=-1)
+                        for i in range(depth.shape[-1])]
+        if not inverse_mass:
+            return 0.0 * depth
+        return p["k"] / (xp.stack(inverse_mass, axis=-1) * (1.0 + p["regularization"]) + 1e-30)
+
+    def solve(self, xp, p, q, qd, qdd0, M, T, state):
+        """(qdd (N, nv), tau_c (N, nv) = J^T f, forces (N, P, 3) on the points, world frame,
+        the state for the next step (``initial_state``)):
+        the contact forces f of the module docstring's problem at q (N, nq), qd (N, nv), with
+        the unconstrained accelerations qdd0 (N, nv), mass matrix M (N, nv, nv) and link poses
+        T (N, nlinks, 4, 4), the sweeps starting from the previous step's forces
+        (``state["forces"]``: at rest, the solution carries over and converges further at
+        every step)."""
+        J, depth, _ = self.rows(xp, p, q, T)
+        P = depth.shape[-1]
+        MinvJT = xp.linalg.solve(M, xp.moveaxis(J, -1, -2))  # (N, nv, 3P)
+        A = xp.einsum("niv,nvj->nij", J, MinvJT)
+        v = xp.einsum("niv,nv->ni", J, qd)
+        active = xp.where(depth > -p["margin"], 1.0, 0.0)  # (N, P): in the solve
+        a_ref = []
+        for i in range(P):
+            a_ref += [p["k"] * depth[:, i] - p["b"] * v[:, 3 * i],
+                      -p["b"] * v[:, 3 * i + 1], -p["b"] * v[:, 3 * i + 2]]
+        bias = xp.einsum("niv,nv->ni", J, qdd0) - xp.stack(a_ref, axis=-1)  # (N, 3P)
+        diag = [A[:, j, j] * (1.0 + p["regularization"]) + 1e-30 for j in range(3 * P)]
+        mu = p["mu"]
+
+        def sweep(f):
+            f = [f[:, j] for j in range(3 * P)]
+            for i in range(P):
+                n, t1, t2 = 3 * i, 3 * i + 1, 3 * i + 2
+                residual = bias[:, n] + sum(A[:, n, j] * f[j] for j in range(3 * P))
+                f[n] = xp.maximum(f[n] - residual / diag[n], 0.0) * active[:, i]
+                r1 = bias[:, t1] + sum(A[:, t1, j] * f[j] for j in range(3 * P))
+                r2 = bias[:, t2] + sum(A[:, t2, j] * f[j] for j in range(3 * P))
+                g1, g2 = f[t1] - r1 / diag[t1], f[t2] - r2 / diag[t2]
+                square = g1 * g1 + g2 * g2
+                limit = mu * f[n]
+                big = square > limit * limit
+                scale = xp.where(big, limit / xp.sqrt(xp.where(big, square, 1.0)), 1.0)
+                f[t1], f[t2] = g1 * scale, g2 * scale
+            return xp.stack(f, axis=-1)
+
+        frame = xp.stack([p["normal"], p["t1"], p["t2"]])  # (3, 3)
+        start = xp.einsum("npk,jk->npj", state["forces"], frame)  # (N, P, 3) in the frame
+        start = (start * active[..., None]).reshape(bias.shape)
+        f = _repeat(xp, self.ground.iterations, sweep, start)
+        tau_c = xp.einsum("niv,ni->nv", J, f)
+        qdd = qdd0 + xp.einsum("nvi,ni->nv", MinvJT, f)
+        fp = f.reshape(f.shape[:-1] + (P, 3))
+        forces = (fp[..., 0:1] * p["normal"] + fp[..., 1:2] * p["t1"]
+                  + fp[..., 2:3] * p["t2"])
+        stiffness = xp.stack([p["k"] / diag[3 * i] for i in range(P)], axis=-1) \
+            if P else 0.0 * depth
+        return qdd, tau_c, forces, {"forces": forces, "stiffness": stiffness}
+
+    # -- what the checks and the record need -------------------------------------------------
+    def springs(self, model, p, q, M):
+        """The stabilisation, per unit apparent mass (k 1/s^2, b 1/s, mass 1)."""
+        return [(f"the rigid contact's stabilisation (timeconst {self.ground.timeconst:g} s)",
+                 float(p["k"]), float(p["b"]), 1.0)]
+
+    def describe(self, p):
+        g = self.ground
+        return {"kind": "rigid", "points": len(self.points), "mu": float(p["mu"]),
+                "timeconst": g.timeconst, "dampratio": g.damping_ratio,
+                "iterations": g.iterations, "height": float(g.height),
+                "normal": [float(x) for x in np.asarray(p["normal"])],
+                "labels": list(self.points.labels)}
+
+
+def _repeat(xp, n, body, x):
+    """body applied n times to x: a Python loop (numpy, the native tracer: a straight-line
+    program), or ``jax.lax.fori_loop`` under JAX (one loop, not n copies)."""
+    if getattr(xp, "__name__", "") == "jax.numpy":
+        import jax
+
+        return jax.lax.fori_loop(0, n, lambda _, y: body(y), x)
+    for _ in range(n):
+        x = body(x)
+    return x
+
+

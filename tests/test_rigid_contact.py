@@ -1,0 +1,207 @@
+"""Rigid ground contact solved with the dynamics (issue 24 item 2): ``RigidContact`` against
+Coulomb's closed forms (a sliding box, a box on a slope below and above its friction angle), a
+box at rest that does not drift, a bounce with the restitution one sets, ANYmal dropped under PD
+at 1 and 2 ms steps, the same numbers on every backend, and MuJoCo's own slide."""
+import os
+import sys
+
+import numpy as np
+import pytest
+
+import screwdyn as sd
+
+G, MU, SPEED, HALF = 9.81, 0.5, 2.0, 0.1
+CORNERS = [(sx * HALF, sy * HALF, sz * HALF) for sx in (-1, 1) for sy in (-1, 1)
+           for sz in (-1, 1)]
+
+
+def _box(mass=1.0):
+    """A free 0.2 m cube (its eight corners the contact points)."""
+    b = sd.ModelBuilder("cube")
+    b.add_link("cube", mass=mass, inertia=np.eye(3) * mass * (2 * (2 * HALF) ** 2) / 12)
+    return b.build(floating_base=True)
+
+
+def _contact(**kw):
+    return sd.RigidContact(**{"mu": MU, "points": {"cube": CORNERS}, **kw})
+
+
+REST = np.array([0, 0, HALF, 0, 0, 0, 1.0])
+
+
+def test_sliding_box_stops_where_coulomb_says():
+    """From 2 m/s on the ground with mu = 0.5: it slides v^2 / (2 mu g) = 0.4077 m (the
+    penalty GroundContact: 2.6% long), decelerating at mu g."""
+    traj = sd.simulate(_box(), REST, [SPEED, 0, 0, 0, 0, 0], t_final=1.0, dt=1e-3,
+                       contact=_contact(), integrator="semi_implicit_euler")
+    distance = traj.q[-1, 0]
+    assert distance == pytest.approx(SPEED ** 2 / (2 * MU * G), rel=5e-3)
+    # it decelerates at mu g down to 0.1 m/s (below mu g / b = 5 cm/s the stabilisation's
+    # damping b = 2 / timeconst, not the cone, stops it, within a few timeconst / 2)
+    fast = np.flatnonzero(traj.qd[:, 0] > 0.1)
+    assert traj.t[fast[-1]] == pytest.approx((SPEED - 0.1) / (MU * G), abs=2e-3)
+    assert np.abs(traj.qd[traj.t > 0.5, 0]).max() < 1e-3
+    # sliding, the friction is mu times the weight: the deceleration is mu g (once the tilt
+    # the friction gives the box at the start, 0.2% of the normal force, has died out)
+    slide = (traj.t > 0.15) & (traj.t < 0.35)
+    assert np.abs(traj.qdd[slide, 0] + MU * G).max() < 1e-4 * G
+    assert np.abs(traj.q[:, 2] - HALF).max() < 1e-4  # it neither sinks nor hops
+    # sideways: the Gauss-Seidel sweep visits the corners in order, so a finite number of
+    # sweeps leaves a small asymmetry (measured 14 um over the 0.41 m slide at 30 sweeps)
+    assert np.abs(traj.q[:, 1]).max() < 1e-4
+
+
+def test_box_at_rest_does_not_drift():
+    """10 s at rest on the ground: no creep, no sinking, no rocking; the normal forces carry
+    the weight."""
+    traj = sd.simulate(_box(), REST, t_final=10.0, dt=1e-3, contact=_contact(),
+                       integrator="semi_implicit_euler", record_contact_forces=True)
+    # the first steps settle the forces from the warm start's zero (the sweeps not yet
+    # converged on the four redundant corners: a few micrometres sideways, 62 um down, 2e-5
+    # rad of tilt), then nothing moves: no creep, no sinking, no rocking over 1..10 s
+    assert np.abs(traj.q[:, :2]).max() < 1e-5
+    assert np.abs(traj.q[:, 2] - HALF).max() < 1e-4
+    settled = traj.t >= 1.0
+    assert np.abs(traj.q[settled, :3] - traj.q[settled][0, :3]).max() < 1e-12
+    assert np.abs(traj.q[settled, 2] - HALF).max() < 1e-9
+    assert np.abs(traj.q[:, 3:6]).max() < 1e-4  # rocking in the first steps, then none
+    assert np.abs(traj.q[settled, 3:6] - traj.q[settled][0, 3:6]).max() < 1e-12
+    assert traj.contact_force[-1, :, 2].sum() == pytest.approx(G, rel=1e-9)
+
+
+@pytest.mark.parametrize("degrees", [20.0, 30.0])
+def test_box_on_a_slope(degrees):
+    """Gravity tilted by the slope's angle (the plane stays z = 0): below the friction angle
+    (atan 0.5 = 26.6 degrees) it stands still, above it it slides at g (sin - mu cos)."""
+    a = np.radians(degrees)
+    gravity = (G * np.sin(a), 0.0, -G * np.cos(a))
+    traj = sd.simulate(_box(), REST, t_final=2.0, dt=1e-3, contact=_contact(),
+                       integrator="semi_implicit_euler", gravity=gravity)
+    if degrees < 26.5:  # 50 um of slip while the first steps' forces settle, then no creep
+        assert np.abs(traj.q[:, 0]).max() < 1e-4
+        settled = traj.t >= 0.5
+        assert np.abs(traj.q[settled, 0] - traj.q[settled][0, 0]).max() < 1e-12
+    else:
+        late = traj.t > 0.2
+        expected = G * (np.sin(a) - MU * np.cos(a))
+        assert np.abs(traj.qdd[late, 0] - expected).max() < 1e-6 * expected
+
+
+def _sphere(radius=0.1):
+    b = sd.ModelBuilder("ball")
+    b.add_link("ball", mass=1.0, inertia=np.eye(3) * 0.4 * radius ** 2)
+    return b.build(floating_base=True)
+
+
+@pytest.mark.parametrize("restitution", [0.3, 0.7])
+def test_bounce_has_the_restitution_one_sets(restitution):
+    """A ball dropped from 0.5 m (impact at 3.13 m/s) leaves the ground at e times that
+    speed (gravity during the 10 ms contact adds about 1%)."""
+    contact = sd.RigidContact(restitution=restitution, timeconst=0.005,
+                              points=[sd.ContactPoint("ball", (0, 0, 0), 0.1)])
+    traj = sd.simulate(_sphere(), [0, 0, 0.6, 0, 0, 0, 1], t_final=0.5, dt=1e-4,
+                       contact=contact, integrator="rk4")
+    vz = traj.qd[:, 2]
+    impact = -vz[:np.argmax(vz > 0)].min()
+    assert impact == pytest.approx(np.sqrt(2 * G * 0.5), rel=1e-3)
+    assert vz.max() == pytest.approx(restitution * impact, rel=0.03)
+
+
+def test_every_backend_and_batches_agree():
+    model, contact = _box(), _contact(iterations=10)
+    q0 = np.stack([REST, REST + [0, 0, 0.05, 0, 0, 0, 0]])
+    qd0 = np.array([[SPEED, 0, 0, 0, 0, 0], [1.0, 0.5, 0, 0.3, 0, 0]])
+    runs = {b: sd.simulate(model, q0, qd0, t_final=0.05, dt=1e-3, contact=contact, backend=b,
+                           integrator="semi_implicit_euler") for b in ("native", "jax")}
+    numpy = sd.simulate(model, q0, qd0, t_final=0.05, dt=1e-3, contact=contact,
+                        backend="numpy", integrator="semi_implicit_euler")
+    for b, traj in runs.items():
+        assert traj.meta["backend"] == b
+        np.testing.assert_allclose(traj.q, numpy.q, atol=1e-10)
+    one = sd.simulate(model, q0[1], qd0[1], t_final=0.05, dt=1e-3, contact=contact,
+                      integrator="semi_implicit_euler")
+    np.testing.assert_allclose(one.q, runs["native"].q[1], atol=1e-12)
+
+
+def test_slide_agrees_with_mujoco():
+    """MuJoCo's own box (examples/contact_validation.py's scene: 0.2 x 0.2 x 0.1 m, mu 0.5,
+    its default soft contact, elliptic cones) slides the same distance within 1%."""
+    pytest.importorskip("mujoco")
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "examples"))
+    import contact_validation as scenes
+
+    qpos = scenes.mujoco_rollout(scenes.scene_file(scenes.BOX), [SPEED, 0, 0, 0, 0, 0], 1.0)
+    model = scenes.box()
+    contact = sd.RigidContact(mu=MU)
+    q0 = np.r_[0, 0, 0.05, 0, 0, 0, 1.0]
+    traj = sd.simulate(model, q0, [SPEED, 0, 0, 0, 0, 0], t_final=1.0, dt=1e-3,
+                       contact=contact, integrator="semi_implicit_euler")
+    assert traj.q[-1, 0] == pytest.approx(qpos[-1, 0] - qpos[0, 0], rel=0.01)
+
+
+def test_bad_input_is_refused_or_said():
+    for kw, match in (({"mu": -0.1}, "mu"), ({"restitution": 1.5}, "restitution"),
+                      ({"iterations": 0}, "iterations"), ({"timeconst": 0.0}, "timeconst"),
+                      ({"normal": (0, 0, 0)}, "normal")):
+        with pytest.raises(ValueError, match=match):
+            sd.RigidContact(**kw)
+    with pytest.warns(sd.PenetrationWarning, match="'cube.*3 cm inside"):
+        sd.simulate(_box(), REST - [0, 0, 0.03, 0, 0, 0, 0], t_final=0.01, dt=1e-3,
+                    contact=_contact())
+    b = sd.ModelBuilder("pair")
+    b.add_link("base")
+    for name in ("a", "b"):
+        b.add_link(name, mass=1.0, com=(0.2, 0, 0), inertia=np.eye(3) * 0.01)
+        b.add_joint(f"j{name}", "revolute", "base", name, axis=(0, 1, 0))
+    tied = b.build().with_constraints(sd.constraints.Coupling("jb", "ja"))
+    with pytest.raises(ValueError, match="equality constraints.*RigidContact"):
+        sd.simulate(tied, [0.1, 0.1], t_final=0.01, dt=1e-3,
+                    contact=sd.RigidContact(points={"a": [(0.4, 0, 0)]}))
+
+
+def _anymal():
+    from conftest import erd_robots_dir
+
+    if erd_robots_dir() is None:
+        pytest.skip("example-robot-data is not installed")
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), os.pardir, "examples"))
+    import contact_validation as scenes
+
+    return scenes
+
+
+def _drop(scenes, dt, integrator):
+    from screwdyn import controllers
+
+    model = scenes.anymal()
+    feet = [name for name in model.link_names if name.endswith("FOOT")]
+    contact = sd.RigidContact(mu=0.8, links=feet)
+    q0 = scenes.anymal_standing_pose(model, contact)
+    stand = q0.copy()
+    q0[2] += 0.6
+    pd = controllers.JointPD(model, kp=300.0, kd=10.0, q_ref=stand)
+    return stand, sd.simulate(model, q0, None, pd, 3.0, dt, contact=contact,
+                              integrator=integrator)
+
+
+@pytest.mark.parametrize("dt", [2e-3])
+def test_anymal_dropped_under_pd_lands_and_stands(dt):
+    """ANYmal dropped from 0.6 m above its standing pose, joint PD (kp 300, kd 10) holding it:
+    it lands, stands and comes to rest at 2 ms steps (the penalty contact needs 0.2 ms)."""
+    scenes = _anymal()
+    stand, traj = _drop(scenes, dt, "semi_implicit_euler")
+    assert np.isfinite(traj.q).all()
+    assert 0.4 < traj.q[-1, 2] < stand[2]  # standing, knees bent by the weight
+    assert np.abs(traj.qd[-1]).max() < 1e-2
+    assert np.abs(traj.q[-1, :2] - stand[:2]).max() < 0.05  # landed where it fell
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dt", [1e-3, 2e-3])
+@pytest.mark.parametrize("integrator", ["semi_implicit_euler", "rk4"])
+def test_anymal_drop_every_step_and_integrator(dt, integrator):
+    scenes = _anymal()
+    stand, traj = _drop(scenes, dt, integrator)
+    assert 0.4 < traj.q[-1, 2] < stand[2]
+    assert np.abs(traj.qd[-1]).max() < 1e-2
+    assert traj.energy_drift() < 0.05
