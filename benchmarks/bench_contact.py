@@ -4,8 +4,10 @@
 
 The scene: ANYmal B (example-robot-data) standing on the ground under joint PD (kp 300, kd 10),
 1 s at dt = 1 ms. screwdyn: the compiled rollout (``sd.simulate``: the native backend, the step
-in machine code, and the JAX backend, one XLA loop), RK4 and semi-implicit Euler, contact points from all its collision geometry (boxes, cylinders, spheres: 492 points) and
-from its four feet only, one state and a batch. MuJoCo: ``mj_step`` (its default Euler
+in machine code, and the JAX backend, one XLA loop), RK4 and semi-implicit Euler, one state and
+a batch; ``RigidContact`` (the constraint solver) on its four feet, and the penalty
+``GroundContact`` with contact points from all its collision geometry (boxes, cylinders,
+spheres: 492 points) and from its four feet only. MuJoCo: ``mj_step`` (its default Euler
 integrator, soft contacts between the same primitive geoms and a plane, position actuators kp 300
 and joint damping 10 for the PD) on the same URDF loaded by MuJoCo's compiler, one state, and
 ``mujoco.rollout`` for the batch. Reports the real-time factor (simulated time per wall-clock
@@ -125,6 +127,9 @@ def main():
     parser.add_argument("--repeat", type=int, default=2)
     parser.add_argument("--backends", default="native,jax",
                         help="comma-separated screwdyn backends (native, jax, numpy)")
+    parser.add_argument("--contacts", default="rigid,penalty",
+                        help="comma-separated contact models: rigid (RigidContact, the feet), "
+                             "penalty (GroundContact)")
     parser.add_argument("--skip-all-points", action="store_true",
                         help="only the feet (the whole collision geometry compiles slowly)")
     args = parser.parse_args()
@@ -143,7 +148,20 @@ def main():
         print(f"{name:<60}{rtf:>9.3g}{steps:>12.3g}{bsteps:>24.3g}"
               f"{'' if comp is None else round(comp, 1)!s:>11}{1e3 * sag:>12.3g}", flush=True)
 
-    for label, where in cases:
+    if "rigid" in args.contacts.split(","):
+        # the constraint solver: its projected Gauss-Seidel is unrolled into the program
+        # (30 sweeps over P points: code grows as P^2), so the feet only
+        feet = dict(links=["LF_FOOT", "RF_FOOT", "LH_FOOT", "RH_FOOT"])
+        for integrator in ("semi_implicit_euler", "rk4"):
+            contact = sd.RigidContact(mu=0.8, **feet)
+            for backend in args.backends.split(","):
+                name = f"screwdyn {backend} {integrator}, RigidContact, feet"
+                result = time_screwdyn(model, q0, contact, integrator, args.batch,
+                                       args.repeat, backend)
+                wall, compile_time, sag = result[None]
+                bwall, _, _ = result[args.batch]
+                row(name, 1.0 / wall, 1000 / wall, 1000 * args.batch / bwall, compile_time, sag)
+    for label, where in (cases if "penalty" in args.contacts.split(",") else ()):
         # semi-implicit Euler at 1 ms is at its stability limit on ANYmal's feet with the
         # default contact damping (simulate warns, and the run diverges after 0.3 s): it runs
         # with dissipation 0.3 s/m, which it keeps stable

@@ -263,3 +263,17 @@ def test_written_files_honour_the_umask(pendulum_urdf, tmp_path, umask, mode):
                          capture_output=True, text=True, preexec_fn=lambda: os.umask(umask))
     assert run.returncode == 0, run.stderr
     assert stat.S_IMODE(os.stat(out).st_mode) == mode
+
+
+def test_rigid_contact_from_the_command_line(pendulum_urdf, tmp_path, capsys):
+    """--rigid-contact simulates with sd.RigidContact (its meta says so); the penalty spring's
+    --contact-stiffness is refused with it, in one line."""
+    fast = ["--duration", "0.01", "--quiet", "--backend", "numpy", "--no-compile-cache"]
+    out = tmp_path / "rigid.npz"
+    assert main(["simulate", pendulum_urdf, "--rigid-contact", "--contact-points", "bob",
+                 "--out", str(out)] + fast) == 0
+    assert sd.Trajectory.load(out).meta["contact"]["kind"] == "rigid"
+    capsys.readouterr()
+    assert main(["simulate", pendulum_urdf, "--rigid-contact", "--contact-points", "bob",
+                 "--contact-stiffness", "1e4"] + fast) == 2
+    assert "--rigid-contact has none" in one_error_line(capsys.readouterr().err)

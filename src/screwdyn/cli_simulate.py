@@ -65,6 +65,10 @@ def add_parser(subparsers):
     p.add_argument("--contact-stiffness", type=float, metavar="K",
                    help="ground stiffness per contact point [N/m] (default: the weight "
                         "sinks 0.75 mm on one point)")
+    p.add_argument("--rigid-contact", action="store_true",
+                   help="solve the contact forces with the dynamics (sd.RigidContact: Coulomb "
+                        "cones, stable at 1-2 ms steps) instead of the penalty spring "
+                        "(implies --contact)")
     p.add_argument("--joint-limits", action="store_true", help="enforce the joint limits")
     p.add_argument("--record-every", type=int, default=1, help="keep every k-th sample")
     p.add_argument("--out", help="save the trajectory (.npz or .csv)")
@@ -124,15 +128,22 @@ def contact_point(text):
 
 
 def ground_contact(args):
-    """The ``GroundContact`` the arguments ask for (--contact, or --contact-points), or None;
-    ``ValueError`` for a contact option given without them."""
-    from .sim import GroundContact
+    """The ``GroundContact`` (or with --rigid-contact the ``RigidContact``) the arguments ask
+    for (--contact, --contact-points, --rigid-contact), or None; ``ValueError`` for a contact
+    option given without them, or one the chosen contact has not."""
+    from .sim import GroundContact, RigidContact
 
-    if not (getattr(args, "contact", False) or getattr(args, "contact_points", None)):
+    rigid = getattr(args, "rigid_contact", False)
+    if not (getattr(args, "contact", False) or getattr(args, "contact_points", None) or rigid):
         for name in ("contact_links", "contact_stiffness"):
             if getattr(args, name, None) is not None:
                 raise ValueError(f"--{name.replace('_', '-')} needs --contact")
         return None
+    if rigid:
+        if args.contact_stiffness is not None:
+            raise ValueError("--contact-stiffness sets the penalty spring; --rigid-contact has "
+                             "none (its contact is stiff at any step)")
+        return RigidContact(mu=args.mu, links=args.contact_links, points=args.contact_points)
     return GroundContact(mu=args.mu, links=args.contact_links, points=args.contact_points,
                          stiffness=args.contact_stiffness)
 

@@ -511,10 +511,12 @@ class Model:
         Example:
             ```python
             import screwdyn as sd
-            from screwdyn.constraints import Connect
+            from screwdyn.constraints import Coupling
 
-            b = sd.ModelBuilder("four_bar")          # ... two cranks and a coupler
-            # closed = model.with_constraints(Connect("coupler", "crank_b", (0.4, 0, 0)))
+            panda = sd.robots.load("panda")
+            tied = panda.with_constraints(      # the second finger follows the first
+                Coupling("panda_finger_joint2", "panda_finger_joint1", name="fingers"))
+            assert tied.nconstraints == 1
             ```
         """
         from . import constraints as _constraints

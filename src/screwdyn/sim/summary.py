@@ -21,7 +21,11 @@ def summary_lines(traj):
                  f"{meta.get('backend')} backend")
     lines.append(f"controller   {meta.get('controller')}")
     contact = meta.get("contact")
-    if contact:
+    if contact and contact.get("kind") == "rigid":
+        lines.append(f"contact      ground plane, rigid (solved), {contact['points']} contact "
+                     f"points, mu = {contact['mu']:g}, timeconst {contact['timeconst']:g} s, "
+                     f"dampratio {contact['dampratio']:.3g}")
+    elif contact:
         lines.append(f"contact      ground plane, {contact['points']} contact points, mu = "
                      f"{contact['mu']:g}, k = {contact['stiffness']:.3g} N/m, dissipation "
                      f"{contact['dissipation']:g} s/m")
