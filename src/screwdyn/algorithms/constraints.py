@@ -25,6 +25,7 @@ import numpy as np
 
 from ..algebra import link_placements
 from ..model import constraints as _c
+from . import spd
 from .jacobian import link_jacobian
 from .kinematics import (body_velocities, joint_poses, motion_subspaces, velocity_product,
                          world_poses)
@@ -166,16 +167,16 @@ def solve(xp, M, J, qdd0, rhs):
     """(qdd (nv, N), lambda (m, N)) for M (nv, nv, N), J (m, nv, N), the unconstrained
     accelerations qdd0 (nv, N) and rhs = a_ref - gamma (m, N) (see the module docstring)."""
     Mb, Jb = xp.moveaxis(M, -1, 0), xp.moveaxis(J, -1, 0)  # (N, nv, nv), (N, m, nv)
-    MinvJT = xp.linalg.solve(Mb, xp.moveaxis(Jb, -1, -2))  # (N, nv, m)
+    MinvJT = spd.solve(xp, Mb, xp.moveaxis(Jb, -1, -2))  # (N, nv, m)
     A = xp.einsum("nij,njk->nik", Jb, MinvJT)
     m = J.shape[0]
     scale = sum(A[:, i, i] for i in range(m)) * (EPSILON / m) + 1e-300
     residual = xp.moveaxis(rhs, -1, 0) - xp.einsum("nij,jn->ni", Jb, qdd0)
     regularised = A + scale[:, None, None] * np.eye(m)
-    lam = xp.linalg.solve(regularised, residual[..., None])[..., 0]  # (N, m)
+    lam = spd.solve(xp, regularised, residual[..., None])[..., 0]  # (N, m)
     # one step of iterative refinement against A itself: the regularisation's bias on
     # independent rows falls from eps to eps^2 (exact to rounding)
-    lam = lam + xp.linalg.solve(regularised, (residual - xp.einsum("nij,nj->ni", A, lam))
-                                [..., None])[..., 0]
+    lam = lam + spd.solve(xp, regularised, (residual - xp.einsum("nij,nj->ni", A, lam))
+                          [..., None])[..., 0]
     qdd = qdd0 + xp.moveaxis(xp.einsum("nij,nj->ni", MinvJT, lam), 0, -1)
     return qdd, xp.moveaxis(lam, 0, -1)

@@ -422,6 +422,33 @@ class _Linalg:
         return _wrap(out[:, 0] if vector else out)
 
     @classmethod
+    def cholesky(cls, A):
+        """L (..., n, n) lower triangular with L L^T = A for a symmetric positive definite A
+        (..., n, n), numpy's convention (no pivoting, no comparisons: n^3 / 6 products)."""
+        A = _objects(A)
+        batch = A.shape[:-2]
+        if batch:
+            out = np.empty(A.shape, dtype=object)
+            for index in np.ndindex(*batch):
+                out[index] = cls.cholesky(A[index]).a
+            return _wrap(out)
+        n = A.shape[0]
+        L = np.empty((n, n), dtype=object)
+        for j in range(n):
+            acc = A[j, j]
+            for k in range(j):
+                acc = _scalar("sub", acc, _scalar("mul", L[j, k], L[j, k]))
+            L[j, j] = _scalar("sqrt", acc)
+            for i in range(j + 1, n):
+                acc = A[i, j]
+                for k in range(j):
+                    acc = _scalar("sub", acc, _scalar("mul", L[i, k], L[j, k]))
+                L[i, j] = _scalar("div", acc, L[j, j])
+            for i in range(j):
+                L[i, j] = 0.0
+        return _wrap(L)
+
+    @classmethod
     def inv(cls, A):
         A = _objects(A)
         return cls.solve(A, np.eye(A.shape[0]))

@@ -51,6 +51,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from ..algorithms import spd
 from .checks import positive
 from .contact import Contact, check_plane
 from .geometry import contact_points
@@ -218,7 +219,7 @@ class SolvedContact(Contact):
         """(N, P): the stabilisation's stiffness k m_i at each point (N/m), m_i = 1 / A_ii its
         apparent mass along the normal, at q (N, nq), link poses T, mass matrix M."""
         J, depth, _ = self.rows(xp, p, q, T)
-        MinvJT = xp.linalg.solve(M, xp.moveaxis(J, -1, -2))  # (N, nv, 3P)
+        MinvJT = spd.solve(xp, M, xp.moveaxis(J, -1, -2))  # (N, nv, 3P)
         inverse_mass = [xp.sum(J[:, 3 * i] * MinvJT[:, :, 3 * i], axis=-1)
                         for i in range(depth.shape[-1])]
         if not inverse_mass:
@@ -235,7 +236,7 @@ class SolvedContact(Contact):
         every step)."""
         J, depth, _ = self.rows(xp, p, q, T)
         P = depth.shape[-1]
-        MinvJT = xp.linalg.solve(M, xp.moveaxis(J, -1, -2))  # (N, nv, 3P)
+        MinvJT = spd.solve(xp, M, xp.moveaxis(J, -1, -2))  # (N, nv, 3P)
         A = xp.einsum("niv,nvj->nij", J, MinvJT)
         v = xp.einsum("niv,nv->ni", J, qd)
         active = xp.where(depth > -p["margin"], 1.0, 0.0)  # (N, P): in the solve
