@@ -1,0 +1,603 @@
+"""Narrow phase between primitive geometries: contact points, normals and depths of a pair.
+
+``collide(xp, a, pose_a, b, pose_b)`` is pure and array-generic: the same code runs with ``xp`` =
+``numpy``, ``jax.numpy`` and screwdyn's tracer namespace (``screwdyn.execution.trace.xp``). It has
+no Python control flow on values, no sorting, no boolean indexing: every choice is an ``xp.where``
+and every division is guarded, so degenerate poses (coincident centres, parallel axes, a corner
+exactly on a face) give finite numbers.
+
+Geometries (sizes in m, Python floats: they are part of the program's structure)
+
+    sphere(radius)                 centred on its frame's origin
+    capsule(radius, half_length)   the segment z in [-half_length, half_length] of its frame,
+                                   inflated by radius (MuJoCo's capsule)
+    box(half_sizes)                |x_i| <= half_sizes[i] in its frame
+    cylinder(radius, half_length)  x^2 + y^2 <= radius^2, |z| <= half_length (axis z)
+    plane()                        the half-space z <= 0 of its frame (surface z = 0, normal +z),
+                                   infinite; only as the second geometry ``b`` of a pair
+
+Conventions
+
+* Poses are world arrays with a leading batch axis: ``pose = (R, p)``, ``R`` (N, 3, 3) the
+  geometry frame's rotation (columns: its axes in world coordinates), ``p`` (N, 3) its origin (m).
+* Outputs, K slots per pair (K depends only on the kinds, see ``contact_count``):
+  ``points`` (N, K, 3) world (m): the middle of the overlap, halfway between the two surfaces along
+  the normal (MuJoCo's ``contact.pos``); ``normals`` (N, K, 3) unit, world, pointing from ``b`` to
+  ``a`` (the direction ``a`` must move to separate; MuJoCo's ``contact.frame[0:3]`` points from its
+  geom1 to geom2); ``depths`` (N, K) (m): penetration, > 0 when overlapping, negative = distance
+  apart along the normal (MuJoCo's ``-contact.dist``).
+* A slot that carries no contact (an unused slot of a manifold, or, with ``margin``, a feature
+  further apart than ``margin``) has depth ``NO_CONTACT`` (-1e6 m), a finite point and the pair's
+  normal: a solver keeps slots with ``depths > -margin`` (or ``> 0``).
+* Pairs given the other way round (``box``, ``sphere``) are computed as (``sphere``, ``box``) with
+  the normals flipped.
+
+Pairs (a, b): K, method
+
+    sphere-plane       1  exact (MuJoCo's mjc_PlaneSphere)
+    capsule-plane      2  the two end spheres against the plane, exact (as MuJoCo)
+    box-plane          8  the 8 corners, each with its signed distance (MuJoCo keeps <= 4 of
+                          them, those within its margin)
+    cylinder-plane     8  4 rim points per end face, 90 degrees apart, starting at the rim point
+                          deepest along -normal (slot 0: the near face's deepest point, MuJoCo's
+                          first contact; slot 4: the far face's, MuJoCo's second). The deepest
+                          depth is exact; MuJoCo's two extra points lie inside the disc, ours on
+                          the rim (a square inscribed in it, a wider support)
+    sphere-sphere      1  exact; coincident centres: normal +z (world)
+    sphere-capsule     1  exact (closest point of the segment, then sphere-sphere)
+    capsule-capsule    2  slot 0: the closest points of the two segments (exact, Ericson's
+                          clamping); slot 1 unused, except for (near-)parallel axes (sin^2 of the
+                          angle < 1e-10), where the slots are the two ends of the overlap of the
+                          segments along the axis (a line contact, as MuJoCo's parallel case)
+    sphere-box         1  exact: the box's signed distance at the centre and its gradient
+                          (inside: the nearest face, first axis on ties)
+    capsule-box        3  slot 0: the segment point of least signed distance to the box (the
+                          signed distance of a convex set is convex along a line: 21 rounds of 9
+                          samples, each round around the best one of the last, bracket the
+                          minimum to ~2e-13 of the length; the depth is exact to that);
+                          slots 1, 2: the two end spheres against the box (sphere-box)
+    box-box            8  separating-axis test over the 15 axes (face axes preferred over edge
+                          axes within 1e-9 m): the axis of least overlap gives the normal and the
+                          deepest depth. Face axis: the reference face (on the box of that axis)
+                          and the incident face (the other box's face most anti-parallel to it)
+                          projected on the reference plane are clipped against each other
+                          (segment clipping of each polygon's edges against the other one, same
+                          orientation): each slot is the start of one clipped edge, so the slots
+                          are the vertices of the overlap polygon (<= 8), each with the depth of
+                          the incident face below the reference face there; an edge clipped away
+                          leaves its slot unused (if all are, slot 0 is the incident box's
+                          deepest corner at the separating-axis depth). Edge axis: slot 0 the
+                          middle of the closest points of the two edges, depth the overlap;
+                          slots 1-7 unused. Boxes apart: the slots' depths are at most minus the
+                          largest gap along the 15 axes (not the exact distance). Shallow
+                          contacts equal MuJoCo's mjc_BoxBox (depth, normal, points); deep ones
+                          can differ: MuJoCo may take a deeper axis than the least overlap.
+
+Not supported (``ValueError`` naming the pair): cylinder against anything but a plane, plane as
+``a`` or against a plane, ellipsoids, meshes and height fields. Convex meshes would come from
+MuJoCo's (or coal's) collision, not from here.
+"""
+from dataclasses import dataclass
+from typing import Any, Tuple
+
+import numpy as np
+
+#: the depth (m) of a slot that carries no contact
+NO_CONTACT = -1.0e6
+
+_TINY = 1e-12        # guards of divisions and normalisations
+_PARALLEL = 1e-10    # capsule-capsule: sin^2 of the angle below which the axes are parallel
+_EDGE_SIN = 1e-6     # box-box: edge axes with |a_i x b_j| below this are skipped
+_FACE_BIAS = 1e-9    # box-box: an edge axis wins only if its overlap is less by this much (m)
+_GRID, _ROUNDS = 9, 21  # capsule-box: 9 samples a round, 21 rounds (bracket 4^-21 ~ 2e-13 of L)
+
+Pose = Tuple[Any, Any]
+
+
+@dataclass(frozen=True)
+class Sphere:
+    """A sphere of ``radius`` (m) centred on its frame's origin."""
+    radius: float
+    kind = "sphere"
+
+
+@dataclass(frozen=True)
+class Capsule:
+    """The points within ``radius`` (m) of the segment z in [-half_length, half_length] (m)."""
+    radius: float
+    half_length: float
+    kind = "capsule"
+
+
+@dataclass(frozen=True)
+class Box:
+    """The box |x_i| <= ``half_sizes[i]`` (m) in its frame."""
+    half_sizes: Tuple[float, float, float]
+    kind = "box"
+
+
+@dataclass(frozen=True)
+class Cylinder:
+    """The solid cylinder of ``radius`` (m) about the frame's z axis, |z| <= ``half_length``."""
+    radius: float
+    half_length: float
+    kind = "cylinder"
+
+
+@dataclass(frozen=True)
+class Plane:
+    """The half-space z <= 0 of its frame (surface z = 0, outward normal +z), infinite."""
+    kind = "plane"
+
+
+Geometry = Any  # Sphere | Capsule | Box | Cylinder | Plane
+
+
+def sphere(radius: float) -> Sphere:
+    """A sphere of ``radius`` (m)."""
+    return Sphere(float(radius))
+
+
+def capsule(radius: float, half_length: float) -> Capsule:
+    """A capsule of ``radius`` (m) about the segment z in [-half_length, half_length] (m)."""
+    return Capsule(float(radius), float(half_length))
+
+
+def box(half_sizes) -> Box:
+    """A box of ``half_sizes`` (3,) (m) along its frame's x, y, z."""
+    h = tuple(float(x) for x in np.asarray(half_sizes, dtype=float).reshape(3))
+    return Box(h)
+
+
+def cylinder(radius: float, half_length: float) -> Cylinder:
+    """A cylinder of ``radius`` (m) about its frame's z axis, |z| <= ``half_length`` (m)."""
+    return Cylinder(float(radius), float(half_length))
+
+
+def plane() -> Plane:
+    """The plane z = 0 of its frame (normal +z), the half-space z <= 0 solid."""
+    return Plane()
+
+
+# ------------------------------------------------------------------------------------------------
+# small vector helpers (last axis: xyz)
+
+def _dot(xp, u, v):
+    return xp.sum(u * v, axis=-1)
+
+
+def _norm(xp, v):
+    return xp.sqrt(_dot(xp, v, v))
+
+
+def _col(R, k):
+    return R[..., :, k]
+
+
+def _rot(xp, R, v):
+    """R v for R (..., 3, 3), v (..., 3)."""
+    return xp.sum(R * v[..., None, :], axis=-1)
+
+
+def _rot_t(xp, R, v):
+    """R^T v."""
+    return xp.sum(R * v[..., :, None], axis=-2)
+
+
+def _safe(xp, x):
+    """x with tiny magnitudes replaced by 1 (for a guarded division)."""
+    return xp.where(xp.abs(x) > _TINY, x, 1.0)
+
+
+def _unit(xp, v, fallback):
+    """(v / |v| or ``fallback`` where |v| is tiny, |v|)."""
+    n = _norm(xp, v)
+    ok = n > _TINY
+    return xp.where(ok[..., None], v / xp.where(ok, n, 1.0)[..., None], fallback), n
+
+
+def _sign(xp, x):
+    """+1 for x >= 0, else -1."""
+    return xp.where(x >= 0.0, 1.0, -1.0)
+
+
+def _first_min(xp, values):
+    """One-hot flags (a list, as ``values``) of the first of ``values`` equal to their minimum."""
+    m = values[0]
+    for v in values[1:]:
+        m = xp.minimum(m, v)
+    flags, taken = [], None
+    for v in values:
+        hit = v == m
+        flag = hit if taken is None else hit & ~taken
+        taken = flag if taken is None else taken | flag
+        flags.append(flag)
+    return flags, m
+
+
+def _pick(xp, flags, options):
+    """The option of the raised flag (flags one-hot; options broadcastable, trailing dims ok)."""
+    out = options[-1]
+    for flag, option in zip(flags[-2::-1], options[-2::-1]):
+        f = flag
+        while getattr(f, "ndim", 0) < getattr(option, "ndim", 0):
+            f = f[..., None]
+        out = xp.where(f, option, out)
+    return out
+
+
+def _spheres(xp, ca, ra, cb, rb):
+    """Sphere a against sphere b: (point, normal b->a, depth), shapes (..., 3), (..., 3), (...)."""
+    n, dist = _unit(xp, ca - cb, np.array([0.0, 0.0, 1.0]))
+    depth = ra + rb - dist
+    return cb + n * (rb - 0.5 * depth)[..., None], n, depth
+
+
+def _segment_point(xp, c, d, h, x):
+    """The point of the segment c + d t, |t| <= h (d unit) nearest to x."""
+    t = xp.clip(_dot(xp, x - c, d), -h, h)
+    return c + d * t[..., None]
+
+
+def _segments(xp, c1, d1, h1, c2, d2, h2):
+    """Closest points of the segments c1 + d1 s (|s| <= h1) and c2 + d2 t (|t| <= h2), d unit or
+    zero, h (...) or float: (x1, x2, parallel)."""
+    A1 = d1 * (h1 if isinstance(h1, float) else h1[..., None])
+    A2 = d2 * (h2 if isinstance(h2, float) else h2[..., None])
+    r = c1 - c2
+    ma, mb, mc = _dot(xp, A1, A1), -_dot(xp, A1, A2), _dot(xp, A2, A2)
+    u, v = -_dot(xp, A1, r), _dot(xp, A2, r)
+    det = ma * mc - mb * mb
+    parallel = det <= _PARALLEL * ma * mc + _TINY
+    x1 = xp.clip(xp.where(parallel, 0.0, (mc * u - mb * v) / xp.where(parallel, 1.0, det)),
+                 -1.0, 1.0)
+    x2 = xp.where(mc > _TINY, (v - mb * x1) / _safe(xp, mc), 0.0)
+    x2c = xp.clip(x2, -1.0, 1.0)
+    x1 = xp.where(x2 != x2c, xp.clip(xp.where(ma > _TINY, (u - mb * x2c) / _safe(xp, ma), 0.0),
+                                     -1.0, 1.0), x1)
+    return c1 + A1 * x1[..., None], c2 + A2 * x2c[..., None], parallel
+
+
+def _box_sdf(xp, x, h):
+    """Signed distance (m) of local points x (..., 3) to the box |x_i| <= h_i and its unit
+    gradient (local; inside: the nearest face's normal, the first axis on ties)."""
+    s = _sign(xp, x)
+    q = xp.abs(x) - h
+    outside = xp.maximum(q, 0.0)
+    out_len = _norm(xp, outside)
+    qs = [q[..., 0], q[..., 1], q[..., 2]]
+    qmax = xp.maximum(xp.maximum(qs[0], qs[1]), qs[2])
+    sdf = out_len + xp.minimum(qmax, 0.0)
+    flags, _ = _first_min(xp, [-qs[0], -qs[1], -qs[2]])
+    grad_in = xp.stack([xp.where(f, s[..., i], 0.0) for i, f in enumerate(flags)], axis=-1)
+    ok = out_len > _TINY
+    grad_out = s * outside / xp.where(ok, out_len, 1.0)[..., None]
+    return sdf, xp.where(ok[..., None], grad_out, grad_in)
+
+
+def _spheres_box(xp, c, r, Rb, pb, h):
+    """Spheres centred at c (..., 3) of radius r against a box: (point, normal b->a, depth)."""
+    Rb_, pb_ = Rb, pb
+    while Rb_.ndim < c.ndim + 1:  # a slot axis in c: broadcast the pose over it
+        Rb_, pb_ = Rb_[..., None, :, :], pb_[..., None, :]
+    sdf, g = _box_sdf(xp, _rot_t(xp, Rb_, c - pb_), h)
+    n = _rot(xp, Rb_, g)
+    depth = r - sdf
+    return c - n * (r - 0.5 * depth)[..., None], n, depth
+
+
+# ------------------------------------------------------------------------------------------------
+# pairs: each returns (points (N, K, 3), normals (N, K, 3), depths (N, K)), normals b -> a
+
+def _sphere_plane(xp, a, Ra, pa, b, Rb, pb):
+    return _spheres_plane(xp, pa[:, None, :], a.radius, Rb, pb)
+
+
+def _spheres_plane(xp, c, r, Rb, pb):
+    """Spheres c (N, K, 3) of radius r against the plane of (Rb, pb)."""
+    n = _col(Rb, 2)[:, None, :]
+    dist = _dot(xp, c - pb[:, None, :], n) - r
+    depth = -dist
+    point = c - n * (r - 0.5 * depth)[..., None]
+    return point, xp.broadcast_to(n, point.shape), depth
+
+
+def _capsule_plane(xp, a, Ra, pa, b, Rb, pb):
+    axis = _col(Ra, 2) * a.half_length
+    ends = xp.stack([pa + axis, pa - axis], axis=1)
+    return _spheres_plane(xp, ends, a.radius, Rb, pb)
+
+
+def _box_plane(xp, a, Ra, pa, b, Rb, pb):
+    h = np.array(a.half_sizes)
+    signs = np.array([[1.0 if i & 1 else -1.0, 1.0 if i & 2 else -1.0, 1.0 if i & 4 else -1.0]
+                      for i in range(8)])  # MuJoCo's corner order: bit 0 x, bit 1 y, bit 2 z
+    corners = pa[:, None, :] + xp.sum(Ra[:, None, :, :] * (signs * h)[None, :, None, :], axis=-1)
+    return _spheres_plane(xp, corners, 0.0, Rb, pb)
+
+
+def _cylinder_plane(xp, a, Ra, pa, b, Rb, pb):
+    n = _col(Rb, 2)
+    axis = _col(Ra, 2)
+    prj = _dot(xp, n, axis)
+    axis = xp.where((prj > 0.0)[..., None], -axis, axis)   # towards the plane
+    prj = -xp.abs(prj)
+    v, _ = _unit(xp, axis * prj[..., None] - n, _col(Ra, 0))  # deepest rim direction
+    w = xp.cross(axis, v)
+    r, h = a.radius, a.half_length
+    rim = [v * r, w * r, -v * r, -w * r]
+    pts = [pa + axis * h + e for e in rim] + [pa - axis * h + e for e in rim]
+    return _spheres_plane(xp, xp.stack(pts, axis=1), 0.0, Rb, pb)
+
+
+def _sphere_sphere(xp, a, Ra, pa, b, Rb, pb):
+    p, n, d = _spheres(xp, pa, a.radius, pb, b.radius)
+    return p[:, None, :], n[:, None, :], d[:, None]
+
+
+def _sphere_capsule(xp, a, Ra, pa, b, Rb, pb):
+    q = _segment_point(xp, pb, _col(Rb, 2), b.half_length, pa)
+    p, n, d = _spheres(xp, pa, a.radius, q, b.radius)
+    return p[:, None, :], n[:, None, :], d[:, None]
+
+
+def _capsule_capsule(xp, a, Ra, pa, b, Rb, pb):
+    da, db = _col(Ra, 2), _col(Rb, 2)
+    ha, hb = a.half_length, b.half_length
+    x1, x2, parallel = _segments(xp, pa, da, ha, pb, db, hb)
+    p0, n0, d0 = _spheres(xp, x1, a.radius, x2, b.radius)
+    # parallel axes: the two ends of the overlap of the segments along a's axis
+    c = _dot(xp, pb - pa, da)
+    e = hb * xp.abs(_dot(xp, da, db))
+    lo, hi = xp.maximum(-ha, c - e), xp.minimum(ha, c + e)
+    overlap = lo < hi
+    s0 = xp.where(overlap, lo, xp.clip(0.5 * (lo + hi), -ha, ha))
+    ends = []
+    for s in (s0, hi):
+        y1 = pa + da * s[..., None]
+        ends.append(_spheres(xp, y1, a.radius, _segment_point(xp, pb, db, hb, y1), b.radius))
+    (p1, n1, d1), (p2, n2, d2) = ends
+    par = parallel[..., None]
+    points = xp.stack([xp.where(par, p1, p0), p2], axis=1)
+    normals = xp.stack([xp.where(par, n1, n0), xp.where(par & overlap[..., None], n2, n0)],
+                       axis=1)
+    depths = xp.stack([xp.where(parallel, d1, d0),
+                       xp.where(parallel & overlap, d2, NO_CONTACT)], axis=1)
+    return points, normals, depths
+
+
+def _sphere_box(xp_, a, Ra, pa, b, Rb, pb):
+    p, n, d = _spheres_box(xp_, pa, a.radius, Rb, pb, np.array(b.half_sizes))
+    return p[:, None, :], n[:, None, :], d[:, None]
+
+
+def _capsule_box(xp, a, Ra, pa, b, Rb, pb):
+    h = np.array(b.half_sizes)
+    L = a.half_length
+    x0 = _rot_t(xp, Rb, pa - pb)
+    u = _rot_t(xp, Rb, _col(Ra, 2))
+
+    # the signed distance of a convex set is convex along a line: the best of a grid's points
+    # and its two neighbours bracket the minimum; each round shrinks the bracket 4 times
+    grid = np.linspace(-1.0, 1.0, _GRID)
+    t, half = xp.zeros_like(x0[..., 0]), L
+    for _ in range(_ROUNDS if L > 0 else 0):
+        ts = xp.clip(t[..., None] + half * grid, -L, L)                    # (N, G)
+        f = _box_sdf(xp, x0[..., None, :] + u[..., None, :] * ts[..., None], h)[0]
+        best = xp.min(f, axis=-1)
+        t = xp.min(xp.where(f <= best[..., None], ts, 2.0 * L + 1.0), axis=-1)
+        half = half * 2.0 / (_GRID - 1)
+    axis = _col(Ra, 2)
+    centres = xp.stack([pa + axis * t[..., None], pa + axis * L, pa - axis * L], axis=1)
+    return _spheres_box(xp, centres, a.radius, Rb, pb, h)
+
+
+def _liang_barsky(xp, P, Q, planes):
+    """Clip the 2-D segments P -> Q (..., 2) to the half-planes [(n (..., 2), c (...)), ...]
+    (n . x <= c): (start point, non-empty)."""
+    d = Q - P
+    t0, t1 = 0.0, 1.0
+    empty = None
+    for n, c in planes:
+        an = _dot(xp, n, d)
+        bn = c - _dot(xp, n, P)
+        ratio = bn / _safe(xp, an)
+        t1 = xp.minimum(t1, xp.where(an > _TINY, ratio, 1.0))
+        t0 = xp.maximum(t0, xp.where(an < -_TINY, ratio, 0.0))
+        out = (xp.abs(an) <= _TINY) & (bn < 0.0)
+        empty = out if empty is None else empty | out
+    valid = (t0 <= t1) & ~empty
+    return P + d * t0[..., None], valid
+
+
+def _box_box(xp, a, Ra, pa, b, Rb, pb):
+    ha, hb = np.array(a.half_sizes), np.array(b.half_sizes)
+    d = pa - pb
+    A = [_col(Ra, i) for i in range(3)]
+    B = [_col(Rb, j) for j in range(3)]
+    C = [[_dot(xp, A[i], B[j]) for j in range(3)] for i in range(3)]
+    absC = [[xp.abs(C[i][j]) for j in range(3)] for i in range(3)]
+
+    overlaps, normals = [], []
+    for i in range(3):  # faces of a
+        s = _dot(xp, d, A[i])
+        rb = hb[0] * absC[i][0] + hb[1] * absC[i][1] + hb[2] * absC[i][2]
+        overlaps.append(ha[i] + rb - xp.abs(s))
+        normals.append(A[i] * _sign(xp, s)[..., None])
+    for j in range(3):  # faces of b
+        s = _dot(xp, d, B[j])
+        ra = ha[0] * absC[0][j] + ha[1] * absC[1][j] + ha[2] * absC[2][j]
+        overlaps.append(ra + hb[j] - xp.abs(s))
+        normals.append(B[j] * _sign(xp, s)[..., None])
+    face_overlaps = list(overlaps)
+    for i in range(3):  # edges a_i x b_j
+        for j in range(3):
+            axis, length = _unit(xp, xp.cross(A[i], B[j]), A[i])
+            ok = length > _EDGE_SIN
+            s = _dot(xp, d, axis)
+            ra = sum(ha[k] * xp.abs(_dot(xp, A[k], axis)) for k in range(3) if k != i)
+            rb = sum(hb[k] * xp.abs(_dot(xp, B[k], axis)) for k in range(3) if k != j)
+            overlaps.append(xp.where(ok, ra + rb - xp.abs(s), -NO_CONTACT) + _FACE_BIAS)
+            normals.append(axis * _sign(xp, s)[..., None])
+    flags, _ = _first_min(xp, overlaps)
+    n = _pick(xp, flags, normals)
+    depth = _pick(xp, flags, overlaps[:6] + [o - _FACE_BIAS for o in overlaps[6:]])
+    is_edge = flags[6]
+    for f in flags[7:]:
+        is_edge = is_edge | f
+
+    # ---- face manifold: reference face on the box of the least face overlap
+    fa, ma = _first_min(xp, face_overlaps[:3])
+    fb, mb = _first_min(xp, face_overlaps[3:])
+    ref_a = ma <= mb
+    face_n = xp.where(ref_a[..., None], _pick(xp, fa, normals[:3]), _pick(xp, fb, normals[3:6]))
+    one_hot = lambda flags: xp.stack([xp.where(f, 1.0, 0.0) for f in flags], axis=-1)  # noqa
+    ra_ = ref_a[..., None]
+    ra2 = ref_a[..., None, None]
+    R_ref, p_ref = xp.where(ra2, Ra, Rb), xp.where(ra_, pa, pb)
+    R_inc, p_inc = xp.where(ra2, Rb, Ra), xp.where(ra_, pb, pa)
+    h_ref, h_inc = xp.where(ra_, ha, hb), xp.where(ra_, hb, ha)
+    w = xp.where(ra_, one_hot(fa), one_hot(fb))
+    u = xp.where(ra_, -face_n, face_n)  # the reference face's outward normal
+    w1 = xp.stack([w[..., 2], w[..., 0], w[..., 1]], axis=-1)
+    w2 = xp.stack([w[..., 1], w[..., 2], w[..., 0]], axis=-1)
+    f1, f2 = _rot(xp, R_ref, w1), _rot(xp, R_ref, w2)
+    hx, hy = _dot(xp, h_ref, w1), _dot(xp, h_ref, w2)
+    c_ref = p_ref + u * _dot(xp, h_ref, w)[..., None]
+
+    z = _rot_t(xp, R_inc, u)
+    fz, _ = _first_min(xp, [-xp.abs(z[..., k]) for k in range(3)])
+    v = one_hot(fz)
+    zj = _dot(xp, z, v)
+    m = _rot(xp, R_inc, v) * (-_sign(xp, zj))[..., None]  # incident face's outward normal
+    v1 = xp.stack([v[..., 2], v[..., 0], v[..., 1]], axis=-1)
+    v2 = xp.stack([v[..., 1], v[..., 2], v[..., 0]], axis=-1)
+    c_inc = p_inc + m * _dot(xp, h_inc, v)[..., None]
+    e1 = _rot(xp, R_inc, v1) * _dot(xp, h_inc, v1)[..., None]
+    e2 = _rot(xp, R_inc, v2) * _dot(xp, h_inc, v2)[..., None]
+
+    def plane2(X):
+        Y = X - c_ref
+        return xp.stack([_dot(xp, Y, f1), _dot(xp, Y, f2)], axis=-1)
+
+    inc = [plane2(c_inc + e1 + e2), plane2(c_inc - e1 + e2), plane2(c_inc - e1 - e2),
+           plane2(c_inc + e1 - e2)]
+    area = sum(inc[k][..., 0] * inc[(k + 1) % 4][..., 1] - inc[(k + 1) % 4][..., 0] * inc[k][..., 1]
+               for k in range(4))
+    ccw = (area >= 0.0)[..., None]
+    inc = [inc[0], xp.where(ccw, inc[1], inc[3]), inc[2], xp.where(ccw, inc[3], inc[1])]
+    zero = xp.zeros_like(hx)
+    one = zero + 1.0
+    rect = [xp.stack([hx, hy], -1), xp.stack([-hx, hy], -1), xp.stack([-hx, -hy], -1),
+            xp.stack([hx, -hy], -1)]
+    rect_planes = [(xp.stack([one, zero], -1), hx), (xp.stack([-one, zero], -1), hx),
+                   (xp.stack([zero, one], -1), hy), (xp.stack([zero, -one], -1), hy)]
+    inc_planes = []
+    for k in range(4):
+        e = inc[(k + 1) % 4] - inc[k]
+        nk = xp.stack([e[..., 1], -e[..., 0]], -1)
+        inc_planes.append((nk, _dot(xp, nk, inc[k])))
+    starts = []
+    for k in range(4):
+        starts.append(_liang_barsky(xp, inc[k], inc[(k + 1) % 4], rect_planes))
+    for k in range(4):
+        starts.append(_liang_barsky(xp, rect[k], rect[(k + 1) % 4], inc_planes))
+    mu = _dot(xp, m, u)  # <= -1/sqrt(3)
+    face_pts, face_depths, any_valid = [], [], None
+    for x2d, valid in starts:
+        P0 = c_ref + f1 * x2d[..., 0:1] + f2 * x2d[..., 1:2]
+        lam = _dot(xp, m, c_inc - P0) / xp.where(mu < -_TINY, mu, -1.0)
+        face_pts.append(P0 + u * (0.5 * lam)[..., None])
+        face_depths.append(xp.where(valid, -lam, NO_CONTACT))
+        any_valid = valid if any_valid is None else any_valid | valid
+    # faces whose projections miss each other (boxes apart): slot 0 is the incident box's
+    # deepest corner along -u, at the separating-axis depth
+    corner = p_inc
+    for k in range(3):
+        col = _col(R_inc, k)
+        corner = corner - col * (h_inc[..., k] * _sign(xp, _dot(xp, col, u)))[..., None]
+    face_pts[0] = xp.where(any_valid[..., None], face_pts[0], corner + u * (0.5 * depth)[..., None])
+    face_depths[0] = xp.where(any_valid, face_depths[0], depth)
+
+    # ---- edge manifold: the middle of the closest points of the two support edges
+    wa = [fl for fl in flags[6:]]
+    wA = [xp.where(wa[3 * i] | wa[3 * i + 1] | wa[3 * i + 2], 1.0, 0.0) for i in range(3)]
+    wB = [xp.where(wa[j] | wa[3 + j] | wa[6 + j], 1.0, 0.0) for j in range(3)]
+    cA, dA, hA = pa, 0.0 * pa, 0.0 * depth
+    cB, dB, hB = pb, 0.0 * pb, 0.0 * depth
+    for k in range(3):
+        sa = -_sign(xp, _dot(xp, A[k], n))   # a's support towards b (along -n)
+        sb = _sign(xp, _dot(xp, B[k], n))    # b's support towards a (along +n)
+        cA = cA + A[k] * ((1.0 - wA[k]) * ha[k] * sa)[..., None]
+        cB = cB + B[k] * ((1.0 - wB[k]) * hb[k] * sb)[..., None]
+        dA, hA = dA + A[k] * wA[k][..., None], hA + wA[k] * ha[k]
+        dB, hB = dB + B[k] * wB[k][..., None], hB + wB[k] * hb[k]
+    xA, xB, _ = _segments(xp, cA, dA, hA, cB, dB, hB)
+    edge_pt = 0.5 * (xA + xB)
+
+    ie = is_edge[..., None]
+    points = [xp.where(ie, edge_pt, face_pts[0])] + [
+        xp.where(ie, edge_pt, p) for p in face_pts[1:]]
+    depths = [xp.where(is_edge, depth, face_depths[0])] + [
+        xp.where(is_edge, NO_CONTACT, dd) for dd in face_depths[1:]]
+    points = xp.stack(points, axis=1)
+    depths = xp.stack(depths, axis=1)
+    return points, xp.broadcast_to(n[:, None, :], points.shape), depths
+
+
+_PAIRS = {
+    ("sphere", "plane"): (_sphere_plane, 1),
+    ("capsule", "plane"): (_capsule_plane, 2),
+    ("box", "plane"): (_box_plane, 8),
+    ("cylinder", "plane"): (_cylinder_plane, 8),
+    ("sphere", "sphere"): (_sphere_sphere, 1),
+    ("sphere", "capsule"): (_sphere_capsule, 1),
+    ("capsule", "capsule"): (_capsule_capsule, 2),
+    ("sphere", "box"): (_sphere_box, 1),
+    ("capsule", "box"): (_capsule_box, 3),
+    ("box", "box"): (_box_box, 8),
+}
+
+
+def _lookup(a, b):
+    ka, kb = getattr(a, "kind", None), getattr(b, "kind", None)
+    if (ka, kb) in _PAIRS:
+        return _PAIRS[ka, kb], False
+    if ka != "plane" and (kb, ka) in _PAIRS:
+        return _PAIRS[kb, ka], True
+    hint = " (a plane is supported only as the second geometry)" if ka == "plane" else ""
+    raise ValueError(f"collision between {ka!r} and {kb!r} is not supported{hint}; supported "
+                     f"pairs: {', '.join(f'{x}-{y}' for x, y in _PAIRS)} (either order, but a "
+                     f"plane second)")
+
+
+def contact_count(a: Geometry, b: Geometry) -> int:
+    """K, the number of contact slots ``collide`` returns for the pair (a, b) (ValueError if
+    the pair is not supported)."""
+    return _lookup(a, b)[0][1]
+
+
+def collide(xp, a: Geometry, pose_a: Pose, b: Geometry, pose_b: Pose, margin=None):
+    """Contacts between geometry ``a`` at ``pose_a`` and ``b`` at ``pose_b``.
+
+    ``xp``: the array namespace (numpy, jax.numpy or ``screwdyn.execution.trace.xp``).
+    ``pose_a``, ``pose_b``: (R (N, 3, 3), p (N, 3)), each geometry frame in world (m).
+    ``margin`` (m, >= 0, or None): None reports every slot's signed depth; a number reports the
+    slots further apart than ``margin`` (depth < -margin) as ``NO_CONTACT``, as MuJoCo drops them.
+
+    Returns ``(points (N, K, 3), normals (N, K, 3), depths (N, K))``: world points in the middle
+    of the overlap (m), unit world normals pointing from ``b`` to ``a``, penetration depths (m;
+    negative: apart). K = ``contact_count(a, b)``, fixed by the kinds. See the module docstring
+    for each pair's method. Raises ValueError for an unsupported pair.
+    """
+    (fn, _k), swapped = _lookup(a, b)
+    Ra, pa = pose_a
+    Rb, pb = pose_b
+    if swapped:
+        points, normals, depths = fn(xp, b, Rb, pb, a, Ra, pa)
+        normals = -normals
+    else:
+        points, normals, depths = fn(xp, a, Ra, pa, b, Rb, pb)
+    if margin is not None:
+        depths = xp.where(depths < -margin, NO_CONTACT, depths)
+    return points, normals, depths
