@@ -42,9 +42,11 @@ balance; the stabilisation's spring, k times each point's apparent mass, holds t
 penetration (``traj.elastic``), so that pushing one out is not counted as energy the contact
 made.
 
-Limitations (documented choices): one plane; a model with equality constraints and rigid
-contact is refused (the contact's Delassus matrix would need the constrained inverse inertia);
-friction is isotropic (a disc, not a pyramid); no rolling or torsional friction.
+With the model's equality constraints (closed loops, couplings), qdd0 is the constrained
+forward dynamics and the contact acts through the constrained inverse inertia (``solve``), so
+both hold together.
+
+Limitations (documented choices): one plane; friction is isotropic (a disc, not a pyramid); no rolling or torsional friction.
 """
 import math
 from dataclasses import dataclass
@@ -52,6 +54,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from ..algorithms import spd
+from ..algorithms.constraints import EPSILON
 from .checks import positive
 from .contact import Contact, check_plane
 from .geometry import contact_points
@@ -226,17 +229,30 @@ class SolvedContact(Contact):
             return 0.0 * depth
         return p["k"] / (xp.stack(inverse_mass, axis=-1) * (1.0 + p["regularization"]) + 1e-30)
 
-    def solve(self, xp, p, q, qd, qdd0, M, T, state):
-        """(qdd (N, nv), tau_c (N, nv) = J^T f, forces (N, P, 3) on the points, world frame,
-        the state for the next step (``initial_state``)):
-        the contact forces f of the module docstring's problem at q (N, nq), qd (N, nv), with
-        the unconstrained accelerations qdd0 (N, nv), mass matrix M (N, nv, nv) and link poses
-        T (N, nlinks, 4, 4), the sweeps starting from the previous step's forces
-        (``state["forces"]``: at rest, the solution carries over and converges further at
-        every step)."""
+    def solve(self, xp, p, q, qd, qdd0, M, T, state, J_eq=None):
+        """(qdd (N, nv), tau_c (N, nv), forces (N, P, 3) on the points, world frame, the state
+        for the next step (``initial_state``)): the contact forces f of the module docstring's
+        problem at q (N, nq), qd (N, nv), with the accelerations qdd0 (N, nv) without contact,
+        mass matrix M (N, nv, nv) and link poses T (N, nlinks, 4, 4), the sweeps starting from
+        the previous step's forces (``state["forces"]``: at rest, the solution carries over and
+        converges further at every step). tau_c: the joint forces the contact makes, J^T f.
+
+        ``J_eq`` (N, m, nv): the model's equality constraints (``constraint_jacobian``), which
+        qdd0 satisfies: the contact then acts through the constrained inverse inertia
+        M_c^-1 = M^-1 - M^-1 J_eq^T A_eq^-1 J_eq M^-1 (A_eq = J_eq M^-1 J_eq^T, regularised
+        as in ``constrained_forward_dynamics``), so that qdd keeps them, and tau_c also holds
+        the change of the equality forces, J^T f - J_eq^T A_eq^-1 J_eq M^-1 J^T f."""
         J, depth, _ = self.rows(xp, p, q, T)
         P = depth.shape[-1]
         MinvJT = spd.solve(xp, M, xp.moveaxis(J, -1, -2))  # (N, nv, 3P)
+        if J_eq is not None:  # project on the equality constraints
+            MinvJeT = spd.solve(xp, M, xp.moveaxis(J_eq, -1, -2))  # (N, nv, m)
+            A_eq = xp.einsum("niv,nvj->nij", J_eq, MinvJeT)
+            m = J_eq.shape[1]
+            scale = sum(A_eq[:, i, i] for i in range(m)) * (EPSILON / m) + 1e-300
+            X = spd.solve(xp, A_eq + scale[:, None, None] * np.eye(m),
+                          xp.einsum("niv,nvj->nij", J_eq, MinvJT))  # (N, m, 3P)
+            MinvJT = MinvJT - xp.einsum("nvi,nij->nvj", MinvJeT, X)
         A = xp.einsum("niv,nvj->nij", J, MinvJT)
         v = xp.einsum("niv,nv->ni", J, qd)
         active = xp.where(depth > -p["margin"], 1.0, 0.0)  # (N, P): in the solve
@@ -269,6 +285,8 @@ class SolvedContact(Contact):
         start = (start * active[..., None]).reshape(bias.shape)
         f = _repeat(xp, self.ground.iterations, sweep, start)
         tau_c = xp.einsum("niv,ni->nv", J, f)
+        if J_eq is not None:
+            tau_c = tau_c - xp.einsum("niv,ni->nv", J_eq, xp.einsum("nij,nj->ni", X, f))
         qdd = qdd0 + xp.einsum("nvi,ni->nv", MinvJT, f)
         fp = f.reshape(f.shape[:-1] + (P, 3))
         forces = (fp[..., 0:1] * p["normal"] + fp[..., 1:2] * p["t1"]

@@ -18,7 +18,7 @@ from ..algorithms.joint_forces import friction as joint_friction_forces
 from ..controllers import Identity
 from .. import _backend
 from ..dynamics import forward_kinematics, link_velocities, mass_matrix
-from ..constraints import ACCELERATIONS
+from ..constraints import ACCELERATIONS, constraint_jacobian
 from ..execution import plan
 from ..execution.plan import lookup, run_jax
 from .joint_springs import Limits, StickSlip, TendonSprings
@@ -64,10 +64,6 @@ class System:
         self.kinematics_algebra = "spatial" if settings.algebra == "vector" else settings.algebra
         self.contact = None if settings.contact is None else settings.contact.resolve(model)
         self.solves_contact = getattr(self.contact, "solves", False)
-        if self.solves_contact and model.constraints:
-            raise ValueError(f"model {model.name!r} has equality constraints: RigidContact does "
-                             "not solve them together yet; use GroundContact (a penalty law) "
-                             "with them")
         self.limits = None
         if settings.joint_limits is not None:
             limits = Limits(model, settings.joint_limits)
@@ -195,8 +191,10 @@ class System:
                 passive = passive + tau_c
             if self.solves_contact:  # rigid contact: its forces solved with the dynamics
                 M = mass_matrix(self.fd_model, q, algebra=self.kinematics_algebra)
+                J_eq = constraint_jacobian(self.fd_model, q, algebra=self.kinematics_algebra) \
+                    if self.fd_model.constraints else None
                 qdd, tau_c, forces, contact_state = self.contact.solve(
-                    xp, params["contact"], q, qd, qdd, M, T, hybrid["contact"])
+                    xp, params["contact"], q, qd, qdd, M, T, hybrid["contact"], J_eq)
                 passive = passive + tau_c
 
         def power(v):
