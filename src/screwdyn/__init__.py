@@ -22,7 +22,7 @@ from .dynamics import link_velocities
 from .model.configuration import difference, integrate
 from .model.model import random_configuration
 from . import sim  # noqa: E402  (the simulation package)
-from .sim import (ContactPoint, GroundContact, JointFriction, JointLimits, RigidContact,
+from .sim import (ContactPoint, GroundContact, JointFriction, JointLimits, RigidContact, Scene,
                   SimulationError, SimulationInterrupted, Trajectory, simulate)
 from .rollouts import RolloutError, open_dataset as read_rollouts, rollouts  # noqa: E402
 from . import controllers, plot  # noqa: E402  (plot imports matplotlib only when drawing)
@@ -38,7 +38,7 @@ __all__ = [
     "save_dh_table", "simulate", "Trajectory", "SimulationError", "integrate", "controllers",
     "plot", "compile", "dynamics_derivatives", "load_mjcf", "from_mujoco", "joints", "difference",
     "view", "WrenchLog",
-    "sim", "GroundContact", "RigidContact", "ContactPoint", "JointLimits", "JointFriction",
+    "sim", "GroundContact", "RigidContact", "Scene", "ContactPoint", "JointLimits", "JointFriction",
     "SimulationInterrupted", "link_velocities",
     "rollouts", "read_rollouts", "RolloutError",
     "plan", "execution",

@@ -13,6 +13,8 @@ Modules, each with one job (dependencies point down the list):
     contact_model ContactModel: what a contact model provides (the protocol the step uses)
     contact       GroundContact: the contact force law (Hunt-Crossley, stick-slip friction)
     contact_solver RigidContact: contact forces solved with the dynamics (Coulomb cones)
+    collision     the narrow phase between primitive shapes (sphere, capsule, box, cylinder)
+    scene         Scene, ShapeContact: objects and shapes, rigid contact between them
     joint_springs joint limits and Coulomb joint friction as springs
     system        the ODE's right-hand side: forces, powers, the forward-dynamics call
     integrators   RK4, semi-implicit and explicit Euler on the manifold; stability limits
@@ -39,6 +41,8 @@ Modules, each with one job (dependencies point down the list):
 from ..model.configuration import integrate
 from .contact import GroundContact
 from .contact_solver import RigidContact
+from . import collision
+from .scene import Scene, ShapeContact
 from .errors import SimulationError, SimulationInterrupted
 from .geometry import ContactPoint, ContactPoints, contact_points
 from .integrators import largest_stable_step
@@ -49,7 +53,7 @@ from .system import accelerations
 from .trajectory import Trajectory, coordinate_names
 
 __all__ = ["simulate", "rollout", "Settings", "JointLimits", "JointFriction", "GroundContact",
-           "RigidContact",
+           "RigidContact", "Scene", "ShapeContact", "collision",
            "ContactPoint", "ContactPoints", "contact_points", "Trajectory", "SimulationError",
            "SimulationInterrupted", "coordinate_names", "integrate", "accelerations",
            "largest_stable_step", "plot_trajectory", "animate", "INTEGRATORS", "BACKENDS",

@@ -195,16 +195,21 @@ class SolvedContact(Contact):
         """(state, elastic): the energy the stabilisation holds in the points' penetrations,
         sum 1/2 k m_i d_i^2 (J), the spring that pushes a penetration out (``traj.elastic``:
         what it gives back is not counted as produced by the contact)."""
-        inside = xp.maximum(self.positions(xp, p, T)[1], 0.0)
+        inside = xp.maximum(self.depths(xp, p, T), 0.0)
         return state, xp.sum(0.5 * state["stiffness"] * inside * inside, axis=-1)
 
     def forces(self, xp, p, T, V, state):
         raise TypeError("a RigidContact's forces come from solve(), with the dynamics")
 
     # -- the solver --------------------------------------------------------------------------
+    def depths(self, xp, p, T):
+        """(N, P): each point's penetration (m; negative: apart) at link poses T."""
+        return self.positions(xp, p, T)[1]
+
     def rows(self, xp, p, q, T):
-        """(J (N, 3P, nv): the contact rows [n, t1, t2] of every point, depth (N, P), points
-        (N, P, 3) in the world) at q (N, nq) with link poses T (N, nlinks, 4, 4)."""
+        """(J (N, 3P, nv): the contact rows [n, t1, t2] of every point, depth (N, P), frames
+        (N, P, 3, 3): each point's [n; t1; t2] in the world) at q (N, nq) with link poses T
+        (N, nlinks, 4, 4)."""
         from ..dynamics import jacobian
 
         point, depth, _, _, origin = self.positions(xp, p, T)
@@ -216,7 +221,8 @@ class SolvedContact(Contact):
             r = point[:, i] - origin[:, i]  # (N, 3): the point from the link's origin
             Jp = J[:, :3] - xp.cross(r[:, :, None], J[:, 3:], axis=1)  # v + w x r
             rows.append(xp.einsum("ij,njv->niv", frame, Jp))
-        return xp.concatenate(rows, axis=1), depth, point
+        frames = xp.broadcast_to(frame, depth.shape + (3, 3))
+        return xp.concatenate(rows, axis=1), depth, frames
 
     def stiffness(self, xp, p, q, T, M):
         """(N, P): the stabilisation's stiffness k m_i at each point (N/m), m_i = 1 / A_ii its
@@ -242,7 +248,7 @@ class SolvedContact(Contact):
         M_c^-1 = M^-1 - M^-1 J_eq^T A_eq^-1 J_eq M^-1 (A_eq = J_eq M^-1 J_eq^T, regularised
         as in ``constrained_forward_dynamics``), so that qdd keeps them, and tau_c also holds
         the change of the equality forces, J^T f - J_eq^T A_eq^-1 J_eq M^-1 J^T f."""
-        J, depth, _ = self.rows(xp, p, q, T)
+        J, depth, frames = self.rows(xp, p, q, T)
         P = depth.shape[-1]
         MinvJT = spd.solve(xp, M, xp.moveaxis(J, -1, -2))  # (N, nv, 3P)
         if J_eq is not None:  # project on the equality constraints
@@ -261,38 +267,38 @@ class SolvedContact(Contact):
             a_ref += [p["k"] * depth[:, i] - p["b"] * v[:, 3 * i],
                       -p["b"] * v[:, 3 * i + 1], -p["b"] * v[:, 3 * i + 2]]
         bias = xp.einsum("niv,nv->ni", J, qdd0) - xp.stack(a_ref, axis=-1)  # (N, 3P)
-        diag = [A[:, j, j] * (1.0 + p["regularization"]) + 1e-30 for j in range(3 * P)]
+        diag = xp.stack([A[:, j, j] for j in range(3 * P)], axis=-1) \
+            * (1.0 + p["regularization"]) + 1e-30  # (N, 3P)
         mu = p["mu"]
 
-        def sweep(f):
-            f = [f[:, j] for j in range(3 * P)]
-            for i in range(P):
-                n, t1, t2 = 3 * i, 3 * i + 1, 3 * i + 2
-                residual = bias[:, n] + sum(A[:, n, j] * f[j] for j in range(3 * P))
-                f[n] = xp.maximum(f[n] - residual / diag[n], 0.0) * active[:, i]
-                r1 = bias[:, t1] + sum(A[:, t1, j] * f[j] for j in range(3 * P))
-                r2 = bias[:, t2] + sum(A[:, t2, j] * f[j] for j in range(3 * P))
-                g1, g2 = f[t1] - r1 / diag[t1], f[t2] - r2 / diag[t2]
-                square = g1 * g1 + g2 * g2
-                limit = mu * f[n]
-                big = square > limit * limit
-                scale = xp.where(big, limit / xp.sqrt(xp.where(big, square, 1.0)), 1.0)
-                f[t1], f[t2] = g1 * scale, g2 * scale
-            return xp.stack(f, axis=-1)
+        def row(j, f):  # the residual of row j: bias + A[j] . f
+            return bias[:, j] + xp.einsum("nk,nk->n", A[:, j], f)
 
-        frame = xp.stack([p["normal"], p["t1"], p["t2"]])  # (3, 3)
-        start = xp.einsum("npk,jk->npj", state["forces"], frame)  # (N, P, 3) in the frame
+        def contact(i, f):  # one point's three rows, Gauss-Seidel
+            n, t1, t2 = 3 * i, 3 * i + 1, 3 * i + 2
+            f = _put(xp, f, n, xp.maximum(f[:, n] - row(n, f) / diag[:, n], 0.0)
+                     * active[:, i])
+            g1 = f[:, t1] - row(t1, f) / diag[:, t1]
+            g2 = f[:, t2] - row(t2, f) / diag[:, t2]
+            square = g1 * g1 + g2 * g2
+            limit = mu * f[:, n]
+            big = square > limit * limit
+            scale = xp.where(big, limit / xp.sqrt(xp.where(big, square, 1.0)), 1.0)
+            return _put(xp, _put(xp, f, t1, g1 * scale), t2, g2 * scale)
+
+        def sweep(_, f):
+            return _loop(xp, P, contact, f)
+
+        start = xp.einsum("npk,npjk->npj", state["forces"], frames)  # (N, P, 3) in the frames
         start = (start * active[..., None]).reshape(bias.shape)
-        f = _repeat(xp, self.ground.iterations, sweep, start)
+        f = _loop(xp, self.ground.iterations, sweep, start)
         tau_c = xp.einsum("niv,ni->nv", J, f)
         if J_eq is not None:
             tau_c = tau_c - xp.einsum("niv,ni->nv", J_eq, xp.einsum("nij,nj->ni", X, f))
         qdd = qdd0 + xp.einsum("nvi,ni->nv", MinvJT, f)
         fp = f.reshape(f.shape[:-1] + (P, 3))
-        forces = (fp[..., 0:1] * p["normal"] + fp[..., 1:2] * p["t1"]
-                  + fp[..., 2:3] * p["t2"])
-        stiffness = xp.stack([p["k"] / diag[3 * i] for i in range(P)], axis=-1) \
-            if P else 0.0 * depth
+        forces = xp.einsum("npj,npjk->npk", fp, frames)
+        stiffness = p["k"] / diag[:, 0::3]
         return qdd, tau_c, forces, {"forces": forces, "stiffness": stiffness}
 
     # -- what the checks and the record need -------------------------------------------------
@@ -310,15 +316,26 @@ class SolvedContact(Contact):
                 "labels": list(self.points.labels)}
 
 
-def _repeat(xp, n, body, x):
-    """body applied n times to x: a Python loop (numpy, the native tracer: a straight-line
-    program), or ``jax.lax.fori_loop`` under JAX (one loop, not n copies)."""
-    if getattr(xp, "__name__", "") == "jax.numpy":
+def _jax(xp):
+    return getattr(xp, "__name__", "") == "jax.numpy"
+
+
+def _loop(xp, n, body, x):
+    """x after body(i, x) for i = 0 .. n-1: a Python loop (numpy, the native tracer: a
+    straight-line program), or ``jax.lax.fori_loop`` under JAX (one loop, not n copies)."""
+    if _jax(xp):
         import jax
 
-        return jax.lax.fori_loop(0, n, lambda _, y: body(y), x)
-    for _ in range(n):
-        x = body(x)
+        return jax.lax.fori_loop(0, n, body, x)
+    for i in range(n):
+        x = body(i, x)
     return x
+
+
+def _put(xp, f, j, value):
+    """f (N, m) with column j replaced by value (N,) (j: an int, or a traced one under JAX)."""
+    if _jax(xp):
+        return f.at[:, j].set(value)
+    return xp.where(np.arange(f.shape[-1]) == j, value[:, None], f)
 
 

@@ -16,6 +16,7 @@ import numpy as np
 from .checks import positive as _check_positive
 from .contact import GroundContact
 from .contact_solver import RigidContact
+from .scene import ShapeContact
 
 INTEGRATORS = ("rk4", "semi_implicit_euler", "euler")
 BACKENDS = ("auto", "native", "jax", "numpy")
@@ -105,7 +106,9 @@ class Settings:
         of blowing up.
     contact: a ``GroundContact`` (a ground plane with compliant contact and stick-slip
         friction: a penalty law), a ``RigidContact`` (a ground plane whose contact forces are
-        solved with the dynamics: Coulomb cones, stable at 1-2 ms steps), or None.
+        solved with the dynamics: Coulomb cones, stable at 1-2 ms steps), a ``ShapeContact``
+        (rigid contact between collision shapes and with the ground: ``Scene.build``), or
+        None.
     joint_limits: enforce the model's position limits: True (``JointLimits()``), a
         ``JointLimits`` with other parameters, or False.
     joint_friction: a ``JointFriction`` (how Coulomb joint friction is simulated).
@@ -127,7 +130,7 @@ class Settings:
     record_every: int = 1
     divergence_limit: Optional[float] = 1e6
     energy_limit: Optional[float] = 0.5
-    contact: Optional[Union[GroundContact, RigidContact]] = None
+    contact: Optional[Union[GroundContact, RigidContact, ShapeContact]] = None
     joint_limits: Union[JointLimits, bool, None] = None
     joint_friction: JointFriction = field(default_factory=JointFriction)
     external: Optional[Callable] = None
@@ -160,8 +163,10 @@ class Settings:
             if getattr(self, name) is not None:
                 object.__setattr__(self, name, _check_positive(getattr(self, name), name))
         if self.contact is not None and not isinstance(self.contact, (GroundContact,
-                                                                      RigidContact)):
-            raise ValueError(f"contact must be a GroundContact, a RigidContact or None, got "
+                                                                      RigidContact,
+                                                                      ShapeContact)):
+            raise ValueError(f"contact must be a GroundContact, a RigidContact, a ShapeContact "
+                             f"(Scene.build) or None, got "
                              f"{type(self.contact).__name__}")
         limits = self.joint_limits
         if limits is True:
