@@ -309,11 +309,11 @@ class SolvedContact(Contact):
 
     def describe(self, p):
         g = self.ground
-        return {"kind": "rigid", "points": len(self.points), "mu": float(p["mu"]),
+        return {"kind": "rigid", "points": len(self.labels), "mu": float(p["mu"]),
                 "timeconst": g.timeconst, "dampratio": g.damping_ratio,
                 "iterations": g.iterations, "height": float(g.height),
-                "normal": [float(x) for x in np.asarray(p["normal"])],
-                "labels": list(self.points.labels)}
+                "normal": [float(x) for x in np.asarray(p.get("normal", (0.0, 0.0, 1.0)))],
+                "labels": list(self.labels)}
 
 
 def _jax(xp):

@@ -271,19 +271,9 @@ class ShapeContactModel(SolvedContact):
         return J.reshape((N, 3 * K, J.shape[-1])), xp.concatenate(depths, axis=-1), \
             xp.concatenate(frames, axis=1)
 
-    def springs(self, model, p, q, M):
-        return [(f"the rigid contact's stabilisation (timeconst {self.ground.timeconst:g} s)",
-                 float(p["k"]), float(p["b"]), 1.0)]
-
     def describe(self, p):
-        g = self.ground
-        return {"kind": "rigid", "points": len(self.labels), "mu": float(p["mu"]),
-                "timeconst": g.timeconst, "dampratio": g.damping_ratio,
-                "iterations": g.iterations, "height": float(g.height),
-                "normal": [0.0, 0.0, 1.0],
-                "pairs": [f"{a.name}|{'ground' if b is None else b.name}"
-                          for a, _, b, _ in self.pairs],
-                "labels": list(self.labels)}
+        return dict(super().describe(p), pairs=[f"{a.name}|{'ground' if b is None else b.name}"
+                                                for a, _, b, _ in self.pairs])
 
 
 def _frames(xp, n):
