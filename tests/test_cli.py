@@ -102,7 +102,8 @@ TENDON_MJCF = """<mujoco model="tendon">
       </body>
     </body>
   </worldbody>
-  <tendon><fixed name="t"><joint joint="a" coef="1"/><joint joint="b" coef="-1"/></fixed></tendon>
+  <tendon><fixed name="t" limited="true" range="-0.5 0.5">
+    <joint joint="a" coef="1"/><joint joint="b" coef="-1"/></fixed></tendon>
 </mujoco>"""
 
 
@@ -114,14 +115,16 @@ def one_error_line(err):
 
 
 def test_unsupported_ignore_loads_an_mjcf_file_with_a_tendon(tmp_path, capsys):
-    """The refusal advises unsupported='ignore' and names --unsupported ignore, which loads it,
-    in every command that loads a model."""
+    """A limited tendon (an inequality, not modelled): the refusal names it, advises
+    unsupported="ignore" and names --unsupported ignore, which loads the model without it, in
+    every command that loads a model."""
     pytest.importorskip("mujoco")
     path = tmp_path / "tendon.xml"
     path.write_text(TENDON_MJCF)
     assert main(["info", str(path)]) == 2
     line = one_error_line(capsys.readouterr().err)
-    assert "1 tendon" in line and "unsupported='ignore'" in line
+    assert 'MJCF <tendon name="t">' in line and "not modelled" in line
+    assert 'unsupported="ignore"' in line
     assert line.endswith("(command line: --unsupported ignore)")
     assert main(["info", str(path), "--unsupported", "ignore"]) == 0
     assert "nq = 2" in capsys.readouterr().out
