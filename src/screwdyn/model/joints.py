@@ -687,11 +687,13 @@ def _so3_log_quat(xp, quat):
     quat = _unit(xp, quat)
     quat = xp.where(quat[..., 3:] < 0, -quat, quat)  # q and -q: one rotation, take w >= 0
     u, w = quat[..., :3], quat[..., 3:]
-    s = xp.sqrt(_dot(u, u))
-    th = 2 * xp.arctan2(s, w)
-    small = s < 1e-6
-    factor = xp.where(small, 2.0 / w - 2.0 * s * s / (3 * w ** 3),  # th / sin(th/2) near 0
-                      th / xp.where(small, 1.0, s))
+    s2 = _dot(u, u)
+    small = s2 < 1e-12
+    # sqrt only where it is smooth: at s = 0 its derivative is infinite, and jax.grad would
+    # carry that through the unused branch of the where as NaN
+    s = xp.sqrt(xp.where(small, 1.0, s2))
+    factor = xp.where(small, 2.0 / w - 2.0 * s2 / (3 * w ** 3),  # th / sin(th/2) near 0
+                      2 * xp.arctan2(s, w) / s)
     return factor * u
 
 

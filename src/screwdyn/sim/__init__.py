@@ -33,6 +33,7 @@ Modules, each with one job (dependencies point down the list):
     native        the native backend: the step in machine code, the loop too
     backend       which backend runs a simulation
     rollout       simulate and rollout (for jax.grad): the public entries tying them together
+    step_derivatives  d x_next / d (x, tau) of one step (what DDP and iLQR need)
     files         .npz and .csv trajectory files (atomic writes)
     summary, pictures, progress   what the command line and users look at
 
@@ -43,6 +44,7 @@ from .contact import GroundContact
 from .contact_solver import RigidContact
 from . import collision
 from .scene import Scene, ShapeContact
+from .step_derivatives import StepDerivatives, step_derivatives
 from .errors import SimulationError, SimulationInterrupted
 from .geometry import ContactPoint, ContactPoints, contact_points
 from .integrators import largest_stable_step
@@ -53,7 +55,8 @@ from .system import accelerations
 from .trajectory import Trajectory, coordinate_names
 
 __all__ = ["simulate", "rollout", "Settings", "JointLimits", "JointFriction", "GroundContact",
-           "RigidContact", "Scene", "ShapeContact", "collision",
+           "RigidContact", "Scene", "ShapeContact", "collision", "step_derivatives",
+           "StepDerivatives",
            "ContactPoint", "ContactPoints", "contact_points", "Trajectory", "SimulationError",
            "SimulationInterrupted", "coordinate_names", "integrate", "accelerations",
            "largest_stable_step", "plot_trajectory", "animate", "INTEGRATORS", "BACKENDS",
