@@ -464,3 +464,21 @@ def test_a_coupled_model_simulates_and_compiles():
         f = jax.jit(lambda q: sd.forward_dynamics(model, q, jnp.zeros(2), jnp.zeros(2)))
         assert _rel(np.asarray(f(q)), sd.forward_dynamics(model, np.asarray(q), np.zeros(2),
                                                           np.zeros(2))) < 1e-12
+
+
+def test_difference_is_differentiable_at_zero_rotation():
+    """jax.jacfwd of q1 (-) q0 through q0 (+) v at v = 0 on a free joint is the identity (the
+    rotation log's square root was differentiated at zero: NaN)."""
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    from screwdyn.model.configuration import integrate_arrays
+
+    b = sd.ModelBuilder("body")
+    b.add_link("body", mass=1.0, inertia=np.eye(3))
+    model = b.build(floating_base=True)
+    jax.config.update("jax_enable_x64", True)  # as tests/test_jax.py sets it
+    q = jnp.asarray(model.neutral)
+    J = jax.jacfwd(lambda v: sd.difference(model, q, integrate_arrays(jnp, model, q, v)))(
+        jnp.zeros(6))
+    np.testing.assert_allclose(np.asarray(J), np.eye(6), atol=1e-12)
