@@ -78,9 +78,32 @@ def models(draw, max_bodies=4):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # InertiaWarning for the inconsistent ones
         try:
-            return b.build(floating_base=base)
+            model = b.build(floating_base=base)
         except sd.ModelError:
             return None
+    return draw(constrained(model))
+
+
+@st.composite
+def constrained(draw, model):
+    """The model, or (sometimes) the model with a random equality constraint: a Connect of
+    two links' points (a loop, maybe redundant or unreachable) or a Coupling of two
+    one-coordinate joints; ModelError (a constraint on one rigid body) gives the model."""
+    kind = draw(st.sampled_from(["none", "none", "connect", "coupling"]))
+    scalar = [j for j, s in zip(model.joint_names, model.q_slices) if s.stop - s.start == 1]
+    try:
+        if kind == "connect" and model.nlinks >= 2:
+            a, b = draw(st.lists(st.sampled_from(model.link_names), min_size=2, max_size=2,
+                                 unique=True))
+            return model.with_constraints(sd.constraints.Connect(a, b, draw(vec3), draw(vec3)))
+        if kind == "coupling" and len(scalar) >= 2:
+            target, source = draw(st.lists(st.sampled_from(scalar), min_size=2, max_size=2,
+                                           unique=True))
+            return model.with_constraints(sd.constraints.Coupling(
+                target, source, polynomial=(draw(finite), draw(finite))))
+    except sd.ModelError:
+        pass
+    return model
 
 
 # -- random arguments ---------------------------------------------------------------------------
@@ -150,6 +173,10 @@ FUNCTIONS = {  # name: (array arguments, per-state result shape)
     "potential_energy": (("q",), lambda m: ()),
     "center_of_mass": (("q",), lambda m: (3,)),
     "link_velocities": (("q", "qd"), lambda m: (m.nlinks, 6)),
+    "constrained_forward_dynamics": (("q", "qd", "tau"), lambda m: (m.nv,)),
+    "constraint_forces": (("q", "qd", "tau"), lambda m: (m.nconstraints,)),
+    "constraint_residual": (("q",), lambda m: (m.nconstraints,)),
+    "constraint_jacobian": (("q",), lambda m: (m.nconstraints, m.nv)),
     "inverse_dynamics_regressor": (("q", "qd", "qdd"), lambda m: (m.nv, 10 * m.nbodies)),
     "integrate": (("q", "v"), lambda m: (m.nq,)),
     "difference": (("q0", "q1"), lambda m: (m.nv,)),
