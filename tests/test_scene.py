@@ -106,3 +106,25 @@ def test_gripper_lifts_a_box():
     assert box[-1] - 0.05 == pytest.approx(carriage[-1], abs=2e-3)  # lifted with it
     assert np.abs(traj.q[-1, 1:3] - 0.06).max() < 1e-3  # the fingers on the box's faces
     assert np.abs(traj.qd[-1, 3:]).max() < 0.05  # held, not sliding out
+
+
+def test_pairs_and_the_adjacent_link_filter():
+    """An object on a free joint touches a shape fixed to the world (a block on the ground
+    falls onto it); a link does not touch its parent across a hinge; shapes fixed to the world
+    touch neither each other nor the ground."""
+    scene = sd.Scene("pairs")
+    scene.add_shape("world", collision.box((0.2, 0.2, 0.05)), xyz=(0, 0, 0.05), name="table")
+    scene.add_shape("world", collision.sphere(0.05), xyz=(1, 0, 0.05), name="post")
+    scene.builder.add_link("arm", mass=1.0, inertia=np.eye(3) * 0.01)
+    scene.builder.add_joint("hinge", "revolute", "world", "arm", xyz=(0, 1, 0.5),
+                            axis=(0, 1, 0))
+    scene.add_shape("arm", collision.capsule(0.02, 0.2), name="arm")
+    scene.add_object("box", collision.box((0.05, 0.05, 0.05)), mass=1.0,
+                     position=(0, 0, 0.3))
+    model, contact, q0 = scene.build()
+    pairs = contact.resolve(model).describe(contact.resolve(model).params())["pairs"]
+    assert sorted(pairs) == sorted(["table|box", "post|box", "arm|box", "arm|ground",
+                                    "box|ground"])
+    traj = sd.simulate(model, q0, t_final=0.6, dt=1e-3, contact=contact,
+                       integrator="semi_implicit_euler")
+    assert traj.q[-1, 3] == pytest.approx(0.15, abs=1e-4)  # on the table (0.1 high), not through

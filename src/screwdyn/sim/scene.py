@@ -16,9 +16,10 @@ link with ``add_shape``. ``build`` returns the Model, the contact settings (``Sh
 the initial configuration.
 
 The pairs that can touch: every two shapes on different rigid bodies, except a body and its
-parent in the tree (the usual adjacent-link filter: a link's collision shape overlaps its
-parent's at the joint) and two shapes both fixed to the world; and every shape with the ground
-plane (``ground=True``, the plane z = ``height``). Each pair gives ``collision.contact_count``
+parent in the tree joined by a joint that is not free (the usual adjacent-link filter: a link's
+collision shape overlaps its parent's at the joint; an object on a free joint touches the
+world's shapes) and two shapes both fixed to the world; and every moving shape with the
+ground plane (``ground=True``, the plane z = ``height``). Each pair gives ``collision.contact_count``
 candidate points (a box on the ground 8, two boxes 8, two spheres 1) whose depth, normal and
 point ``collision.collide`` computes at every evaluation; the solver (``contact_solver``) is
 the ground's, with the candidates' rows: the relative velocity of the two bodies' material
@@ -151,8 +152,8 @@ class ShapeContactModel(SolvedContact):
         for i, (a, la) in enumerate(shapes):
             for b, lb in shapes[i + 1:]:
                 if self._may_touch(la, lb):
-                    self.pairs.append(self._ordered(a, la, b, lb))
-            if settings.ground:
+                    self.pairs.append((a, la, b, lb))
+            if settings.ground and model.links[la].body >= 0:  # a fixed shape: no contact
                 self.pairs.append((a, la, None, -1))
         self.counts = [collision.contact_count(a.shape, collision.plane() if b is None
                                                else b.shape) for a, _, b, _ in self.pairs]
@@ -171,14 +172,13 @@ class ShapeContactModel(SolvedContact):
         body_a, body_b = self.model.links[la].body, self.model.links[lb].body
         if body_a == body_b:  # one rigid body (or both fixed to the world)
             return False
-        parent = self.model.parent
-        return not ((body_a >= 0 and parent[body_a] == body_b)
-                    or (body_b >= 0 and parent[body_b] == body_a))
+        bodies, parent = self.model.bodies, self.model.parent
 
-    @staticmethod
-    def _ordered(a, la, b, lb):
-        """The pair in an order ``collide`` takes (it takes either; a plane only second)."""
-        return a, la, b, lb
+        def adjacent(child, other):  # joined by a joint that is not free
+            return (child >= 0 and parent[child] == other
+                    and not bodies[child].joint_model.floating)
+
+        return not (adjacent(body_a, body_b) or adjacent(body_b, body_a))
 
     @property
     def key(self):
@@ -247,12 +247,11 @@ class ShapeContactModel(SolvedContact):
         from ..dynamics import jacobian
 
         jac = {l: jacobian(self.model, q, l, frame="world") for l in self.links}
-        zero = None
         rows, depths, frames = [], [], []
         for (a, la, b, lb), (points, normals, depth) in zip(self.pairs,
                                                            self._contacts(xp, p, T)):
             frame = _frames(xp, normals)  # (N, K, 3, 3)
-            Jrel = 0.0
+            Jrel = 0.0  # one of the two moves (pairs of shapes at rest are not kept)
             for link, sign in ((la, 1.0), (lb, -1.0)):
                 if link not in jac:
                     continue  # the world, the ground: at rest
@@ -260,9 +259,6 @@ class ShapeContactModel(SolvedContact):
                 r = points - T[..., link, None, :3, 3]  # (N, K, 3) from the link's origin
                 Jp = J[:, None, :3] - xp.cross(r[..., None], J[:, None, 3:], axis=2)
                 Jrel = Jrel + sign * Jp  # (N, K, 3, nv)
-            if isinstance(Jrel, float):  # both at rest (cannot happen: filtered)
-                zero = zero if zero is not None else 0.0 * points[..., None]
-                Jrel = zero
             rows.append(xp.einsum("nkcj,nkjv->nkcv", frame, Jrel))
             depths.append(depth)
             frames.append(frame)
