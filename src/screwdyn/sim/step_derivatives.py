@@ -21,6 +21,7 @@ import numpy as np
 
 from .. import _backend
 from ..model.configuration import integrate_arrays
+from .checks import positive
 from .integrators import STEPPERS
 from .loop_jax import x64
 from .policy import Policy
@@ -87,7 +88,7 @@ def step_derivatives(model, q, qd, tau, dt, integrator="semi_implicit_euler", co
     """
     if integrator not in STEPPERS:
         raise ValueError(f"integrator must be one of {sorted(STEPPERS)}, got {integrator!r}")
-    dt = _positive_dt(dt)
+    dt = float(positive(dt, "dt"))
     options = dict(options, integrator=integrator, contact=contact, gravity=gravity)
     settings = Settings.make(settings, **options)
     q, qd, tau, batch = _inputs(model, q, qd, tau)
@@ -161,16 +162,6 @@ def _compile(run, dt):
         return jnp.concatenate([q1, qd1], axis=-1), J[..., :2 * nv], J[..., 2 * nv:]
 
     return jax.jit(derivatives)
-
-
-def _positive_dt(dt):
-    try:
-        value = float(dt)
-    except (TypeError, ValueError):
-        raise ValueError(f"dt must be a positive number of seconds, got {dt!r}") from None
-    if not (np.isfinite(value) and value > 0):
-        raise ValueError(f"dt must be a positive number of seconds, got {dt!r}")
-    return value
 
 
 def _inputs(model, q, qd, tau):
