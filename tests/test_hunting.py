@@ -221,9 +221,14 @@ def test_public_functions_give_a_result_or_a_documented_error(data):
     drawn = [data.draw(argument(model, n, batch)) for n in names]
     args = [value for value, _ in drawn]
     extra = {"algebra": data.draw(st.sampled_from(ALGEBRAS))}
+    f_ext_shape = ()
     if name in ("inverse_dynamics", "forward_dynamics") and data.draw(st.booleans()):
         f_ext, how = data.draw(argument(model, "f_ext", batch))
         extra["f_ext"] = f_ext
+        if f_ext is None:
+            how = "ok"  # an optional argument: None means not given
+        elif how == "ok":  # its batch dimensions broadcast with the states'
+            f_ext_shape = np.shape(f_ext)[:np.ndim(f_ext) - 2]
         drawn.append((f_ext, how))
     expected_error = any(how == "error" for _, how in drawn)
     try:
@@ -238,7 +243,7 @@ def test_public_functions_give_a_result_or_a_documented_error(data):
     hypothesis.event("result")
     assert not expected_error, f"{name} accepted a bad argument"
     shapes = [np.shape(a)[:np.ndim(a) - len(_core(model, n))] for a, n in zip(args, names)]
-    full_batch = np.broadcast_shapes(*shapes)
+    full_batch = np.broadcast_shapes(*shapes, f_ext_shape)
     assert result.shape == full_batch + result_core(model)
     assert result.dtype == np.float64
     # per state: a finite state's result does not depend on the non-finite states beside it

@@ -101,7 +101,10 @@ def _wrap(a):
 def apply(op, *xs):
     """``op`` (a ``graph.OPS`` name) elementwise over broadcast operands."""
     arrays = [_objects(x) for x in xs]
-    return _wrap(_elementwise(op, len(xs))(*arrays))
+    # constants folded here follow IEEE arithmetic silently, as the compiled program does (a
+    # massless model's centre of mass is 0 / 0 = nan, not a RuntimeWarning while tracing)
+    with np.errstate(all="ignore"):
+        return _wrap(_elementwise(op, len(xs))(*arrays))
 
 
 _ARITH = {"add", "sub", "mul", "div"}
