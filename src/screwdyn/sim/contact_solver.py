@@ -168,21 +168,24 @@ class SolvedContact(Contact):
     def key(self):
         return ("rigid", self.points.key, self.ground.iterations)
 
-    def params(self, xp=np):
+    def solver_params(self, xp=np):
+        """The solver's numbers: mu, the stabilisation's k and b, regularization, margin and
+        the plane's height (what every solved contact has)."""
         g = self.ground
-        n = np.asarray(g.normal, dtype=float)
-        n = n / np.linalg.norm(n)
-        t1, t2 = _basis(n)
-        zeta = g.damping_ratio
-        k = 1.0 / (g.timeconst * zeta) ** 2
-        return {"mu": xp.asarray(g.mu, dtype=float), "k": xp.asarray(k, dtype=float),
+        return {"mu": xp.asarray(g.mu, dtype=float),
+                "k": xp.asarray(1.0 / (g.timeconst * g.damping_ratio) ** 2, dtype=float),
                 "b": xp.asarray(2.0 / g.timeconst, dtype=float),
                 "regularization": xp.asarray(g.regularization, dtype=float),
                 "margin": xp.asarray(g.margin, dtype=float),
-                "normal": xp.asarray(n), "t1": xp.asarray(t1), "t2": xp.asarray(t2),
-                "height": xp.asarray(g.height, dtype=float),
-                "center": xp.asarray(self.points.center),
-                "radius": xp.asarray(self.points.radius)}
+                "height": xp.asarray(g.height, dtype=float)}
+
+    def params(self, xp=np):
+        n = np.asarray(self.ground.normal, dtype=float)
+        n = n / np.linalg.norm(n)
+        t1, t2 = _basis(n)
+        return dict(self.solver_params(xp), normal=xp.asarray(n), t1=xp.asarray(t1),
+                    t2=xp.asarray(t2), center=xp.asarray(self.points.center),
+                    radius=xp.asarray(self.points.radius))
 
     def initial_state(self, xp, p, T):
         """The warm start: the previous step's forces on the points (N, P, 3), world frame, and

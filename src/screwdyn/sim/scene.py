@@ -195,14 +195,7 @@ class ShapeContactModel(SolvedContact):
         return None
 
     def params(self, xp=np):
-        g = self.ground
-        zeta = g.damping_ratio
-        return {"mu": xp.asarray(g.mu, dtype=float),
-                "k": xp.asarray(1.0 / (g.timeconst * zeta) ** 2, dtype=float),
-                "b": xp.asarray(2.0 / g.timeconst, dtype=float),
-                "regularization": xp.asarray(g.regularization, dtype=float),
-                "margin": xp.asarray(g.margin, dtype=float),
-                "height": xp.asarray(g.height, dtype=float)}
+        return self.solver_params(xp)
 
     # -- geometry ----------------------------------------------------------------------------
     def _pose(self, xp, T, shape, link):

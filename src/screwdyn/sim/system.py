@@ -173,7 +173,10 @@ class System:
         f_ext = wrench_in = wrench_passive = forces = V = contact_state = None
         if self.needs_links:
             T = self._poses(q)
-            V = link_velocities(self.model, q, qd, frame="local", algebra=self.kinematics_algebra)
+            if (self.contact is not None and not self.solves_contact) \
+                    or self.external is not None:  # a force law's wrenches: their power
+                V = link_velocities(self.model, q, qd, frame="local",
+                                    algebra=self.kinematics_algebra)
             if self.contact is not None and not self.solves_contact:
                 wrench_passive, forces = self.contact.forces(xp, params["contact"], T, V,
                                                             hybrid["contact"])
@@ -199,7 +202,7 @@ class System:
 
         def power(v):
             twists = V if v is qd else None
-            if twists is None and self.needs_links:
+            if twists is None and (wrench_in is not None or wrench_passive is not None):
                 twists = link_velocities(self.model, q, v, frame="local",
                                          algebra=self.kinematics_algebra)
             p_in, p_passive = xp.sum(tau * v, axis=-1), xp.sum(passive * v, axis=-1)
