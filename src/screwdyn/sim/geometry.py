@@ -112,27 +112,75 @@ def _declared(model, points):
 
 
 # -- collision geometry of the model's file ------------------------------------------------------
-def _from_source(model, rim_points):
+@dataclass(frozen=True)
+class CollisionShape:
+    """One primitive collision element of a model's file: on link ``link`` (a name of the file,
+    the model's link name), ``kind`` ('sphere', 'capsule', 'box' or 'cylinder'), ``size`` (m:
+    sphere (r,), capsule and cylinder (r, half-length along z), box half-extents (3,)), at
+    ``rotation`` (3, 3) and ``translation`` (3,) (m) in the link's frame; ``name`` the element's
+    name in the file ('' if none); ``contype``, ``conaffinity``: MuJoCo's collision bit masks
+    (URDF: 1, 1)."""
+
+    link: str
+    kind: str
+    size: np.ndarray
+    rotation: np.ndarray
+    translation: np.ndarray
+    name: str = ""
+    contype: int = 1
+    conaffinity: int = 1
+
+
+@dataclass(frozen=True)
+class CollisionGeometry:
+    """What ``collision_geometry`` reads from a model's file: ``shapes`` (``CollisionShape``s,
+    in file order), ``skipped`` ((link, kind) of the elements with no primitive: meshes, MJCF
+    ellipsoids and height fields), ``excluded`` (pairs of body names whose contact the file
+    excludes: MJCF ``<contact><exclude>``; URDF none), ``source`` (the file), ``format``
+    ('urdf' or 'mjcf')."""
+
+    shapes: tuple
+    skipped: tuple
+    excluded: tuple
+    source: str
+    format: str
+
+
+def collision_geometry(model, hint=NO_GEOMETRY_HINT):
+    """The primitive collision geometry of the file ``model`` was loaded from (``model.source``:
+    URDF ``<collision>`` elements, or the geoms of MuJoCo's compiled MJCF model, as the module
+    docstring says), as a ``CollisionGeometry``. ``ModelError`` (ending with ``hint``) when the
+    model has no file or the file is gone or not URDF/MJCF."""
     source = model.source
     if not source:
         raise ModelError(f"model {model.name!r} has no file to read collision geometry from (it "
-                         "was built in code or loaded from an XML string); " + NO_GEOMETRY_HINT)
+                         "was built in code or loaded from an XML string); " + hint)
     if not os.path.exists(source):
         raise ModelError(f"model {model.name!r}: its file {source!r} (model.source) is gone; "
-                         + NO_GEOMETRY_HINT)
+                         + hint)
     from ..model.urdf import parse_xml
 
     with open(source, "rb") as f:
         root = parse_xml(f.read(), source)
     if root.tag == "robot":
         shapes, skipped = _urdf_shapes(root, source)
+        excluded, kind = (), "urdf"
     elif root.tag == "mujoco":
-        shapes, skipped = _mjcf_shapes(source)
+        shapes, skipped, excluded = _mjcf_shapes(source, with_excluded=True)
+        kind = "mjcf"
     else:
         raise ModelError(f"{source}: cannot read collision geometry from a <{root.tag}> file; "
-                         + NO_GEOMETRY_HINT)
+                         + hint)
+    return CollisionGeometry(tuple(CollisionShape(*s) for s in shapes), tuple(skipped),
+                             tuple(excluded), source, kind)
+
+
+def _from_source(model, rim_points):
+    geometry = collision_geometry(model)
+    source, skipped = geometry.source, geometry.skipped
     out = []
-    for link_name, kind, size, R, p in shapes:
+    for s in geometry.shapes:
+        link_name, kind, size, R, p = s.link, s.kind, s.size, s.rotation, s.translation
         try:
             link = model.link_index(link_name)
         except ModelError:
@@ -167,7 +215,8 @@ def _shape_points(kind, size, rim_points):
 
 
 def _urdf_shapes(robot, source):
-    """(link, kind, size, R, p) of every primitive ``<collision>``; (link, kind) skipped."""
+    """(link, kind, size, R, p, name) of every primitive ``<collision>``; (link, kind)
+    skipped."""
     from ..model.builder import rpy_to_matrix
 
     shapes, skipped = [], []
@@ -195,7 +244,8 @@ def _urdf_shapes(robot, source):
             else:
                 skipped.append((name, shape.tag))
                 continue
-            shapes.append((name, shape.tag, np.asarray(size, dtype=float), R, xyz))
+            shapes.append((name, shape.tag, np.asarray(size, dtype=float), R, xyz,
+                           collision.get("name", "")))
     return shapes, skipped
 
 
@@ -223,8 +273,10 @@ def _positive(element, attribute, where, allow_zero=False):
     return value
 
 
-def _mjcf_shapes(source):
-    """The geoms of MuJoCo's compiled model, as (body link, kind, size, R, p)."""
+def _mjcf_shapes(source, with_excluded=False):
+    """The geoms of MuJoCo's compiled model, as (body link, kind, size, R, p, name, contype,
+    conaffinity); the skipped ones as (link, kind); with ``with_excluded``, also the pairs of
+    body names that ``<contact><exclude>`` excludes."""
     try:
         import mujoco
     except ImportError:
@@ -250,8 +302,17 @@ def _mjcf_shapes(source):
             continue
         size = np.array(m.geom_size[g], dtype=float)
         shapes.append((name, kinds[kind], size, _quat_matrix(m.geom_quat[g]),
-                       np.array(m.geom_pos[g], dtype=float)))
-    return shapes, skipped
+                       np.array(m.geom_pos[g], dtype=float),
+                       mujoco.mj_id2name(m, obj.mjOBJ_GEOM, g) or "",
+                       int(m.geom_contype[g]), int(m.geom_conaffinity[g])))
+    if not with_excluded:
+        return shapes, skipped
+    excluded = []
+    for signature in np.asarray(m.exclude_signature, dtype=np.int64).ravel():
+        pair = (int(signature) >> 16, int(signature) & 0xFFFF)
+        excluded.append(tuple(mujoco.mj_id2name(m, obj.mjOBJ_BODY, b) or f"body{b}"
+                              for b in pair))
+    return shapes, skipped, excluded
 
 
 def _quat_matrix(wxyz):
