@@ -12,8 +12,9 @@ A ``Scene`` holds a ``ModelBuilder`` (``scene.builder``, its root link ``"world"
 built into it with ``add_link``/``add_joint`` (fixed to the world, or on a free joint), objects
 with ``add_object`` (a link on a free joint, its inertia that of a solid shape of its mass), and
 collision shapes (``screwdyn.sim.collision``: sphere, capsule, box, cylinder) are attached to any
-link with ``add_shape``. ``build`` returns the Model, the contact settings (``ShapeContact``) and
-the initial configuration.
+link with ``add_shape``; a loaded robot (URDF, MJCF) comes in with the collision shapes of its
+own file with ``add_robot``. ``build`` returns the Model, the contact settings
+(``ShapeContact``) and the initial configuration.
 
 The pairs that can touch: every two shapes on different rigid bodies, except a body and its
 parent in the tree joined by a joint that is not free (the usual adjacent-link filter: a link's
@@ -25,10 +26,12 @@ point ``collision.collide`` computes at every evaluation; the solver (``contact_
 the ground's, with the candidates' rows: the relative velocity of the two bodies' material
 points along the normal and two tangents.
 """
-from dataclasses import dataclass
+import warnings
+from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
+from ..errors import ModelError
 from ..model.builder import ModelBuilder
 from . import collision
 from .checks import positive
@@ -74,6 +77,11 @@ class Scene:
         self.builder.add_link("world")
         self.shapes = []
         self._poses = {}  # object name -> (position, quaternion xyzw)
+        self._robots = []  # (model, prefix, q) of each add_robot
+        self._excluded = set()  # frozensets of two shape names that never touch
+        self._excluded_links = set()  # frozensets of two link names whose shapes never touch
+        self._from_files = set()  # names of the shapes read from a robot's file
+        self._constraints, self._tendons, self._couple = [], [], False
 
     def add_object(self, name, shape, mass, position=(0.0, 0.0, 0.0),
                    quaternion=(0.0, 0.0, 0.0, 1.0), inertia=None):
@@ -107,20 +115,322 @@ class Scene:
         self.shapes.append(Shape(name, link, shape, tuple(R.ravel().tolist()),
                                  tuple(float(x) for x in xyz)))
 
+    def add_robot(self, model, q=None, position=(0.0, 0.0, 0.0),
+                  quaternion=(0.0, 0.0, 0.0, 1.0), prefix="", shapes=True, links=None,
+                  self_collision=True, exclude=(), srdf=None):
+        """Put a loaded robot (a ``Model`` from ``sd.load_urdf`` or ``sd.load_mjcf``) into the
+        scene, with the collision shapes of its own file; returns the names of the shapes added.
+
+        The robot's bodies, joints (with their limits, armature, damping and friction), links,
+        mimic relations, equality constraints and fixed tendons are copied into
+        ``scene.builder`` under the names ``prefix + name``: its joints keep their order in the
+        scene's q and v (after what was added before it), and ``build`` puts them at ``q``
+        (the robot's own q, ``model.nq``; default ``model.neutral``). Its root frame sits at
+        ``position`` (m) and ``quaternion`` (x, y, z, w) in the world: a fixed base is welded
+        there, a floating base's q (its free joint) is measured from there. A root link named
+        ``"world"`` (every MJCF model) is the scene's world.
+
+        Shapes (``shapes=True``): the primitive collision geometry of ``model.source``
+        (``sim.geometry.collision_geometry``: URDF ``<collision>`` box, sphere, cylinder,
+        capsule; MJCF geoms sphere, capsule, box, cylinder, those with contype = conaffinity =
+        0 left out as MuJoCo does), each a ``Shape`` named ``prefix + link + "/" +`` its name in
+        the file (or its kind and number) at its origin in the link's frame (m). A cylinder
+        capped by two spheres of its radius at its end faces (MoveIt's way of writing a
+        capsule in URDF, e.g. ``panda_collision.urdf``) becomes one capsule. Meshes, MJCF
+        ellipsoids and height fields are skipped with a ``UserWarning`` naming their links.
+        ``links``: only the shapes on these links (robot link names). ``shapes=False``: none
+        (declare them with ``add_shape(prefix + link, ...)``).
+
+        Which pairs touch: the scene's rule (module docstring: not a link and its parent across
+        a joint that is not free), and: ``self_collision=False`` leaves out every pair of two of
+        this robot's shapes; ``exclude``: pairs (link_a, link_b) of robot link names that never
+        touch (``"ground"`` for the ground plane: ``exclude=[("panda_link1", "ground")]`` for a
+        link whose shape dips into the floor it is mounted on); ``srdf``: an SRDF file whose
+        ``<disable_collisions link1= link2=>`` pairs never touch (MoveIt's list of adjacent
+        and never-colliding links); an MJCF model's own
+        filters hold between its geoms (contype/conaffinity bit masks, ``<exclude>``). A
+        cylinder touches only the ground (``collision`` has no cylinder against another shape):
+        its other pairs are left out with a ``UserWarning`` when the scene is resolved.
+
+        Errors: ``ModelError`` when the model has no file (built in code, loaded from a
+        string; use ``shapes=False`` and ``add_shape``), when its file (or ``links``) gives no
+        primitive shape, when a link or joint name is already in the scene (give ``prefix``),
+        or when a link of ``links``/``exclude``/``srdf`` is not the robot's.
+
+        Example (a Panda arm of example-robot-data reaching over a box on the ground)::
+
+            robot = sd.load_urdf(".../panda_description/urdf/panda_collision.urdf")
+            scene = sd.Scene("reach")
+            scene.add_robot(robot, srdf=".../panda_description/srdf/panda.srdf")
+            scene.add_object("box", collision.box((0.05, 0.05, 0.05)), mass=0.5,
+                             position=(0.5, 0.0, 0.05))
+            model, contact, q0 = scene.build(mu=0.8)
+        """
+        from ..model.model import Model
+
+        if not isinstance(model, Model):
+            raise TypeError(f"Scene.add_robot takes a screwdyn Model (sd.load_urdf, "
+                            f"sd.load_mjcf), got {type(model).__name__}")
+        where = f"Scene.add_robot({model.name!r})"
+        prefix = str(prefix)
+        q = _robot_q(model, q, where)
+        T = _placement(position, quaternion, where)
+        found, excluded = [], ()
+        if shapes:  # read first: a bad file changes nothing
+            found, excluded = _robot_shapes(model, links, where)
+        pairs = set()
+        for names, what in ((exclude, "exclude"), (_srdf_pairs(srdf) if srdf else (), srdf),
+                            (excluded, f"{model.source} <exclude>")):
+            for pair in names:
+                a, b = (str(x) for x in pair)
+                for link in (a, b):
+                    if link not in model.link_names and link != "ground":
+                        raise ModelError(f"{where}: {what}: {link!r} is not a link of the "
+                                         f"robot (links: {', '.join(model.link_names[:8])}...)")
+                pairs.add(frozenset(x if x == "ground" else prefix + x for x in (a, b)))
+        self._graft(model, prefix, T, where)
+        added = []
+        for link, shape, R, p, label, bits in found:
+            name = f"{prefix}{link}/{label}"
+            self.add_shape(prefix + link, shape, xyz=p, rotation=R, name=name)
+            added.append((name, prefix + link, bits))
+        names = [a[0] for a in added]
+        self._from_files.update(names)
+        for i, (a, link_a, bits_a) in enumerate(added):
+            for b, link_b, bits_b in added[i + 1:]:
+                if (not self_collision or not (bits_a[0] & bits_b[1] or bits_b[0] & bits_a[1])
+                        or frozenset((link_a, link_b)) in pairs):
+                    self._excluded.add(frozenset((a, b)))
+        self._excluded_links.update(p for p in pairs if len(p) == 2)
+        self._robots.append((model, prefix, q))
+        return names
+
+    def _graft(self, model, prefix, T, where):
+        """Copy ``model``'s tree into the builder (see ``add_robot``)."""
+        root_fixed = model.links[model.link_index(model.root_link)].body < 0
+        # the root link is the scene's world (MJCF), or a link of its own welded to the world
+        # at T, or (a floating base) moved by the first body, whose joint then sits at T
+        merge_world = root_fixed and model.root_link == "world" and not prefix
+        own_root = root_fixed and not merge_world
+        skip = {"world"} if merge_world else set()
+        new_links = [prefix + l for l in model.link_names if l not in skip]
+        main = {b.link for b in model.bodies}
+        fixed = [l for l in model.links if l.name not in main and l.name not in skip
+                 and not (own_root and l.name == model.root_link)]
+        new_joints = ([prefix + b.joint for b in model.bodies]
+                      + [f"{prefix}{l.name}_fixed" for l in fixed]
+                      + ([f"{prefix}{model.root_link}_mount"] if own_root else []))
+        taken = ([n for n in new_links if n in self.builder._links]
+                 + [n for n in new_joints if n in self.builder._joints])
+        if taken:
+            raise ModelError(f"{where}: the scene already has {', '.join(map(repr, taken[:4]))} "
+                             "(an object or another robot): give the robot a prefix= "
+                             "(add_robot(model, prefix='left/'))")
+        if model.coupled:
+            self._couple = True
+        R_T, p_T = T
+        b = self.builder
+        if own_root:  # the links welded to the base, with their inertia
+            mass, com, inertia = model.base_inertia
+            b.add_link(prefix + model.root_link, mass=mass, com=com, inertia=inertia)
+            b.add_joint(f"{prefix}{model.root_link}_mount", "fixed", "world",
+                        prefix + model.root_link, xyz=p_T, rotation=R_T)
+
+        def base(R, p):  # (parent link, R, p) of something placed in the root frame
+            if own_root:
+                return prefix + model.root_link, R, p
+            return "world", R_T @ R, R_T @ p + p_T
+
+        for body in model.bodies:
+            b.add_link(prefix + body.link, mass=body.mass, com=body.com, inertia=body.inertia)
+        for body in model.bodies:  # in body order: the scene's q keeps the robot's
+            R = np.reshape(body.rotation, (3, 3))
+            p = np.asarray(body.translation, dtype=float)
+            if body.parent < 0:
+                parent, R, p = base(R, p)
+            else:
+                parent = prefix + model.bodies[body.parent].link
+            b.add_joint(prefix + body.joint, body.joint_model, parent, prefix + body.link,
+                        xyz=p, rotation=R, armature=body.armature or 0.0,
+                        damping=body.damping or 0.0,
+                        coulomb=[list(c) for c in body.coulomb] if body.coulomb else 0.0)
+        for link in fixed:  # the links welded to a body (or to the base) by fixed joints
+            R = np.reshape(link.rotation, (3, 3))
+            p = np.asarray(link.translation, dtype=float)
+            if link.body >= 0:
+                parent = prefix + model.bodies[link.body].link
+            else:
+                parent, R, p = base(R, p)
+            b.add_link(prefix + link.name)
+            b.add_joint(f"{prefix}{link.name}_fixed", "fixed", parent, prefix + link.name,
+                        xyz=p, rotation=R)
+        for m in model.mimic:
+            b.add_mimic(prefix + m.joint, prefix + m.source, m.multiplier, m.offset)
+        self._constraints += [_renamed(c, prefix) for c in model.constraints]
+        self._tendons += [_renamed(t, prefix) for t in model.tendons]
+
     def build(self, mu=0.8, ground=True, height=0.0, **solver):
         """(model, contact, q0): the Model (the builder's, fixed base at the world), the
         contact settings (a ``ShapeContact``; ``mu``, ``ground``, ``height`` and the solver's
         ``RigidContact`` options: ``timeconst``, ``dampratio``, ``restitution``,
         ``iterations``, ``regularization``, ``margin``) and the initial configuration (the
-        objects at their poses, every other joint at zero)."""
-        model = self.builder.build()
+        objects at their poses, the robots at their ``q``, every other joint at zero)."""
+        model = self.builder.build(mimic="couple" if self._couple else "independent")
+        if self._constraints or self._tendons:
+            model = model.with_constraints(*self._constraints, tendons=self._tendons)
         q0 = np.array(model.neutral, dtype=float)
         for name, (p, quat) in self._poses.items():
             k = model.joint_names.index(f"{name}_free")
             q0[model.q_slices[k]] = np.concatenate([p, quat])
+        for robot, prefix, q in self._robots:
+            for k, joint in enumerate(robot.joint_names):
+                q0[model.q_slices[model.joint_names.index(prefix + joint)]] = \
+                    q[robot.q_slices[k]]
+        excluded = set(self._excluded)
+        if self._excluded_links:
+            by_link = {"ground": ["ground"]}
+            for shape in self.shapes:
+                by_link.setdefault(shape.link, []).append(shape.name)
+            for pair in self._excluded_links:
+                a, b = tuple(pair)
+                excluded.update(frozenset((x, y)) for x in by_link.get(a, ())
+                                for y in by_link.get(b, ()))
         contact = ShapeContact(shapes=tuple(self.shapes), ground=ground,
-                               solver=RigidContact(mu=mu, height=height, **solver))
+                               solver=RigidContact(mu=mu, height=height, **solver),
+                               exclude=frozenset(excluded),
+                               unsupported="warn" if self._from_files else "error")
         return model, contact, q0
+
+
+# -- robots from their files -------------------------------------------------------------------
+_NO_SHAPES_HINT = ("put it into the scene without them (Scene.add_robot(model, shapes=False)) and "
+                   "declare shapes on its links with Scene.add_shape(link, collision.box(...)) "
+                   "(m, link frame)")
+
+
+def _robot_q(model, q, where):
+    if q is None:
+        return np.array(model.neutral, dtype=float)
+    q = np.asarray(q, dtype=float)
+    if q.shape != (model.nq,) or not np.isfinite(q).all():
+        raise ValueError(f"{where}: q must be {model.nq} finite numbers (the robot's "
+                         f"configuration), got shape {q.shape}")
+    return q
+
+
+def _placement(position, quaternion, where):
+    from ..model.joints import rotation_entries
+
+    p = np.asarray(position, dtype=float)
+    if p.shape != (3,) or not np.isfinite(p).all():
+        raise ValueError(f"{where}: position must be 3 finite numbers (m), got {position!r}")
+    quat = np.asarray(quaternion, dtype=float)
+    if quat.shape != (4,) or not np.isfinite(quat).all() or np.linalg.norm(quat) == 0:
+        raise ValueError(f"{where}: quaternion must be 4 numbers (x, y, z, w), got "
+                         f"{quaternion!r}")
+    return np.array(rotation_entries(np, tuple(quat)), dtype=float).reshape(3, 3), p
+
+
+_KINDS = {"sphere": lambda s: collision.sphere(s[0]),
+          "capsule": lambda s: collision.capsule(s[0], s[1]),
+          "box": lambda s: collision.box(s[:3]),
+          "cylinder": lambda s: collision.cylinder(s[0], s[1])}
+
+
+def _robot_shapes(model, links, where):
+    """([(link, shape, R, p, label, (contype, conaffinity))], excluded link pairs) of the
+    model's file."""
+    from .geometry import collision_geometry
+
+    geometry = collision_geometry(model, hint=_NO_SHAPES_HINT)
+    wanted = None
+    if links is not None:
+        wanted = {model.links[model.link_index(l)].name for l in links}  # ModelError if none
+    keep = [s for s in geometry.shapes if s.link in model.link_names
+            and (wanted is None or s.link in wanted)]
+    skipped = [(l, k) for l, k in geometry.skipped if wanted is None or l in wanted]
+    keep = _capsules(keep)
+    if not keep:
+        kinds = " or ".join(sorted({k for _, k in skipped}))
+        what = (f"{len(skipped)} collision element(s), all {kinds}" if skipped
+                else "no collision element")
+        raise ModelError(f"{where}: {geometry.source} has {what}"
+                         f"{'' if links is None else ' on links ' + repr(list(links))}: no "
+                         "primitive (sphere, capsule, box, cylinder) to collide with; "
+                         + _NO_SHAPES_HINT)
+    if skipped:
+        names = sorted({l for l, _ in skipped})
+        kinds = sorted({k for _, k in skipped})
+        warnings.warn(f"{where}: collision {' and '.join(kinds)} geometry on {len(names)} "
+                      f"link(s) ({', '.join(names[:6])}{', ...' if len(names) > 6 else ''}) of "
+                      f"{geometry.source} is ignored (only primitives collide: add_shape on "
+                      "those links)", UserWarning, stacklevel=3)
+    out, count = [], {}
+    for s in keep:
+        k = count[s.link] = count.get(s.link, 0) + 1
+        label = s.name or f"{s.kind}{k - 1}"
+        out.append((s.link, _KINDS[s.kind](np.asarray(s.size, dtype=float)),
+                    np.asarray(s.rotation, dtype=float), np.asarray(s.translation, dtype=float),
+                    label, (s.contype, s.conaffinity)))
+    excluded = [pair for pair in geometry.excluded if all(l in model.link_names for l in pair)]
+    return out, excluded
+
+
+def _capsules(shapes, tol=1e-3):
+    """The shapes with each cylinder that two spheres of its radius cap at its end faces (on the
+    same link, same bit masks; radii equal to 1e-9, centres within ``tol`` of the cylinder's
+    size from the face centres: files round their angles) replaced by one capsule (the
+    spheres dropped)."""
+    used, out = set(), []
+    for i, c in enumerate(shapes):
+        if c.kind != "cylinder":
+            continue
+        r, h = float(c.size[0]), float(c.size[1])
+        ends = [c.translation + s * h * c.rotation[:, 2] for s in (-1.0, 1.0)]
+        caps = []
+        for end in ends:
+            for j, s in enumerate(shapes):
+                if (j not in used and j not in caps and s.kind == "sphere" and s.link == c.link
+                        and abs(float(s.size[0]) - r) <= 1e-9 * r
+                        and np.abs(s.translation - end).max() <= tol * max(r, h)
+                        and (s.contype, s.conaffinity) == (c.contype, c.conaffinity)):
+                    caps.append(j)
+                    break
+        if len(caps) == 2:
+            used.update(caps)
+            used.add(i)
+            out.append((i, replace(c, kind="capsule")))
+    merged = dict(out)
+    return [merged.get(i, s) for i, s in enumerate(shapes) if i in merged or i not in used]
+
+
+def _srdf_pairs(path):
+    """The (link1, link2) of an SRDF file's ``<disable_collisions>``."""
+    from ..model.urdf import parse_xml
+
+    with open(path, "rb") as f:
+        root = parse_xml(f.read(), str(path))
+    pairs = []
+    for element in root.iter("disable_collisions"):
+        a, b = element.get("link1"), element.get("link2")
+        if not a or not b:
+            raise ModelError(f"{path}: <disable_collisions> needs link1 and link2")
+        pairs.append((a, b))
+    return pairs
+
+
+def _renamed(item, prefix):
+    """A constraint or fixed tendon with its link, joint and tendon names prefixed."""
+    if not prefix:
+        return item
+    changes = {}
+    for f in fields(item):
+        value = getattr(item, f.name)
+        if f.name in ("link_a", "link_b", "target", "source", "name") and value:
+            changes[f.name] = prefix + value
+        elif f.name == "joints":
+            changes[f.name] = tuple(prefix + j for j in value)
+    return replace(item, **changes)
 
 
 @dataclass(frozen=True, eq=False)
@@ -128,11 +438,18 @@ class ShapeContact:
     """Rigid contact between collision shapes (and with the ground plane): ``shapes`` (a
     sequence of ``Shape``), ``ground`` (whether the plane z = ``solver.height`` takes part),
     ``solver`` (a ``RigidContact``: mu, the stabilisation, the sweeps; its ``points`` unused).
+    ``exclude``: pairs of shape names (frozensets of two; ``"ground"`` names the ground
+    plane) that never touch. ``unsupported``:
+    what a pair the narrow phase has no method for (a cylinder against another shape) does:
+    ``"error"`` (``ValueError`` naming it) or ``"warn"`` (left out, with a ``UserWarning``;
+    ``Scene.build`` sets it for scenes with robots' shapes).
     ``Settings.contact`` takes it; ``Scene.build`` makes it."""
 
     shapes: tuple
     ground: bool = True
     solver: RigidContact = RigidContact()
+    exclude: frozenset = frozenset()
+    unsupported: str = "error"
 
     def resolve(self, model):
         return ShapeContactModel(model, self)
@@ -148,12 +465,21 @@ class ShapeContactModel(SolvedContact):
         shapes = []
         for s in settings.shapes:
             shapes.append((s, model.link_index(s.link)))  # ModelError for a missing link
+        if settings.unsupported not in ("error", "warn"):
+            raise ValueError(f"ShapeContact.unsupported must be 'error' or 'warn', got "
+                             f"{settings.unsupported!r}")
+        exclude = settings.exclude
         self.pairs = []  # (shape a, link a, shape b or None (the ground), link b or -1)
+        unsupported = []
         for i, (a, la) in enumerate(shapes):
             for b, lb in shapes[i + 1:]:
-                if self._may_touch(la, lb):
+                if self._may_touch(la, lb) and frozenset((a.name, b.name)) not in exclude:
+                    if settings.unsupported == "warn" and not _supported(a.shape, b.shape):
+                        unsupported.append(f"{a.name}|{b.name}")
+                        continue
                     self.pairs.append((a, la, b, lb))
-            if settings.ground and model.links[la].body >= 0:  # a fixed shape: no contact
+            if (settings.ground and model.links[la].body >= 0  # a fixed shape: no contact
+                    and frozenset((a.name, "ground")) not in exclude):
                 self.pairs.append((a, la, None, -1))
         self.counts = [collision.contact_count(a.shape, collision.plane() if b is None
                                                else b.shape) for a, _, b, _ in self.pairs]
@@ -162,6 +488,11 @@ class ShapeContactModel(SolvedContact):
         self._labels = tuple(f"{a.name}|{'ground' if b is None else b.name}#{k}"
                              for (a, _, b, _), K in zip(self.pairs, self.counts)
                              for k in range(K))
+        if unsupported:
+            warnings.warn(f"{len(unsupported)} pair(s) of shapes have no narrow phase (a cylinder "
+                          "touches only the ground) and are left out: "
+                          f"{', '.join(unsupported[:6])}{', ...' if len(unsupported) > 6 else ''}",
+                          UserWarning, stacklevel=3)
 
     @property
     def labels(self):
@@ -263,6 +594,14 @@ class ShapeContactModel(SolvedContact):
     def describe(self, p):
         return dict(super().describe(p), pairs=[f"{a.name}|{'ground' if b is None else b.name}"
                                                 for a, _, b, _ in self.pairs])
+
+
+def _supported(a, b):
+    try:
+        collision.contact_count(a, b)
+    except ValueError:
+        return False
+    return True
 
 
 def _frames(xp, n):

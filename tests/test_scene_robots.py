@@ -1,0 +1,270 @@
+"""Loaded robots in a Scene (issue 24 item 3): ``Scene.add_robot`` copies a URDF/MJCF robot into
+the scene with the collision shapes of its own file, so that it touches the ground, itself and
+objects through ``ShapeContact``. Checked: the robot keeps its dynamics; the shapes are the
+file's; self-contact depths equal MuJoCo's ``mj_collision`` on dm_control's manipulator and
+coal's distances on example-robot-data's Panda; the contact rows move the depth as the
+configuration does; dm_control's pendulum comes to rest on a box where geometry says, the box
+carrying its weight; bad inputs are clear errors."""
+import glob
+import os
+import warnings
+import xml.etree.ElementTree as ET
+
+import numpy as np
+import pytest
+
+import screwdyn as sd
+from screwdyn.sim import collision
+
+from conftest import erd_urdf
+
+G = 9.81
+
+
+def _dm_control(name):
+    mujoco = pytest.importorskip("mujoco")
+    site = os.path.dirname(os.path.dirname(mujoco.__file__))
+    path = os.path.join(site, "dm_control", "suite", f"{name}.xml")
+    if not glob.glob(path):
+        pytest.skip("dm_control is not installed")
+    return path
+
+
+def _panda_files():
+    urdf = erd_urdf("panda_description/urdf/panda_collision.urdf")
+    return urdf, os.path.join(os.path.dirname(os.path.dirname(urdf)), "srdf", "panda.srdf")
+
+
+def _depths(contact, model, q):
+    """(resolved contact, depths (N, K)) at configurations q (N, nq)."""
+    resolved = contact.resolve(model)
+    T = sd.forward_kinematics(model, np.atleast_2d(q))
+    return resolved, np.asarray(resolved.depths(np, resolved.params(), T))
+
+
+def test_a_robot_in_a_scene_keeps_its_dynamics_and_its_files_shapes():
+    """example-robot-data's Panda (panda_collision.urdf: each link a cylinder capped by two
+    spheres of its radius) mounted at 0.3 m turned 40 degrees about z: the same joints, mass
+    matrix and gravity torques as the loaded robot, its links placed by the mount, and one capsule
+    per link whose size and pose are the file's cylinder."""
+    urdf, srdf = _panda_files()
+    robot = sd.load_urdf(urdf)
+    scene = sd.Scene("panda")
+    angle = np.radians(40)
+    quat = (0, 0, np.sin(angle / 2), np.cos(angle / 2))
+    q = sd.random_configuration(robot, seed=3)
+    names = scene.add_robot(robot, q=q, position=(0.2, -0.1, 0.3), quaternion=quat, srdf=srdf)
+    model, contact, q0 = scene.build()
+    assert model.joint_names == robot.joint_names
+    np.testing.assert_array_equal(q0, q)
+    np.testing.assert_allclose(sd.mass_matrix(model, q), sd.mass_matrix(robot, q), atol=1e-12)
+    # gravity is along z, the mount turns about z: the same gravity torques
+    np.testing.assert_allclose(sd.gravity_torques(model, q), sd.gravity_torques(robot, q),
+                               atol=1e-10)
+    c, s = np.cos(angle), np.sin(angle)
+    mount = np.array([[c, -s, 0, 0.2], [s, c, 0, -0.1], [0, 0, 1, 0.3], [0, 0, 0, 1]])
+    T_scene, T_robot = sd.forward_kinematics(model, q), sd.forward_kinematics(robot, q)
+    for link in robot.link_names:
+        np.testing.assert_allclose(T_scene[model.link_index(link)],
+                                   mount @ T_robot[robot.link_index(link)], atol=1e-12)
+    # the file's cylinders, read here with ElementTree: one capsule each, same radius, half
+    # the length, same origin
+    cylinders = []
+    for link in ET.parse(urdf).getroot().iterfind("link"):
+        for element in link.iterfind("collision"):
+            cyl = element.find("geometry/cylinder")
+            if cyl is not None:
+                xyz = element.find("origin").get("xyz", "0 0 0")
+                cylinders.append((link.get("name"), float(cyl.get("radius")),
+                                  float(cyl.get("length")) / 2, [float(x) for x in xyz.split()]))
+    shapes = [sh for sh in contact.shapes if sh.name in names]
+    assert len(shapes) == len(cylinders) == 13
+    for shape, (link, radius, half, xyz) in zip(shapes, cylinders):
+        assert shape.link == link and isinstance(shape.shape, collision.Capsule)
+        assert (shape.shape.radius, shape.shape.half_length) == (radius, half)
+        np.testing.assert_allclose(shape.translation, xyz)
+
+
+def test_panda_self_distances_equal_coals():
+    """The Panda's self-collision pairs (the SRDF's disabled pairs left out): at 200 random
+    configurations, the depth of every capsule pair equals minus coal's distance between the
+    same capsules (coal's capsule-capsule is exact), to 1e-9 m; where the pairs overlap coal's
+    penetration depth too. The SRDF's pairs and the adjacent links have no pair."""
+    coal = pytest.importorskip("coal")
+    urdf, srdf = _panda_files()
+    robot = sd.load_urdf(urdf)
+    scene = sd.Scene("panda")
+    scene.add_robot(robot, srdf=srdf)
+    model, contact, _ = scene.build(ground=False)
+    qs = np.array([sd.random_configuration(robot, seed=k) for k in range(200)])
+    resolved, depth = _depths(contact, model, qs)
+    disabled = {frozenset((e.get("link1"), e.get("link2")))
+                for e in ET.parse(srdf).getroot().iter("disable_collisions")}
+    assert resolved.pairs, "no self-collision pair"
+    T = sd.forward_kinematics(model, qs)
+    start, overlaps = 0, 0
+    for a, la, b, lb in resolved.pairs:
+        assert frozenset((a.link, b.link)) not in disabled
+        assert model.links[la].body != model.links[lb].body
+        K = resolved.counts[resolved.pairs.index((a, la, b, lb))]
+        ours = depth[:, start:start + K].max(axis=1)
+        start += K
+        for n in range(len(qs)):
+            objects = []
+            for shape, link in ((a, la), (b, lb)):
+                pose = T[n, link] @ np.block([[np.reshape(shape.rotation, (3, 3)),
+                                               np.reshape(shape.translation, (3, 1))],
+                                              [np.zeros((1, 3)), np.ones((1, 1))]])
+                geometry = coal.Capsule(shape.shape.radius, 2 * shape.shape.half_length)
+                objects.append(coal.CollisionObject(geometry, coal.Transform3s(
+                    pose[:3, :3], pose[:3, 3])))
+            result = coal.DistanceResult()
+            coal.distance(objects[0], objects[1], coal.DistanceRequest(), result)
+            assert ours[n] == pytest.approx(-result.min_distance, abs=1e-9)
+            overlaps += result.min_distance < 0
+    assert overlaps > 20  # the random configurations do fold the arm onto itself
+
+
+def test_manipulator_self_contact_equals_mujocos_collision():
+    """dm_control's manipulator (a planar arm of capsules with sphere fingertips, and its ball,
+    peg and cup): at random configurations, the pairs of the arm's geoms that overlap and their
+    depths equal MuJoCo's own mj_collision (capsule-capsule, capsule-sphere and sphere-sphere
+    are exact in both) to 1e-9 m, with MuJoCo's filters (parent and child, contype and
+    conaffinity); the contact rows' normal velocities are the rate of the depth (central
+    differences, 1e-6)."""
+    mujoco = pytest.importorskip("mujoco")
+    path = _dm_control("manipulator")
+    robot = sd.load_mjcf(path)
+    arm = ["upper_arm", "middle_arm", "lower_arm", "hand", "thumb", "thumbtip", "finger",
+           "fingertip"]
+    scene = sd.Scene("manipulator")
+    scene.add_robot(robot, links=arm)
+    model, contact, _ = scene.build(ground=False)
+    m = mujoco.MjModel.from_xml_path(path)
+    d = mujoco.MjData(m)
+    rng = np.random.default_rng(0)
+    lo, hi = m.jnt_range[:, 0], m.jnt_range[:, 1]
+    unlimited = m.jnt_limited == 0
+    lo, hi = np.where(unlimited, -np.pi, lo), np.where(unlimited, np.pi, hi)
+    qs = rng.uniform(lo, hi, size=(400, m.nq))
+    resolved, depth = _depths(contact, model, qs)
+    geoms = {mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_GEOM, g): g for g in range(m.ngeom)}
+    arm_bodies = {mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, b) for b in arm}
+    slots, start = {}, 0
+    for (a, _, b, _), K in zip(resolved.pairs, resolved.counts):
+        key = frozenset(geoms[s.name.split("/")[1]] for s in (a, b))
+        slots[key] = slice(start, start + K)
+        start += K
+    compared = 0
+    for n, q in enumerate(qs):
+        d.qpos[:] = q
+        mujoco.mj_kinematics(m, d)
+        mujoco.mj_collision(m, d)
+        theirs = {}
+        for c in d.contact[:d.ncon]:
+            if {m.geom_bodyid[c.geom1], m.geom_bodyid[c.geom2]} <= arm_bodies and c.dist < 0:
+                key = frozenset((c.geom1, c.geom2))
+                theirs[key] = max(theirs.get(key, -np.inf), -c.dist)
+        ours = {key: depth[n, s].max() for key, s in slots.items() if depth[n, s].max() > 1e-12}
+        assert set(ours) == set(theirs), n
+        for key, value in theirs.items():
+            assert ours[key] == pytest.approx(value, abs=1e-9)
+            compared += 1
+    assert compared >= 20
+    # the rows: the normal velocity of each overlapping pair's deepest point is minus the rate
+    # of its depth (shallow overlaps: in this planar arm deep ones have crossing axes, where
+    # the depth is flat at the sum of the radii and the normal is a choice)
+    hits = np.argwhere((depth > 1e-4) & (depth < 5e-3))[:10]
+    assert len(hits) >= 5
+    p = resolved.params()
+    for n, k in hits:
+        q = qs[n]
+        qd = rng.normal(size=model.nv)
+        J, dep, _ = resolved.rows(np, p, q[None], sd.forward_kinematics(model, q[None]))
+        h = 1e-6
+        plus = _depths(contact, model, q + h * qd)[1][0, k]
+        minus = _depths(contact, model, q - h * qd)[1][0, k]
+        assert dep[0, k] == pytest.approx(depth[n, k], abs=1e-12)
+        assert (J[0, 3 * k] @ qd) == pytest.approx(-(plus - minus) / (2 * h), abs=1e-6)
+
+
+def test_pendulum_comes_to_rest_on_a_box():
+    """dm_control's pendulum (a 1 kg ball of radius 0.05 m at 0.5 m from a hinge 0.6 m high;
+    its collision geoms from the file) starts 0.6 rad from upright and falls onto a 2 kg cube
+    of 0.2 m on the ground (frictionless: the forces are vertical). It rests where the ball
+    touches the cube's top: 0.6 + 0.5 cos(q) = 0.2 + 0.05, q = arccos(-0.7); the ball carries
+    its whole weight on the cube (all the mass is in the ball, above the contact), and the
+    ground carries both weights; the cube does not move. Twelve candidate points: native."""
+    pendulum = sd.load_mjcf(_dm_control("pendulum"))
+    scene = sd.Scene("pendulum_on_box")
+    with pytest.warns(UserWarning, match="pole/base\\|box"):  # its cylinder: ground only
+        scene.add_robot(pendulum, q=[0.6], exclude=[("pole", "ground")])
+        scene.add_object("box", collision.box((0.1, 0.1, 0.1)), mass=2.0,
+                         position=(0.4, 0, 0.1))
+        model, contact, q0 = scene.build(mu=0.0)
+        traj = sd.simulate(model, q0, t_final=2.0, dt=1e-3, contact=contact,
+                           integrator="semi_implicit_euler", record_contact_forces=True)
+    assert traj.meta["backend"] == "native"
+    assert traj.q[-1, 0] == pytest.approx(np.arccos(-0.7), abs=1e-5)
+    np.testing.assert_allclose(traj.q[-1, 1:], q0[1:], atol=1e-6)  # the cube unmoved
+    assert np.abs(traj.qd[-1]).max() < 1e-4
+    labels = traj.meta["contact"]["labels"]
+    force = traj.contact_force[-1, :, 2]  # vertical (world z) components
+    on = {what: sum(force[i] for i, label in enumerate(labels) if label.startswith(what))
+          for what in ("pole/mass|box", "box|ground", "pole/pole|box")}
+    assert on["pole/mass|box"] == pytest.approx(1.0 * G, rel=1e-4)
+    assert on["box|ground"] == pytest.approx(3.0 * G, rel=1e-4)
+    assert on["pole/pole|box"] == pytest.approx(0.0, abs=1e-6)
+
+
+def test_two_robots_need_prefixes_and_filters_hold():
+    """The same robot twice: refused without a prefix, named apart with one; exclude and
+    self_collision=False leave out pairs, the adjacent links never touch, and the robots
+    touch each other."""
+    urdf, srdf = _panda_files()
+    robot = sd.load_urdf(urdf)
+    scene = sd.Scene("two")
+    scene.add_robot(robot, srdf=srdf, exclude=[("panda_link1", "ground")])
+    with pytest.raises(sd.ModelError, match="prefix="):
+        scene.add_robot(robot)
+    scene.add_robot(robot, prefix="b/", position=(0.0, 0.6, 0.0), self_collision=False)
+    model, contact, q0 = scene.build()
+    assert model.nq == 2 * robot.nq
+    pairs = [(a.name, "ground" if b is None else b.name) for a, _, b, _ in
+             contact.resolve(model).pairs]
+    assert ("panda_link1/capsule0", "ground") not in pairs
+    assert ("b/panda_link1/capsule0", "ground") in pairs
+    assert not [p for p in pairs if p[0].startswith("b/") and p[1].startswith("b/")]
+    assert ("panda_link0/capsule0", "b/panda_hand/capsule0") in pairs
+    assert not [p for p in pairs if {p[0].split("/")[0], p[1].split("/")[0]}
+                == {"panda_link3", "panda_link4"}]
+
+
+def test_bad_robots_are_clear_errors():
+    """No file, a file with meshes only, unknown links, a wrong q, an object."""
+    scene = sd.Scene("bad")
+    with pytest.raises(sd.ModelError, match="no file.*shapes=False"):
+        scene.add_robot(sd.robots.load("panda"))  # bundled: loaded from a string
+    scene.add_robot(sd.robots.load("panda"), shapes=False)  # its dynamics only: fine
+    assert not scene.shapes
+    solo = sd.load_urdf(erd_urdf("solo_description/robots/solo12.urdf"), floating_base=True)
+    with pytest.raises(sd.ModelError, match="all mesh: no primitive"):
+        sd.Scene("solo").add_robot(solo)
+    panda = sd.load_urdf(erd_urdf("panda_description/urdf/panda.urdf"))
+    with pytest.warns(UserWarning, match=r"mesh geometry on 9 link\(s\) \(panda_hand, "):
+        names = sd.Scene("fingers").add_robot(panda)
+    assert len(names) == 8 and all("finger" in n for n in names)  # the fingers' boxes
+    with pytest.raises(sd.ModelError, match="no primitive"):
+        sd.Scene("arm").add_robot(panda, links=["panda_link3"])
+    with pytest.raises(sd.ModelError, match="nowhere"):
+        sd.Scene("x").add_robot(panda, links=["nowhere"])
+    with pytest.raises(sd.ModelError, match="'nowhere' is not a link"):
+        sd.Scene("x").add_robot(panda, shapes=False, exclude=[("nowhere", "panda_link1")])
+    with pytest.raises(ValueError, match="q must be 9 finite numbers"):
+        sd.Scene("x").add_robot(panda, q=np.zeros(7), shapes=False)
+    with pytest.raises(TypeError, match="Model"):
+        sd.Scene("x").add_robot("panda.urdf")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # a robot with only boxes: no warning about cylinders
+        model, contact, _ = sd.Scene("x").build()
+        contact.resolve(model)
