@@ -19,9 +19,9 @@ own file with ``add_robot``. ``build`` returns the Model, the contact settings
 The pairs that can touch: every two shapes on different rigid bodies, except a body and its
 parent in the tree joined by a joint that is not free (the usual adjacent-link filter: a link's
 collision shape overlaps its parent's at the joint; an object on a free joint touches the
-world's shapes) and two shapes both fixed to the world; and every moving shape with the
-ground plane (``ground=True``, the plane z = ``height``). Each pair gives ``collision.contact_count``
-candidate points (a box on the ground 8, two boxes 8, two spheres 1) whose depth, normal and
+world's shapes) and two shapes both fixed to the world, and pairs ``ShapeContact.exclude``
+names; and every moving shape with the ground plane (``ground=True``, the plane z =
+``height``). Each pair gives ``collision.contact_count`` candidate points (a box on the ground 8, two boxes 8, two spheres 1) whose depth, normal and
 point ``collision.collide`` computes at every evaluation; the solver (``contact_solver``) is
 the ground's, with the candidates' rows: the relative velocity of the two bodies' material
 points along the normal and two tangents.
