@@ -554,14 +554,18 @@ def test_native_derivatives_equal_the_jax_path():
         for a, b in zip(native_d, jax_d):
             assert isinstance(a, np.ndarray)
             np.testing.assert_allclose(a, np.asarray(b), rtol=1e-10, atol=1e-10)
-    F = sd.dynamics.FUNCTIONS["inverse_dynamics_derivatives"]
-    assert plan.decide(F, model)[0] == "native"
-    previous = plan.use_native(False)
-    try:
-        with pytest.raises(plan.NativeUnavailable):
-            plan.run(F, model, "spatial", (q, qd, u), (None,))
-    finally:
-        plan.use_native(previous)
+    for name, kw in (("inverse_dynamics_derivatives", "qdd"),
+                     ("forward_dynamics_derivatives", "tau")):
+        F = sd.dynamics.FUNCTIONS[name]
+        assert plan.decide(F, model)[0] == "native"
+        native = plan.run(F, model, "spatial", (q, qd, u), (None, None))
+        previous = plan.use_native(False)
+        try:  # the same kernel on numpy
+            assert plan.decide(F, model)[0] == "numpy"
+            np.testing.assert_allclose(plan.run(F, model, "spatial", (q, qd, u), (None, None)),
+                                       native, rtol=1e-10, atol=1e-10)
+        finally:
+            plan.use_native(previous)
 
 
 def test_a_kernel_that_does_not_trace_runs_on_numpy_with_one_warning(tree):

@@ -13,8 +13,8 @@ from screwdyn.execution import cache, plan
 
 #: public functions of (model, q, ...) that are not in the registry, and why
 NOT_REGISTERED = {
-    "dynamics_derivatives": "several results (derivatives of ID or FD) from native derivative "
-                            "programs of registered functions (inverse_dynamics)",
+    "dynamics_derivatives": "a view in three parts of the registered "
+                            "inverse_dynamics_derivatives and forward_dynamics_derivatives",
     "integrate": "configuration arithmetic (numpy expressions, no recursion)",
 }
 

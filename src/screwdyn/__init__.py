@@ -5,7 +5,8 @@ from .algebra import cga_types as cga
 from .algebra import dualquat as dq
 from .composition import Assembly, BlackBox, ConnectionState, WrenchLog
 from .compiled import compile  # noqa: A004  (sd.compile: a jitted function bound to a model)
-from .derivatives import dynamics_derivatives
+from .derivatives import (dynamics_derivatives, forward_dynamics_derivatives,
+                          inverse_dynamics_derivatives)
 from .dynamics import (bias_forces, center_of_mass, coriolis_matrix, forward_dynamics,
                        forward_kinematics, gravity_torques, inverse_dynamics, jacobian,
                        kinetic_energy, mass_matrix, plan, potential_energy)
@@ -36,7 +37,8 @@ __all__ = [
     "inverse_dynamics", "jacobian", "kinetic_energy", "load_urdf", "mass_matrix",
     "potential_energy", "random_configuration", "robots", "from_dh", "load_dh_table",
     "save_dh_table", "simulate", "Trajectory", "SimulationError", "integrate", "controllers",
-    "plot", "compile", "dynamics_derivatives", "load_mjcf", "from_mujoco", "joints", "difference",
+    "plot", "compile", "dynamics_derivatives", "inverse_dynamics_derivatives",
+    "forward_dynamics_derivatives", "load_mjcf", "from_mujoco", "joints", "difference",
     "view", "WrenchLog",
     "sim", "GroundContact", "RigidContact", "Scene", "ContactPoint", "JointLimits", "JointFriction",
     "SimulationInterrupted", "link_velocities",

@@ -28,11 +28,11 @@ import numpy as np
 from .algebra import link_placements
 from .algorithms import aba as _aba
 from .algorithms import crba as _crba
+from .algorithms import derivatives as _derivs
 from .algorithms import kinematics as _kin
 from .algorithms import rnea as _rnea
 from . import validation
 from .execution import plan as _plan
-from .execution.native import TANGENT
 from .execution.plan import Function
 from .model.model import GRAVITY  # noqa: F401  (the default of Model.gravity)
 from .typing import AlgebraName, Array, ArrayLike
@@ -98,6 +98,99 @@ def _solve(xp, M, rhs):
     """x (n, N) with M x = rhs for M (n, n, N)."""
     x = xp.linalg.solve(xp.moveaxis(M, -1, 0), xp.moveaxis(rhs, -1, 0)[..., None])[..., 0]
     return xp.moveaxis(x, 0, -1)
+
+
+def _inverse_dynamics_derivatives(call):
+    return _derivatives(call, call["qdd"], forward=False)
+
+
+def _forward_dynamics_derivatives(call):
+    return _derivatives(call, _tree_accelerations(call), forward=True)
+
+
+def _tree_accelerations(call):
+    """FD(q, qd, tau) on the call's tree (a coupled model's expanded: G qdd)."""
+    return call.expand(_forward_dynamics(call))
+
+
+def _derivatives(call, qdd, forward):
+    """(nv, 3 nv, N): [d out/dq, d out/dqd, d out/du] of inverse dynamics (u = qdd) or forward
+    dynamics (u = tau, ``forward``) at the tree's accelerations ``qdd``, as one straight-line
+    program (``algorithms.derivatives``); a coupled model's in its own coordinates."""
+    xp = call.xp
+    parts = _derivs.rnea_derivatives(call.alg, call.model, call["q"], call["qd"], qdd,
+                                     call.gravity_twist(), call.body_wrenches())
+    like = [call["q"][0]] if call.model.nq else [qdd[0]]
+    if call.coupling is None:
+        if forward:
+            parts = _derivs.aba_derivatives(call.model, *parts)
+        return xp.concatenate([_derivs.as_array(xp, D, like) for D in parts], axis=1)
+    dq, dqd, M = (call.reduce(_derivs.as_array(xp, D, like), axes=2) for D in parts)
+    if not forward:
+        return xp.concatenate([dq, dqd, M], axis=1)
+    out = _solved(xp, *(xp.moveaxis(D, -1, 0) for D in (dq, dqd, M)))
+    return xp.moveaxis(out, 0, -1)
+
+
+def _solved(xp, dq, dqd, M):
+    """[-M^-1 dq, -M^-1 dqd, M^-1] (N, nv, 3 nv) by M's Cholesky factor (``spd.solve``)."""
+    from .algorithms.spd import solve
+
+    eye = xp.zeros_like(M) + np.eye(M.shape[-1])
+    return solve(xp, M, xp.concatenate([-dq, -dqd, eye], axis=-1))
+
+
+def _derivative_columns(call, qdd):
+    """(9, 6, tree nv, N): the world-frame factors of the derivatives of a large tree
+    (``derivatives.columns_array``)."""
+    alg = call.alg
+    cols = _derivs.derivative_columns(alg, call.model, call["q"], call["qd"], qdd,
+                                      call.gravity_twist(), call.body_wrenches())
+    return _derivs.columns_array(alg, call.model, cols)
+
+
+def _derivatives_from_columns(forward):
+    def finish(xp, model, factors):
+        """(..., nv, 3 nv) from the factors (..., 9, 6, tree nv): the pairs as matrix products
+        (``derivatives.from_columns``), a coupling's G^T D G, forward dynamics' M^-1 (one
+        batched inverse, then matrix products: this step is never traced); on numpy 16 states
+        at a time (their intermediates stay in the cache)."""
+        def block(part):
+            out = _derivs.from_columns(xp, model.nominal.tree, part)
+            if model.coupling is not None:
+                G = model.coupling[3]
+                n = out.shape[-1] // 3
+                out = xp.concatenate([xp.matmul(xp.matmul(G.T, out[..., k * n:(k + 1) * n]), G)
+                                      for k in range(3)], axis=-1)
+            if not forward:
+                return out
+            nv = model.nv
+            Minv = xp.linalg.inv(out[..., 2 * nv:])
+            return xp.concatenate([-xp.matmul(Minv, out[..., :2 * nv]), Minv], axis=-1)
+
+        batch = tuple(factors.shape[:-3])
+        if xp is not np or int(np.prod(batch, dtype=int)) <= 16:
+            return block(factors)
+        flat = factors.reshape((-1,) + tuple(factors.shape[-3:]))
+        nv = model.nv
+        validation.check_fits(flat.shape[0] * nv * 3 * nv * 8,
+                              f"the result, shape {batch + (nv, 3 * nv)} float64,")
+        out = np.empty((flat.shape[0], nv, 3 * nv))
+        for start in range(0, flat.shape[0], 16):
+            out[start:start + 16] = block(flat[start:start + 16])
+        return out.reshape(batch + (nv, 3 * nv))
+    return finish
+
+
+def _derivative_pairs(model):
+    """The related pairs of coordinates in the derivatives (``derivatives.pairs``)."""
+    return len(_derivs.pairs(model.nominal.tree))
+
+
+#: the derivatives are computed from world-frame factors (9 x 6 numbers per degree of freedom,
+#: a program of O(n) operations, then matrix products) where the tree relates more than this
+#: many pairs of coordinates (a chain of 44 DoF has 990), and as one straight-line program below
+DERIVATIVE_PAIRS = 1024
 
 
 def _check_forward_dynamics(model):
@@ -251,13 +344,29 @@ FUNCTIONS = {f.name: f for f in (
              static=("link", "frame"), kinematic=True),
     Function("link_velocities", _link_velocities, ("q", "qd"), lambda m, frame: (m.nlinks, 6),
              static=("frame",), kinematic=True, many_outputs=True),
-    # d tau / d(q (+) e, qd, qdd) at e = 0: (nv, 3 nv), the derivative in q's tangent space;
-    # native only (screwdyn.derivatives)
-    Function("inverse_dynamics_derivatives", _inverse_dynamics, ("q", "qd", "qdd"),
-             lambda m: (m.nv, 3 * m.nv), ("gravity",), entries=True,
-             jacobian=(TANGENT, "qd", "qdd")),
+    # [d tau/dq, d tau/dqd, d tau/dqdd] (nv, 3 nv), d/dq in q's tangent space, and the same of
+    # forward dynamics (screwdyn.derivatives)
+    Function("inverse_dynamics_derivatives", _inverse_dynamics_derivatives, ("q", "qd", "qdd"),
+             lambda m: (m.nv, 3 * m.nv), _EXTERNAL, entries=True, many_outputs=True,
+             kinematic=True, bytes_per_body=2048, factored=_plan.Factored(
+                 Function("inverse_dynamics_derivative_columns",
+                          lambda call: _derivative_columns(call, call["qdd"]),
+                          ("q", "qd", "qdd"), lambda m: (9, 6, m.tree.nv), _EXTERNAL,
+                          entries=True, bytes_per_body=2048),
+                 _derivatives_from_columns(False), _derivative_pairs, DERIVATIVE_PAIRS,
+                 ("spatial", "cga", "dq"))),
+    Function("forward_dynamics_derivatives", _forward_dynamics_derivatives, ("q", "qd", "tau"),
+             lambda m: (m.nv, 3 * m.nv), _EXTERNAL, entries=True, many_outputs=True,
+             check=_check_forward_dynamics, kinematic=True, bytes_per_body=2048,
+             factored=_plan.Factored(
+                 Function("forward_dynamics_derivative_columns",
+                          lambda call: _derivative_columns(call, _tree_accelerations(call)),
+                          ("q", "qd", "tau"), lambda m: (9, 6, m.tree.nv), _EXTERNAL,
+                          entries=True, check=_check_forward_dynamics, bytes_per_body=2048),
+                 _derivatives_from_columns(True), _derivative_pairs, DERIVATIVE_PAIRS,
+                 ("spatial", "cga", "dq"))),
 )}
-_FK, _ID, _BIAS, _GRAV, _FD, _M, _C, _T, _V, _COM, _J, _LV, _DID = FUNCTIONS.values()
+_FK, _ID, _BIAS, _GRAV, _FD, _M, _C, _T, _V, _COM, _J, _LV, _DID, _DFD = FUNCTIONS.values()
 
 
 _kinematic_algebra = _plan.kinematic_algebra

@@ -10,7 +10,7 @@ the same set for every algebra, so each algorithm in ``screwdyn.algorithms`` is 
     act_twist(X, V), inv_act_twist(X, V), act_wrench(X, F), inv_act_wrench(X, F)   change of frame
     cross_motion(V, M), cross_force(V, F), dot(M, F)                               brackets, power
     inertia(m, c, I_c), inertia_apply(I, V), inertia_act(X, I),
-    inertia_sub_outer(IA, U, Dinv)                                                 inertias
+    inertia_sub_outer(IA, U, Dinv), inertia_variation(V, I)                        inertias
 
 A pose X is the child frame seen from the parent frame (T_parent_child); ``act`` takes a twist or
 wrench from the child frame to the parent frame, ``inv_act`` back. Public 6-vectors are
@@ -25,7 +25,7 @@ from functools import lru_cache
 
 import numpy as np
 
-from .entries import stack
+from .entries import ZERO, add, components, like, stack
 
 ALGEBRAS = ("spatial", "vector", "cga", "dq")
 
@@ -44,6 +44,33 @@ class Algebra:
         ``inputs``: the entry lists of the operands, which give the batch when every entry is
         constant. The entries mode returns ``Entries`` for twists, wrenches and inertias."""
         return stack(self.xp, entries, shape, *inputs)
+
+    def inertia_variation(self, V, I):
+        """V x* I - I (V x): the rate of change of the inertia I of a body that moves with the
+        twist V (Pinocchio's ``Inertia::variation``; both in the same frame), a symmetric 6 x 6
+        object of the inertias' kind (massless), for the derivatives of the dynamics. Written
+        once on the protocol: in every algebra an inertia is the 6 x 6 matrix of its twists'
+        and wrenches' components (``inertia_apply`` is the matrix product), so column c is
+        V x* (I e_c) - I (V x e_c) for the unit twist e_c of component c."""
+        M, v = components(I, 2), components(V)
+        columns = []
+        for c in range(6):
+            e_c = self._stack([1.0 if k == c else ZERO for k in range(6)], (6,), v, like(V))
+            column = self._stack(M[c::6], (6,), M, like(I))
+            columns.append(components(self.cross_force(V, column)
+                                      - self.inertia_apply(I, self.cross_motion(V, e_c))))
+        return self._stack([columns[c][r] for r in range(6) for c in range(6)], (6, 6), M, v,
+                           like(I), like(V))
+
+    def _dot_variation(self, V, I):
+        """``inertia_variation`` for an algebra whose twist-wrench pairing is the plain dot
+        product of components (spatial, CGA): there (V x)^T = -V x*, so with the symmetric I,
+        V x* I - I (V x) = A + A^T for A = V x* I: six brackets, no products with I."""
+        M = components(I, 2)
+        A = [components(self.cross_force(V, self._stack(M[c::6], (6,), M, like(I))))
+             for c in range(6)]  # A[c][r]: column c
+        return self._stack([add(A[c][r], A[r][c]) for r in range(6) for c in range(6)],
+                           (6, 6), M, components(V), like(I), like(V))
 
     def entries_mode(self, checkpoints=False):
         """The same algebra in entries mode on the same backend (``algebra/entries``), or itself

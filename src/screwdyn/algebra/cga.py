@@ -210,6 +210,8 @@ class CGA(Algebra):
         return self._stack([upper[min(j, i), max(j, i)] for j in range(6) for i in range(6)],
                            (6, 6), X.motor, *elements, like(I))
 
+    inertia_variation = Algebra._dot_variation  # components paired by the plain dot product
+
     def inertia_sub_outer(self, IA, U, Dinv):
         """IA - sum_ab U_a Dinv_ab U_b^T: element IA^k loses sum_a (U_a)_k W_a, with the wrenches
         W_a = sum_b Dinv_ab U_b (the articulated-inertia update, Featherstone 7.1). The result is

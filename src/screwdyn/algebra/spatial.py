@@ -266,6 +266,8 @@ class Spatial(Algebra):
         X, M = self._pose(X), components(I, 2)
         return self._stack(force_congruence(X.R, X.p, M), (6, 6), M, X.R, X.p, like(I))
 
+    inertia_variation = Algebra._dot_variation  # components paired by the plain dot product
+
     def inertia_sub_outer(self, IA, U, Dinv):
         """IA - sum_ab U_a Dinv_ab U_b^T: the articulated-inertia update (Featherstone 7.1),
         symmetric like IA."""

@@ -105,6 +105,11 @@ class Call:
                                                       self.xp.moveaxis(result, 1, 0)), 0, 1)
         return result
 
+    def expand(self, x):
+        """Rows (model nv, ...) of velocities or accelerations on the tree (G x, as the inputs
+        qd and qdd are expanded); x itself when the model is not coupled."""
+        return x if self.coupling is None else _sparse_product(self.xp, self.coupling[3], x)
+
     def __getitem__(self, name):
         return self.arrays[name]
 

@@ -104,6 +104,13 @@ class JointModel:
         """dS/dt at (q, v) for configuration-dependent joints, like ``subspace_at``."""
         raise NotImplementedError
 
+    def subspace_derivatives(self, xp, q, v, a):
+        """What the derivatives of the dynamics need of a configuration-dependent S, in the
+        child frame as 6 entries each, for the tangent coordinates k of q (d/de at q (+) e_k e)
+        and the rates v, a: (D, E, G, T) with D[k][j] = dS_j/de_k, E[k] = d(S v)/de_k,
+        G[k] = d(S a + dS/dt v)/de_k and T[k] = d(dS/dt v)/dv_k."""
+        raise NotImplementedError
+
     # -- the configuration manifold (numpy or JAX arrays, leading batch dimensions) -----------
     def neutral(self) -> np.ndarray:
         """The zero configuration (identity quaternions)."""
@@ -464,6 +471,39 @@ class MuJoCoFree(JointModel):
                         -(w[0] * r[1] - w[1] * r[0]), zero, zero, zero])
         return out + [[zero] * 6 for _ in range(3)]
 
+    def subspace_derivatives(self, xp, q, v, a):
+        """Only the rotation moves S (its linear block R^T): along the angular tangent e_m,
+        d(R^T x)/de = -e_m x R^T x. With u = R^T v_lin and dS/dt v = -omega x u (see
+        ``subspace_rate``)."""
+        R = rotation_entries(xp, (q[4], q[5], q[6], q[3]))
+        rows = [(R[3 * j], R[3 * j + 1], R[3 * j + 2]) for j in range(3)]  # R^T e_j
+        u = [rows[0][i] * v[0] + rows[1][i] * v[1] + rows[2][i] * v[2] for i in range(3)]
+        ua = [rows[0][i] * a[0] + rows[1][i] * a[1] + rows[2][i] * a[2] for i in range(3)]
+        w = (v[3], v[4], v[5])
+        zero = 0.0 * q[0]
+        none = [zero] * 6
+
+        def linear(x):  # the twist (x, 0)
+            return [x[0], x[1], x[2], zero, zero, zero]
+
+        def e_cross(m, x):  # e_m x x
+            return [(0.0, -x[2], x[1]), (x[2], 0.0, -x[0]), (-x[1], x[0], 0.0)][m]
+
+        D, E, G, T = [], [], [], []
+        for k in range(3):  # the position: S does not move
+            D.append([none] * 6)
+            E.append(none)
+            G.append(none)
+            T.append(linear([-c for c in _cross3(w, rows[k])]))
+        for m in range(3):  # the rotation
+            D.append([linear([-c for c in e_cross(m, rows[j])]) for j in range(3)]
+                     + [none] * 3)
+            eu = e_cross(m, u)
+            E.append(linear([-c for c in eu]))
+            G.append(linear([-x + y for x, y in zip(e_cross(m, ua), _cross3(w, eu))]))
+            T.append(linear([-c for c in eu]))
+        return D, E, G, T
+
     def neutral(self):
         return np.array([0, 0, 0, 1.0, 0, 0, 0])
 
@@ -759,3 +799,7 @@ def _se3_bracket(xp, x, u):
     """[x, u] in se(3), twists (linear, angular): (w x u_v + v x u_w, w x u_w)."""
     return xp.concatenate([_cross(xp, x[..., 3:], u[..., :3]) + _cross(xp, x[..., :3], u[..., 3:]),
                            _cross(xp, x[..., 3:], u[..., 3:])], axis=-1)
+
+
+def _cross3(a, b):
+    return (a[1] * b[2] - a[2] * b[1], a[2] * b[0] - a[0] * b[2], a[0] * b[1] - a[1] * b[0])
