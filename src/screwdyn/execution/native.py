@@ -31,7 +31,6 @@ import numpy as np
 
 from . import cache, entry, graph, llvm, trace
 from .store import Store
-from ..model.configuration import integrate_arrays
 from ..model.model import TracedParameters
 from .call import Call, core_shape, propagate_non_finite
 
@@ -40,9 +39,6 @@ LEVELS = (0, 2)  # LLVM code generation levels: first, then optimised
 #: the programs kept in this process's memory (``store.Store``: at most ``config.max_programs``,
 #: the least recently used dropped)
 _PROGRAMS = Store("native programs")
-#: the name of a function's ``jacobian`` input that stands for q's tangent space: derivatives
-#: d/de f(q (+) e) at e = 0 (``screwdyn.integrate``), nv columns, as Pinocchio's
-TANGENT = "tangent"
 #: the name of the input that carries the bodies' inertial parameters (bodies, 10) into a
 #: program traced for a model holding traced parameters (``Model.with_inertial_parameters``)
 PARAMETERS = "parameters"
@@ -153,7 +149,7 @@ class NativeProgram:
         before linking it: function, model hash, algebra, inputs and their sizes, output
         shape, derivatives, constants."""
         function, model, algebra, bound, static, derivatives = self._spec
-        return {"function": function.name, "jacobian": list(function.jacobian),
+        return {"function": function.name,
                 "model": cache.content_hash(model), "algebra": algebra,
                 "inputs": [list(pair) for pair in zip(self.input_names, self.input_sizes)],
                 "output": list(self.output_shape), "derivatives": [list(d) for d in derivatives],
@@ -184,8 +180,7 @@ def _bound_key(bound):
 
 def key(function, model, algebra, inputs, bound, static, derivatives=()):
     """The cache key of a program (see ``cache``)."""
-    return cache.key("screwdyn-native", VERSION, function.name, function.jacobian,
-                     cache.content_hash(model),
+    return cache.key("screwdyn-native", VERSION, function.name, cache.content_hash(model),
                      algebra, tuple(inputs), _bound_key(bound), static, llvm.host(),
                      llvm.version(), sys.version_info[:2], cache.source_fingerprint(),
                      *((tuple(derivatives),) if derivatives else ()))
@@ -243,18 +238,13 @@ def _make(k, function, model, algebra, inputs, bound, static, derivatives):
 
 def trace_program(function, model, algebra, inputs, bound=None, static=(), derivatives=()):
     """The ``graph.Program`` of ``function``'s kernel on one symbolic state (its derivatives
-    for a ``function.jacobian``, then along the chain ``derivatives``, see ``get``)."""
+    along the chain ``derivatives``, see ``get``)."""
     bound = dict(bound or {})
-
-    tangent = TANGENT in function.jacobian
 
     def run(**arrays):
         for name, value in bound.items():
             arrays[name] = np.asarray(value, dtype=float).reshape(core_shape(model, name))[
                 ..., None]
-        if tangent:  # the kernel at q (+) e: its derivative in e is the one in q's tangent space
-            e = arrays.pop(TANGENT)
-            arrays["q"] = integrate_arrays(trace.xp, model, arrays["q"].T, e.T).T
         traced = model
         if PARAMETERS in arrays:  # symbolic inertial parameters, read as a traced model's
             traced = replace(model, parameters=TracedParameters(arrays.pop(PARAMETERS)[..., 0]),
@@ -264,13 +254,7 @@ def trace_program(function, model, algebra, inputs, bound=None, static=(), deriv
         return function.kernel(call, *static)
 
     shapes = {name: core_shape(model, name) for name in inputs}
-    if tangent:
-        shapes[TANGENT] = (model.nv,)
     program = trace.trace(run, shapes)
-    if function.jacobian:
-        program = graph.jacobian(program, function.jacobian)
-        if tangent:
-            program = graph.substitute(program, {TANGENT: np.zeros(model.nv)})
     for names in derivatives:
         program = graph.jacobian(program, names)
     return _propagate_non_finite(program, model, inputs)

@@ -83,11 +83,6 @@ class NativeCompileWarning(UserWarning):
     """A function could not be compiled to machine code and runs on the numpy path."""
 
 
-class NativeUnavailable(RuntimeError):
-    """A function that only the native path computes (a derivative program) was called where
-    that path does not run (JAX inputs, native code off, no llvmlite)."""
-
-
 def use_native(enabled=True):
     """Run numpy calls through compiled machine code (True, the default) or on numpy (False),
     in this process (``config.native``). Returns the previous setting."""
@@ -129,10 +124,8 @@ class Function:
     one state; ``entries``: the recursion runs in the algebra's entries mode (RNEA, ABA, CRBA);
     ``many_outputs``: a result with many outputs per state (XLA rule, see ``jax_options``);
     ``check(model)``: raises if the model cannot run it (once per model); ``bytes_per_body``:
-    intermediates per state and body on the numpy path (for ``chunk_size``); ``jacobian``: the
-    function is the derivative of the kernel's result with respect to these inputs (forward
-    mode on the traced program, ``graph.jacobian``), which only the native path computes (other
-    paths raise ``NativeUnavailable``); ``factored``: None, or a ``Factored`` form used for
+    intermediates per state and body on the numpy path (for ``chunk_size``); ``factored``:
+    None, or a ``Factored`` form used for
     large models. ``static``: the names of the static arguments (a link, a frame), in the
     order ``kernel`` and ``output`` take them; ``kinematic``: ``algebra="vector"`` (DH frames,
     which are the model's link frames) runs as ``"spatial"``; ``algebras``: the algebras its
@@ -140,7 +133,7 @@ class Function:
     once registered (``public``)."""
 
     def __init__(self, name, kernel, inputs, output, options=(), entries=False,
-                 many_outputs=False, check=None, bytes_per_body=512, jacobian=(),
+                 many_outputs=False, check=None, bytes_per_body=512,
                  factored=None, static=(), kinematic=False, algebras=None):
         self.name, self.kernel, self.inputs, self.options = name, kernel, tuple(inputs), \
             tuple(options)
@@ -150,7 +143,6 @@ class Function:
         self.public = None  # the public callable (``public``)
         self.output, self.entries, self.many_outputs = output, entries, many_outputs
         self.check, self.bytes_per_body = check, bytes_per_body
-        self.jacobian = tuple(jacobian)
         self.factored = factored
         self.last = (None, None, None, None)  # (model, algebra, static, callable) of the last call
         _FUNCTIONS.append(self)
@@ -444,14 +436,11 @@ class General:
                             f"({', '.join(self.names)}), got {len(args)}")
         given = dict(zip(self.names, args))
         xp = _backend.namespace(*args)
-        jacobian = bool(self.function.jacobian)
-        if xp is not np and not jacobian:  # JAX, or a trace (a caller is being compiled)
+        if xp is not np:  # JAX, or a trace (a caller is being compiled)
             return run_jax(self.function, self.model, self.algebra, given, self.static)
         path = decide(self.function, self.model, self.algebra, "numpy",
                       self.names[len(self.function.inputs):])[0]
         program = self.native() if path == "native" and xp is np else None
-        if program is None and jacobian:
-            raise NativeUnavailable(f"{self.function.name} runs on the native path only")
         if program is None:
             return run_numpy(self.function, self.model, self.algebra, given, self.static)
         return run_native(program, self.model, given, self.function.name)
