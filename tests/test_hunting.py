@@ -178,6 +178,8 @@ FUNCTIONS = {  # name: (array arguments, per-state result shape)
     "constraint_residual": (("q",), lambda m: (m.nconstraints,)),
     "constraint_jacobian": (("q",), lambda m: (m.nconstraints, m.nv)),
     "inverse_dynamics_regressor": (("q", "qd", "qdd"), lambda m: (m.nv, 10 * m.nbodies)),
+    "inverse_dynamics_derivatives": (("q", "qd", "qdd"), lambda m: (m.nv, 3 * m.nv)),
+    "forward_dynamics_derivatives": (("q", "qd", "tau"), lambda m: (m.nv, 3 * m.nv)),
     "integrate": (("q", "v"), lambda m: (m.nq,)),
     "difference": (("q0", "q1"), lambda m: (m.nv,)),
 }
@@ -222,7 +224,8 @@ def test_public_functions_give_a_result_or_a_documented_error(data):
     args = [value for value, _ in drawn]
     extra = {"algebra": data.draw(st.sampled_from(ALGEBRAS))}
     f_ext_shape = ()
-    if name in ("inverse_dynamics", "forward_dynamics") and data.draw(st.booleans()):
+    if name in ("inverse_dynamics", "forward_dynamics", "inverse_dynamics_derivatives",
+                "forward_dynamics_derivatives") and data.draw(st.booleans()):
         f_ext, how = data.draw(argument(model, "f_ext", batch))
         extra["f_ext"] = f_ext
         if f_ext is None:

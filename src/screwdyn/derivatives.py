@@ -13,11 +13,14 @@ derivative with respect to ``q`` is taken in the tangent space, as Pinocchio's: 
 d/de out(q (+) e_k e) at e = 0 (``screwdyn.integrate``), nv columns for every joint type (for
 revolute and prismatic joints, the plain derivative in q).
 """
-from typing import NamedTuple, Optional
+from typing import TYPE_CHECKING, NamedTuple, Optional
 
 from . import dynamics
 from .execution import plan
-from .typing import AlgebraName, ArrayLike
+from .typing import AlgebraName, Array, ArrayLike
+
+if TYPE_CHECKING:
+    from .model import Model
 
 
 class DynamicsDerivatives(NamedTuple):
@@ -29,7 +32,7 @@ class DynamicsDerivatives(NamedTuple):
     du: object  # d out / d qdd (inverse dynamics: M) or d tau (forward dynamics: M^-1)
 
 
-def dynamics_derivatives(model, q: ArrayLike, qd: ArrayLike, qdd: Optional[ArrayLike] = None, *,
+def dynamics_derivatives(model: "Model", q: ArrayLike, qd: ArrayLike, qdd: Optional[ArrayLike] = None, *,
                          tau: Optional[ArrayLike] = None, f_ext: Optional[ArrayLike] = None,
                          gravity: Optional[ArrayLike] = None,
                          algebra: AlgebraName = "spatial") -> DynamicsDerivatives:
@@ -88,10 +91,10 @@ _DFD = dynamics.FUNCTIONS["forward_dynamics_derivatives"]
 
 
 @plan.public(_DID)
-def inverse_dynamics_derivatives(model, q: ArrayLike, qd: ArrayLike, qdd: ArrayLike,
+def inverse_dynamics_derivatives(model: "Model", q: ArrayLike, qd: ArrayLike, qdd: ArrayLike,
                                  f_ext: Optional[ArrayLike] = None,
                                  gravity: Optional[ArrayLike] = None,
-                                 algebra: AlgebraName = "spatial"):
+                                 algebra: AlgebraName = "spatial") -> Array:
     """[d tau/dq, d tau/dqd, d tau/dqdd] side by side: (..., nv, 3 nv), the registered form of
     ``dynamics_derivatives(model, q, qd, qdd=qdd)`` (which splits it), for ``sd.plan`` and
     ``sd.compile``. Arguments as ``inverse_dynamics``; d/dq in q's tangent space.
@@ -112,10 +115,10 @@ def inverse_dynamics_derivatives(model, q: ArrayLike, qd: ArrayLike, qdd: ArrayL
 
 
 @plan.public(_DFD)
-def forward_dynamics_derivatives(model, q: ArrayLike, qd: ArrayLike, tau: ArrayLike,
+def forward_dynamics_derivatives(model: "Model", q: ArrayLike, qd: ArrayLike, tau: ArrayLike,
                                  f_ext: Optional[ArrayLike] = None,
                                  gravity: Optional[ArrayLike] = None,
-                                 algebra: AlgebraName = "spatial"):
+                                 algebra: AlgebraName = "spatial") -> Array:
     """[d qdd/dq, d qdd/dqd, d qdd/d tau] side by side: (..., nv, 3 nv) at qdd = FD(q, qd, tau),
     the registered form of ``dynamics_derivatives(model, q, qd, tau=tau)`` (which splits it).
     Arguments as ``forward_dynamics``; d/dq in q's tangent space; ``ModelError`` where forward

@@ -107,8 +107,8 @@ class JointModel:
     def subspace_derivatives(self, xp, q, v, a):
         """What the derivatives of the dynamics need of a configuration-dependent S, in the
         child frame as 6 entries each, for the tangent coordinates k of q (d/de at q (+) e_k e)
-        and the rates v, a: (D, E, G, T) with D[k][j] = dS_j/de_k, E[k] = d(S v)/de_k,
-        G[k] = d(S a + dS/dt v)/de_k and T[k] = d(dS/dt v)/dv_k."""
+        and the rates v, a: (D, E, G, T) with ``D[k][j]`` = dS_j/de_k, ``E[k]`` = d(S v)/de_k,
+        ``G[k]`` = d(S a + dS/dt v)/de_k and ``T[k]`` = d(dS/dt v)/dv_k."""
         raise NotImplementedError
 
     # -- the configuration manifold (numpy or JAX arrays, leading batch dimensions) -----------
