@@ -213,7 +213,7 @@ def test_mimic_couplings_in_the_models_coordinates():
     assert _rel(fd.dq, -fd.du @ got.dq) < 1e-9
 
 
-# -- the algebra operation they need ----------------------------------------------------------------
+# -- the algebra operation they need ---------------------------------------------------------
 @pytest.mark.parametrize("algebra", ["spatial", "cga", "dq"])
 def test_inertia_variation_is_the_rate_of_the_moved_inertia(algebra):
     """inertia_variation(V, I) = d/dt inertia_act(exp(t V), I) at t = 0, by central differences
@@ -240,7 +240,7 @@ def test_inertia_variation_is_the_rate_of_the_moved_inertia(algebra):
     np.testing.assert_allclose(got[..., 0], got[..., 0].T, atol=1e-12)  # symmetric
 
 
-# -- paths and bad input -----------------------------------------------------------------------------
+# -- paths and bad input ----------------------------------------------------------------------
 def test_compiled_registered_and_traced():
     """sd.compile and sd.plan take both; JAX in (custom call) equals numpy in, under jit and
     vmap; the three-part view splits the registered (..., nv, 3 nv)."""
@@ -287,3 +287,14 @@ def test_bad_inputs():
         sd.dynamics_derivatives(model, np.zeros(2), np.zeros(2), tau=np.zeros(2))
     np.testing.assert_allclose(  # inverse dynamics' are defined: M is singular, not needed
         sd.dynamics_derivatives(model, np.zeros(2), np.zeros(2), qdd=np.zeros(2)).du[1], 0.0)
+    b = sd.ModelBuilder("no_dof")  # a model that does not move: empty derivatives
+    b.add_link("base", mass=1.0, inertia=np.eye(3) * 0.1)
+    rigid = b.build()
+    for kw in ({"qdd": np.zeros((3, 0))}, {"tau": np.zeros((3, 0))}):
+        for native in (True, False):
+            previous = plan.use_native(native)
+            try:
+                d = sd.dynamics_derivatives(rigid, np.zeros((3, 0)), np.zeros((3, 0)), **kw)
+            finally:
+                plan.use_native(previous)
+            assert all(a.shape == (3, 0, 0) for a in d)

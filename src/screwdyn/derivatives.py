@@ -32,9 +32,9 @@ class DynamicsDerivatives(NamedTuple):
     du: object  # d out / d qdd (inverse dynamics: M) or d tau (forward dynamics: M^-1)
 
 
-def dynamics_derivatives(model: "Model", q: ArrayLike, qd: ArrayLike, qdd: Optional[ArrayLike] = None, *,
-                         tau: Optional[ArrayLike] = None, f_ext: Optional[ArrayLike] = None,
-                         gravity: Optional[ArrayLike] = None,
+def dynamics_derivatives(model: "Model", q: ArrayLike, qd: ArrayLike,
+                         qdd: Optional[ArrayLike] = None, *, tau: Optional[ArrayLike] = None,
+                         f_ext: Optional[ArrayLike] = None, gravity: Optional[ArrayLike] = None,
                          algebra: AlgebraName = "spatial") -> DynamicsDerivatives:
     """Derivatives of inverse dynamics (pass ``qdd``) or forward dynamics (pass ``tau``).
 

@@ -118,9 +118,11 @@ def _derivatives(call, qdd, forward):
     dynamics (u = tau, ``forward``) at the tree's accelerations ``qdd``, as one straight-line
     program (``algorithms.derivatives``); a coupled model's in its own coordinates."""
     xp = call.xp
+    if call.model.nv == 0:  # nothing moves: no derivatives
+        return xp.zeros((0, 0) + call["q"].shape[1:])
     parts = _derivs.rnea_derivatives(call.alg, call.model, call["q"], call["qd"], qdd,
                                      call.gravity_twist(), call.body_wrenches())
-    like = [call["q"][0]] if call.model.nq else [qdd[0]]
+    like = [qdd[0]]  # the batch, where every entry is constant
     if call.coupling is None:
         if forward:
             parts = _derivs.aba_derivatives(call.model, *parts)

@@ -164,8 +164,7 @@ def columns_array(alg, model, cols):
     alpha, w, u, P, Q and, in the ninth, own[r, start + m] at (m, r) for the coordinates start..
     of r's joint."""
     xp, nv = alg.xp, model.nv
-    like = next(iter(alg.twist_vector(x) for x in cols.J))
-    zero = 0.0 * like
+    zero = 0.0 * alg.twist_vector(cols.J[0])  # the batch (a large tree: nv > 0)
 
     def public(x, kind):
         if x is None:

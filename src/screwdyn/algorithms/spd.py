@@ -69,4 +69,3 @@ def tree_solve(H, parent, b):
             x[k] = sub(x[k], mul(H[k][i], x[i]))
             i = parent[i]
     return x
-

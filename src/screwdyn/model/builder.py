@@ -56,6 +56,14 @@ class ModelBuilder:
         self._joints = {}
         self._mimic = {}
 
+    def has_link(self, name) -> bool:
+        """Whether a link ``name`` was added."""
+        return name in self._links
+
+    def has_joint(self, name) -> bool:
+        """Whether a joint ``name`` was added."""
+        return name in self._joints
+
     def add_link(self, name, mass=0.0, com=(0.0, 0.0, 0.0), inertia=None, inertia_rotation=None,
                  where=None):
         """A link with its mass, centre of mass and rotational inertia about the centre of mass,

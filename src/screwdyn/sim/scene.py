@@ -21,10 +21,10 @@ parent in the tree joined by a joint that is not free (the usual adjacent-link f
 collision shape overlaps its parent's at the joint; an object on a free joint touches the
 world's shapes) and two shapes both fixed to the world, and pairs ``ShapeContact.exclude``
 names; and every moving shape with the ground plane (``ground=True``, the plane z =
-``height``). Each pair gives ``collision.contact_count`` candidate points (a box on the ground 8, two boxes 8, two spheres 1) whose depth, normal and
-point ``collision.collide`` computes at every evaluation; the solver (``contact_solver``) is
-the ground's, with the candidates' rows: the relative velocity of the two bodies' material
-points along the normal and two tangents.
+``height``). Each pair gives ``collision.contact_count`` candidate points (a box on the ground
+8, two boxes 8, two spheres 1) whose depth, normal and point ``collision.collide`` computes at
+every evaluation; the solver (``contact_solver``) is the ground's, with the candidates' rows:
+the relative velocity of the two bodies' material points along the normal and two tangents.
 """
 import warnings
 from dataclasses import dataclass, fields, replace
@@ -89,18 +89,11 @@ class Scene:
         frame, starting at ``position`` (m) and ``quaternion`` (x, y, z, w) in the world; its
         inertia that of the solid shape unless given (3x3, kg m^2, about its centre)."""
         positive(mass, f"Scene.add_object({name!r}) mass")
+        pose = _pose(position, quaternion, f"Scene.add_object({name!r})")  # checked first
         inertia = solid_inertia(shape, mass) if inertia is None else inertia
         self.builder.add_link(name, mass=mass, inertia=inertia)
         self.builder.add_joint(f"{name}_free", "free", "world", name)
-        q = np.asarray(quaternion, dtype=float)
-        if q.shape != (4,) or not np.isfinite(q).all() or np.linalg.norm(q) == 0:
-            raise ValueError(f"Scene.add_object({name!r}): quaternion must be 4 numbers "
-                             f"(x, y, z, w), got {quaternion!r}")
-        p = np.asarray(position, dtype=float)
-        if p.shape != (3,) or not np.isfinite(p).all():
-            raise ValueError(f"Scene.add_object({name!r}): position must be 3 finite numbers, "
-                             f"got {position!r}")
-        self._poses[name] = (p, q / np.linalg.norm(q))
+        self._poses[name] = pose
         self.add_shape(name, shape, name=name)
 
     def add_shape(self, link, shape, xyz=(0.0, 0.0, 0.0), rotation=None, name=None):
@@ -220,8 +213,8 @@ class Scene:
         new_joints = ([prefix + b.joint for b in model.bodies]
                       + [f"{prefix}{l.name}_fixed" for l in fixed]
                       + ([f"{prefix}{model.root_link}_mount"] if own_root else []))
-        taken = ([n for n in new_links if n in self.builder._links]
-                 + [n for n in new_joints if n in self.builder._joints])
+        taken = ([n for n in new_links if self.builder.has_link(n)]
+                 + [n for n in new_joints if self.builder.has_joint(n)])
         if taken:
             raise ModelError(f"{where}: the scene already has {', '.join(map(repr, taken[:4]))} "
                              "(an object or another robot): give the robot a prefix= "
@@ -318,9 +311,8 @@ def _robot_q(model, q, where):
     return q
 
 
-def _placement(position, quaternion, where):
-    from ..model.joints import rotation_entries
-
+def _pose(position, quaternion, where):
+    """(position (3,), unit quaternion (x, y, z, w)) checked: ``ValueError`` naming ``where``."""
     p = np.asarray(position, dtype=float)
     if p.shape != (3,) or not np.isfinite(p).all():
         raise ValueError(f"{where}: position must be 3 finite numbers (m), got {position!r}")
@@ -328,6 +320,14 @@ def _placement(position, quaternion, where):
     if quat.shape != (4,) or not np.isfinite(quat).all() or np.linalg.norm(quat) == 0:
         raise ValueError(f"{where}: quaternion must be 4 numbers (x, y, z, w), got "
                          f"{quaternion!r}")
+    return p, quat / np.linalg.norm(quat)
+
+
+def _placement(position, quaternion, where):
+    """(R (3, 3), p (3,)) of a checked ``_pose``."""
+    from ..model.joints import rotation_entries
+
+    p, quat = _pose(position, quaternion, where)
     return np.array(rotation_entries(np, tuple(quat)), dtype=float).reshape(3, 3), p
 
 
