@@ -44,10 +44,6 @@ sys.path.insert(0, HERE)
 
 FUNCTIONS = {"ID": "inverse_dynamics", "FD": "forward_dynamics", "M": "mass_matrix"}
 ROBOTS = ("panda", "panda11", "talos", "chain100")
-#: gradients of FD and M are timed up to this many DoF (ID always): their derivative programs
-#: are dense Jacobians, nv columns of the function's operations (the 100-link chain's mass
-#: matrix: 100 x 86,000 operations, minutes to compile)
-GRAD_MAX_DOF = 40
 #: states of MJX's batch (its CPU time per state is milliseconds: a batch of 1,000 takes
 #: seconds per call)
 MJX_STATES = 100
@@ -133,9 +129,7 @@ def measure(name, quick):
         row["compile"][f"jit, {N} states"] = first(jitN, qs, qds, us)
         row["compile"][f"jit, {big} states"] = first(jitB, qb, qdb, ub)
         row["compile"][f"jit(vmap), {N} states"] = first(vm, qs, qds, us)
-        grad = short == "ID" or model.nv <= GRAD_MAX_DOF
-        if grad:
-            row["compile"]["jit(grad), 1 state"] = first(gr, q1, qd1, u1)
+        row["compile"]["jit(grad), 1 state"] = first(gr, q1, qd1, u1)
         native.wait_for_optimisation()
         row["run"]["jit, 1 state (us per call)"] = median_time(
             lambda: jit1(q1, qd1, u1).block_until_ready()) * 1e6
@@ -143,9 +137,8 @@ def measure(name, quick):
             lambda: vm(qs, qds, us).block_until_ready(), per=N) * 1e6
         row["run"][f"jit, {big} states (us per state)"] = median_time(
             lambda: jitB(qb, qdb, ub).block_until_ready(), per=big) * 1e6
-        if grad:
-            row["run"]["jit(grad), 1 state (us per call)"] = median_time(
-                lambda: gr(q1, qd1, u1).block_until_ready()) * 1e6
+        row["run"]["jit(grad), 1 state (us per call)"] = median_time(
+            lambda: gr(q1, qd1, u1).block_until_ready()) * 1e6
         n1 = (Q[0], QD[0], U[0])
         row["run"]["numpy call, 1 state (native, us per call)"] = median_time(
             lambda: call(*n1)) * 1e6
@@ -153,8 +146,6 @@ def measure(name, quick):
             lambda: call(Q, QD, U), per=N) * 1e6
         out["rows"][short] = row
     out["mjx"] = mjx_rows(path, floating, folder, name, Q, QD, U)
-    if model.nv > GRAD_MAX_DOF:
-        return finish(out, model, Q, QD, U, path, floating, N)
     # gradients with respect to the inertial parameters, beside those with respect to q
     pi = jnp.asarray(model.inertial_parameters())
     q1, qd1, u1 = (jnp.asarray(a[0]) for a in (Q, QD, U))
@@ -250,8 +241,7 @@ def markdown(results):
         pin = r["pinocchio loop (us per state)"]
         lines.append("\n" + "; ".join(
             f"jit({k}): compile {v['compile (s)']:.2f} s, {v['us per call']:.3g} us per call"
-            for k, v in r.items() if k.startswith("grad ID by")) or "gradients with respect to "
-            f"the inertial parameters: not run (nv > {GRAD_MAX_DOF})")
+            for k, v in r.items() if k.startswith("grad ID by")))
         mjx = r.get("mjx")
         lines.append(f"\nMJX, jit(vmap) over {MJX_STATES} of the states: " + ("; ".join(
             f"{k}: compile {v['compile jit(vmap) (s)']:.1f} s, {v['us per state']:.3g} us per "

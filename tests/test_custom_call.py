@@ -217,6 +217,77 @@ def test_gradient_with_respect_to_inertial_parameters_is_the_regressor():
     assert np.max(np.abs(np.asarray(got) - np.asarray(want))) < 1e-8 * np.max(np.abs(want))
 
 
+def ffi_results(f, *args):
+    """The shapes of the results of the custom calls in ``f``'s jaxpr (nested ones included)."""
+    text = str(jax.make_jaxpr(f)(*args))
+    return [tuple(int(n) for n in m.group(1).split(",") if n) for m in re.finditer(
+        r":f64\[([\d,]*)\] = ffi_call\[", text)]
+
+
+def fd_loss_gradient(model, q, qd, tau):
+    """The gradient of sum(qdd**2), qdd = FD(pi, q, qd, tau), by the inertial parameters pi,
+    in closed form: ID(pi, q, qd, qdd) = Y(q, qd, qdd) pi = tau, so d qdd / d pi = -M^-1 Y and
+    the gradient is -2 Y^T M^-1 qdd (the regressor, the mass matrix and FD on numpy)."""
+    qdd = sd.forward_dynamics(model, q, qd, tau)
+    Y = sd.inverse_dynamics_regressor(model, q, qd, qdd)
+    return -2.0 * Y.T @ np.linalg.solve(sd.mass_matrix(model, q), qdd)
+
+
+@pytest.mark.parametrize("algebra", ALGEBRAS)
+def test_grad_is_one_reverse_sweep_of_the_native_program(algebra):
+    """jax.grad through a custom call transposes its tangent into the reverse-mode program
+    (graph.vjp): no custom call returns a Jacobian (nv x parameters), and the gradient by the
+    inertial parameters equals its closed form; vmap of it, jacrev and jacfwd agree."""
+    model = sd.robots.load("panda")
+    q, qd, tau = random_state(model, 5)
+    pi = jnp.asarray(model.inertial_parameters())
+
+    def loss(pi, q):
+        return jnp.sum(sd.forward_dynamics(model.with_inertial_parameters(pi), q, qd, tau,
+                                           algebra=algebra) ** 2)
+
+    shapes = ffi_results(jax.grad(loss), pi, jnp.asarray(q))
+    assert shapes and max(int(np.prod(s)) for s in shapes) == pi.size, shapes
+    got = jax.jit(jax.grad(loss))(pi, jnp.asarray(q))
+    want = fd_loss_gradient(model, q, qd, tau)
+    assert np.max(np.abs(np.asarray(got).reshape(-1) - want)) < 1e-9 * np.max(np.abs(want))
+    # per state, under vmap: the reverse program runs one state per row
+    qs = np.stack([random_state(model, k)[0] for k in range(3)])
+    batched = jax.jit(jax.vmap(jax.grad(loss), in_axes=(None, 0)))(pi, jnp.asarray(qs))
+    for k in range(3):
+        want = fd_loss_gradient(model, qs[k], qd, tau)
+        assert np.max(np.abs(np.asarray(batched[k]).reshape(-1) - want)) < \
+            1e-9 * np.max(np.abs(want))
+    # reverse and forward Jacobians of ID by the state, every input at once
+    qdd = jnp.asarray(tau)
+    f = lambda q, qd: sd.inverse_dynamics(model, q, qd, qdd, algebra=algebra)  # noqa: E731
+    rev = jax.jacrev(f, argnums=(0, 1))(jnp.asarray(q), jnp.asarray(qd))
+    fwd = jax.jacfwd(f, argnums=(0, 1))(jnp.asarray(q), jnp.asarray(qd))
+    for r, w in zip(rev, fwd):
+        np.testing.assert_allclose(np.asarray(r), np.asarray(w), rtol=1e-12, atol=1e-9)
+    # a NaN state gives a NaN gradient, not a number
+    bad = np.array(q)
+    bad[2] = np.nan
+    assert np.all(np.isnan(np.asarray(jax.grad(loss)(pi, jnp.asarray(bad)))))
+
+
+@pytest.mark.slow  # Talos's reverse program: CI's slow tier
+def test_grad_of_forward_dynamics_on_talos_by_its_inertial_parameters():
+    """The issue's case: a scalar of FD on Talos (a free flyer, 39 bodies' parameters), its
+    jit(grad) by the inertial parameters equal to the closed form -2 Y^T M^-1 qdd."""
+    model = sd.load_urdf(erd_urdf("talos_data/robots/talos_reduced.urdf"),
+                         floating_base=True, joint_order="name")
+    q, qd, tau = random_state(model, 8)
+    pi = jnp.asarray(model.inertial_parameters())
+
+    def loss(pi):
+        return jnp.sum(sd.forward_dynamics(model.with_inertial_parameters(pi), q, qd, tau) ** 2)
+
+    got = np.asarray(jax.jit(jax.grad(loss))(pi)).reshape(-1)
+    want = fd_loss_gradient(model, q, qd, tau)
+    assert np.max(np.abs(got - want)) < 1e-9 * np.max(np.abs(want))
+
+
 def test_bad_inputs_under_tracing():
     model = sd.robots.load("panda")
     f = jax.jit(lambda q: sd.inverse_dynamics(model, q, jnp.zeros(9), jnp.zeros(9)))

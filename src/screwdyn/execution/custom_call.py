@@ -13,11 +13,14 @@ Transformations:
 
 - ``jax.vmap``: the custom call's batching rule (``vmap_method="broadcast_all"``): every input
   is given the mapped axes, and the kernel runs one state per row of the flattened batch;
-- ``jax.jvp`` and everything built on it (``grad``, ``jacfwd``, ``jacrev``, ``hessian``): a
-  ``jax.custom_jvp`` whose tangent is J t, with J = the program of the derivatives of the outputs
-  with respect to the inputs whose tangents are not zero (``graph.jacobian``, forward mode on the
-  traced program), itself an ``Op``: derivatives of any order, each program compiled on first
-  use. J t is a linear JAX expression, so JAX transposes it for reverse mode.
+- ``jax.jvp`` and everything built on it (``jacfwd``, ``hessian``): a ``jax.custom_jvp`` whose
+  tangent is J t, with J = the program of the derivatives of the outputs with respect to the
+  inputs whose tangents are not zero (``graph.jacobian``, forward mode on the traced program),
+  itself an ``Op``: derivatives of any order, each program compiled on first use;
+- reverse mode (``grad``, ``vjp``, ``jacrev``): J t is a primitive of its own (``_linear``),
+  linear in t, whose transpose is the reverse-mode program of the traced graph (``graph.vjp``:
+  one sweep from a cotangent of the outputs back to the inputs, a few times the function's
+  work whatever the number of inputs), itself an ``Op`` with the same rules.
 
 The handler follows XLA's FFI C API (``xla/ffi/api/c_api.h``, the header jaxlib ships): it
 answers XLA's metadata query with the API version of the installed header, ignores the stages
@@ -40,7 +43,7 @@ import threading
 import numpy as np
 
 from .. import _backend
-from . import llvm
+from . import graph, llvm
 
 _LOCK = threading.RLock()
 #: derivative programs of at most this many nodes get their optimised code too (in the
@@ -485,6 +488,16 @@ class Op:
                 op = self._derivative_ops[wrt] = Op(self._make, self.derivatives + (wrt,))
             return op
 
+    def reverse(self, wrt):
+        """The ``Op`` of the cotangents of the inputs ``wrt`` (names) given a cotangent of this
+        one's result, its last input (``graph.vjp``): output (their sizes added up,)."""
+        link = graph.Reverse(tuple(wrt))
+        with _LOCK:
+            op = self._derivative_ops.get(link)
+            if op is None:
+                op = self._derivative_ops[link] = Op(self._make, self.derivatives + (link,))
+            return op
+
     def primal(self, *rows):
         import jax
         import jax.numpy as jnp
@@ -506,19 +519,75 @@ def _differentiable(op):
 
     def jvp(primals, tangents):
         y = call(*primals)
-        names = op.native.input_names
-        live = [k for k, t in enumerate(tangents) if not isinstance(t, SymbolicZero)]
+        live = tuple(k for k, t in enumerate(tangents) if not isinstance(t, SymbolicZero))
         if not live:
             return y, jnp.zeros_like(y)
-        J = op.derivative(tuple(names[k] for k in live)).call(*primals)
-        t = jnp.concatenate([jnp.broadcast_to(tangents[k], primals[k].shape) for k in live],
-                            axis=-1)
-        batch = y.shape[:y.ndim - len(op.native.output_shape)]
-        J = J.reshape(batch + (-1, t.shape[-1]))
-        # a product and a sum, not a dot: XLA fuses them into one loop (a dot of (9, 90) went to
-        # Eigen's threaded contraction, 20 us of its 27 for the Panda's gradient in pi)
-        dy = jnp.sum(J * t[..., None, :], axis=-1).reshape(y.shape)
-        return y, dy
+        t = [jnp.broadcast_to(tangents[k], primals[k].shape) for k in live]
+        return y, _linear().bind(*primals, *t, op=op, live=live)
 
     call.defjvp(jvp, symbolic_zeros=True)
     return call
+
+
+def _tangent(*args, op, live):
+    """J t: the derivatives of ``op``'s result with respect to its inputs ``live`` (their
+    ``Op.derivative``, forward mode) times their tangents (``args``: the rows, then a tangent per
+    live input)."""
+    import jax.numpy as jnp
+
+    primals, tangents = args[:len(args) - len(live)], args[len(args) - len(live):]
+    names = op.native.input_names
+    J = op.derivative(tuple(names[k] for k in live)).call(*primals)
+    t = jnp.concatenate(tangents, axis=-1)
+    batch = primals[0].shape[:-1]
+    J = J.reshape(batch + (-1, t.shape[-1]))
+    # a product and a sum, not a dot: XLA fuses them into one loop (a dot of (9, 90) went to
+    # Eigen's threaded contraction, 20 us of its 27 for the Panda's gradient in pi)
+    return jnp.sum(J * t[..., None, :], axis=-1).reshape(batch + op.native.output_shape)
+
+
+@functools.lru_cache(maxsize=None)
+def _linear():
+    """The JAX primitive of an ``Op``'s tangent, J t (``_tangent``), linear in t, whose
+    transpose is the ``Op.reverse`` program: so ``grad``, ``vjp`` and ``jacrev`` run one
+    reverse sweep of the traced program per cotangent (``graph.vjp``) instead of forming J, one
+    column per input scalar. Everything else (evaluation, ``jit``, ``vmap``, ``jvp`` of it for
+    higher orders) is ``_tangent``, the forward-mode J t."""
+    import jax
+    from jax.extend.core import Primitive
+    from jax.interpreters import ad, batching, mlir
+
+    linear = Primitive("screwdyn_tangent")
+    linear.def_impl(_tangent)
+
+    def abstract(*args, op, live):
+        batch = args[0].shape[:-1]
+        return jax.core.ShapedArray(batch + op.native.output_shape, np.float64)
+
+    def vmapped(args, dims, op, live):
+        return jax.vmap(functools.partial(_tangent, op=op, live=live), in_axes=dims)(*args), 0
+
+    def jvp(primals, tangents, op, live):
+        tangents = [ad.instantiate_zeros(t) for t in tangents]
+        return jax.jvp(functools.partial(_tangent, op=op, live=live), primals, tangents)
+
+    def transpose(ct, *args, op, live):
+        n = len(args) - len(live)
+        if type(ct) is ad.Zero:
+            return [None] * len(args)
+        primals = args[:n]
+        if any(ad.is_undefined_primal(x) for x in primals):
+            raise NotImplementedError("the rows of a native program are not linear inputs")
+        names = op.native.input_names
+        batch = primals[0].shape[:-1]
+        bar = op.reverse(tuple(names[k] for k in live)).call(
+            *primals, ct.reshape(batch + (-1,)))
+        cuts = np.cumsum([primals[k].shape[-1] for k in live])[:-1]
+        return [None] * n + list(jax.numpy.split(bar, cuts, axis=-1))
+
+    linear.def_abstract_eval(abstract)
+    mlir.register_lowering(linear, mlir.lower_fun(_tangent, multiple_results=False))
+    batching.primitive_batchers[linear] = vmapped
+    ad.primitive_jvps[linear] = jvp
+    ad.primitive_transposes[linear] = transpose
+    return linear

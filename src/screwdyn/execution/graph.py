@@ -19,6 +19,7 @@ evaluates each node's operands first, depth first from the outputs, so values ar
 after they are made.
 """
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -565,6 +566,107 @@ def jacobian(program, wrt):
             tangent[i] = d
     outputs = [t(i).get(j, 0.0) for i in program.outputs for j in range(n)]
     return Program(g, program.inputs, outputs, program.output_shape + (n,))
+
+
+@dataclass(frozen=True)
+class Reverse:
+    """A reverse-mode link in a chain of derivatives (``native.get``'s ``derivatives``): the
+    program of the cotangents of the inputs ``names`` given a cotangent of the outputs
+    (``vjp``), where a plain tuple of names is a forward-mode link (``jacobian``)."""
+
+    names: tuple
+
+
+def vjp(program, wrt, cotangent):
+    """The program of the vector-Jacobian product of ``program``: a new input named
+    ``cotangent``, as many scalars as the outputs (in their flat order), and as outputs the sum
+    over outputs of cotangent * d output / d x for every scalar x of the inputs named ``wrt``
+    in order (shape (n,)): reverse mode (adjoints accumulated from the outputs back to the
+    inputs, in the same graph), one sweep whatever n is, where ``jacobian`` makes n columns.
+    The same rules as ``jacobian`` (``select``, ``max`` and ``min`` route the adjoint to the
+    operand they chose; comparisons and floor have none)."""
+    g, h = program.graph, program.graph._handles
+    sizes = dict(program.inputs)
+    wanted = [g.input(name, k).i for name in wrt for k in range(sizes[name])]
+    order = program.schedule()
+    active = set(wanted)  # the nodes whose value depends on a scalar of ``wrt``
+    for i in order:
+        if g.kinds[i] == "f" and g.op[i] not in ("floor", "to_float") and any(
+                a in active for a in g.args[i]):
+            active.add(i)
+    parts = {}  # node -> the adjoint contributions of its users (and of the outputs)
+
+    def add(i, v):
+        if i in active:
+            parts.setdefault(i, []).append(v)
+
+    for k, o in enumerate(program.outputs):
+        add(o, g.input(cotangent, k))
+    for i in reversed(order):
+        terms = parts.get(i)
+        if not terms or g.op[i] == "input":
+            continue
+        ybar = terms[0]
+        for v in terms[1:]:
+            ybar = ybar + v
+        op, args, y = g.op[i], g.args[i], h[i]
+        a = [h[x] for x in args]
+        if op == "neg":
+            add(args[0], -ybar)
+        elif op == "add":
+            add(args[0], ybar)
+            add(args[1], ybar)
+        elif op == "sub":
+            add(args[0], ybar)
+            add(args[1], -ybar)
+        elif op == "mul":
+            add(args[0], ybar * a[1])
+            add(args[1], ybar * a[0])
+        elif op == "div":
+            add(args[0], ybar / a[1])
+            add(args[1], -(ybar * y / a[1]))
+        elif op == "sqrt":
+            add(args[0], ybar * (0.5 / y))
+        elif op == "sin":
+            add(args[0], ybar * g.apply("cos", a[0]))
+        elif op == "cos":
+            add(args[0], ybar * -g.apply("sin", a[0]))
+        elif op == "tan":
+            add(args[0], ybar * (1.0 + y * y))
+        elif op == "exp":
+            add(args[0], ybar * y)
+        elif op == "log":
+            add(args[0], ybar / a[0])
+        elif op == "fabs":
+            add(args[0], g.apply("select", g.apply("ge", a[0], 0.0), ybar, -ybar))
+        elif op == "pow":
+            if g.cval[args[1]] is None:
+                raise NotImplementedError("derivative of x ** y with a traced exponent")
+            c = g.cval[args[1]]
+            add(args[0], ybar * (c * g.apply("pow", a[0], c - 1.0)))
+        elif op == "atan2":
+            r2 = a[0] * a[0] + a[1] * a[1]
+            add(args[0], ybar * (a[1] / r2))
+            add(args[1], -(ybar * (a[0] / r2)))
+        elif op in ("max", "min", "select"):
+            if op == "select":
+                cond, first, second = args
+            else:
+                cond = g.apply("ge" if op == "max" else "le", a[0], a[1]).i
+                first, second = args
+            add(first, g.apply("select", h[cond], ybar, 0.0))
+            add(second, g.apply("select", h[cond], 0.0, ybar))
+        else:
+            raise NotImplementedError(f"no derivative for op {op!r}")
+    outputs = []
+    for w in wanted:
+        terms = parts.get(w, [])
+        total = terms[0] if terms else 0.0
+        for v in terms[1:]:
+            total = total + v
+        outputs.append(total)
+    inputs = list(program.inputs) + [(cotangent, len(program.outputs))]
+    return Program(g, inputs, outputs, (len(wanted),))
 
 
 def substitute(program, constants):

@@ -141,7 +141,9 @@ class NativeProgram:
     def _source_ir(self, vector=False):
         """The kernel's IR: one state at a time (level 0), or with a vector loop."""
         if self._program is None:
-            self._program = trace_program(*self._spec[:3], self.input_names, *self._spec[3:])
+            reverse = sum(isinstance(d, graph.Reverse) for d in self._spec[-1])
+            inputs = self.input_names[:len(self.input_names) - reverse]  # less cotangents
+            self._program = trace_program(*self._spec[:3], inputs, *self._spec[3:])
         return llvm.kernel_ir(self._program, width=llvm.vector_width() if vector else 1)
 
     def description(self, level):
@@ -152,7 +154,9 @@ class NativeProgram:
         return {"function": function.name,
                 "model": cache.content_hash(model), "algebra": algebra,
                 "inputs": [list(pair) for pair in zip(self.input_names, self.input_sizes)],
-                "output": list(self.output_shape), "derivatives": [list(d) for d in derivatives],
+                "output": list(self.output_shape), "derivatives": [
+                    ["reverse", *d.names] if isinstance(d, graph.Reverse) else list(d)
+                    for d in derivatives],
                 "bound": sorted(bound), "static": repr(static), "level": level}
 
     def wait(self, timeout=None):
@@ -196,7 +200,8 @@ def get(function, model, algebra, inputs, bound=None, static=(), optimise=False,
     named inputs' sizes added up). Raises what tracing raises where the function cannot
     be compiled (``graph.DataDependentError``, ``NotImplementedError``, ``TypeError``)."""
     bound = dict(bound or {})
-    derivatives = tuple(tuple(names) for names in derivatives)
+    derivatives = tuple(wrt if isinstance(wrt, graph.Reverse) else tuple(wrt)
+                        for wrt in derivatives)
     k = key(function, model, algebra, inputs, bound, static, derivatives)
     with _LOCK:
         program = _PROGRAMS.get(k)
@@ -210,11 +215,10 @@ def get(function, model, algebra, inputs, bound=None, static=(), optimise=False,
 
 def _make(k, function, model, algebra, inputs, bound, static, derivatives):
     start = time.perf_counter()
-    sizes = [int(np.prod(core_shape(model, name), dtype=int)) for name in inputs]
-    size_of = dict(zip(inputs, sizes))
-    output = tuple(function.output(model, *static)) + tuple(
-        sum(size_of[name] for name in names) for names in derivatives)
-    program = NativeProgram(k, inputs, sizes, output, function, model, algebra, bound, static,
+    names, sizes, output = chain_signature(
+        inputs, [int(np.prod(core_shape(model, name), dtype=int)) for name in inputs],
+        tuple(function.output(model, *static)), derivatives)
+    program = NativeProgram(k, names, sizes, output, function, model, algebra, bound, static,
                             derivatives)
     for level in reversed(LEVELS):  # the best code on disk
         obj = cache.load_object(_level_key(k, level), program.description(level))
@@ -236,6 +240,32 @@ def _make(k, function, model, algebra, inputs, bound, static, derivatives):
     return program
 
 
+def cotangent_name(link):
+    """The name of the input that carries the cotangent of a reverse link (``graph.Reverse``),
+    the ``link``-th of a chain of derivatives."""
+    return f"cotangent{link}"
+
+
+def chain_signature(inputs, sizes, output, derivatives):
+    """(input names, their flat sizes, output shape) of the program of a function whose inputs
+    are ``inputs`` (sizes ``sizes``) and output ``output``, after the chain ``derivatives``: a
+    forward link (a tuple of names) adds an axis as long as their sizes added up; a reverse one
+    (``graph.Reverse``) adds the cotangent input (the size of the output so far) and makes the
+    output (their sizes added up,)."""
+    names, sizes, output = list(inputs), list(sizes), tuple(output)
+    for link, wrt in enumerate(derivatives):
+        size_of = dict(zip(names, sizes))
+        n = sum(size_of[name] for name in (wrt.names if isinstance(wrt, graph.Reverse)
+                                           else wrt))
+        if isinstance(wrt, graph.Reverse):
+            names.append(cotangent_name(link))
+            sizes.append(int(np.prod(output, dtype=int)))
+            output = (n,)
+        else:
+            output = output + (n,)
+    return tuple(names), sizes, output
+
+
 def trace_program(function, model, algebra, inputs, bound=None, static=(), derivatives=()):
     """The ``graph.Program`` of ``function``'s kernel on one symbolic state (its derivatives
     along the chain ``derivatives``, see ``get``)."""
@@ -255,8 +285,9 @@ def trace_program(function, model, algebra, inputs, bound=None, static=(), deriv
 
     shapes = {name: core_shape(model, name) for name in inputs}
     program = trace.trace(run, shapes)
-    for names in derivatives:
-        program = graph.jacobian(program, names)
+    for link, wrt in enumerate(derivatives):
+        program = (graph.vjp(program, wrt.names, cotangent_name(link))
+                   if isinstance(wrt, graph.Reverse) else graph.jacobian(program, wrt))
     return _propagate_non_finite(program, model, inputs)
 
 
