@@ -39,6 +39,32 @@ def test_ball_comes_to_rest_on_a_box():
     assert traj.contact_force[-1, on_ground, 2].sum() == pytest.approx(2.5 * G, rel=1e-4)
 
 
+def test_ball_comes_to_rest_on_a_standing_cylinder():
+    """A 0.05 m ball dropped onto the end face of a cylinder (radius 0.1 m, 0.2 m tall) standing
+    on the ground: sphere-cylinder contact (exact), the cylinder's rim on the ground; the ball
+    rests at 0.25 m, the ground carries both weights."""
+    scene = sd.Scene("ball_on_cylinder")
+    scene.add_object("can", collision.cylinder(0.1, 0.1), mass=2.0, position=(0, 0, 0.1))
+    scene.add_object("ball", collision.sphere(0.05), mass=0.5, position=(0.03, -0.02, 0.45))
+    model, contact, q0 = scene.build(mu=0.5)
+    traj = sd.simulate(model, q0, t_final=1.5, dt=1e-3, contact=contact,
+                       integrator="semi_implicit_euler", record_contact_forces=True)
+    assert traj.meta["backend"] == "native"
+    can, ball = traj.q[-1, :7], traj.q[-1, 7:]
+    assert ball[2] == pytest.approx(0.25, abs=1e-5)
+    assert np.abs(ball[:2] - [0.03, -0.02]).max() < 1e-3
+    assert np.abs(can[:3] - [0, 0, 0.1]).max() < 1e-4
+    assert np.abs(traj.qd[-1]).max() < 1e-4
+    labels = traj.meta["contact"]["labels"]
+    on_ground = [i for i, label in enumerate(labels) if label.endswith(tuple(
+        f"|ground#{k}" for k in range(8))) and label.startswith("can")]
+    assert traj.contact_force[-1, on_ground, 2].sum() == pytest.approx(2.5 * G, rel=1e-4)
+    on_can = [i for i, label in enumerate(labels) if label.startswith("can|ball")
+              or label.startswith("ball|can")]
+    assert np.linalg.norm(traj.contact_force[-1, on_can].sum(axis=0)) == pytest.approx(
+        0.5 * G, rel=1e-4)
+
+
 def test_two_boxes_stand_and_backends_agree():
     """Two stacked cubes stand still; numpy and JAX agree on the first steps (24 candidate
     points: JAX runs it, native refuses, saying why)."""

@@ -51,11 +51,14 @@ Pairs (a, b): K, method
                           segments along the axis (a line contact, as MuJoCo's parallel case)
     sphere-box         1  exact: the box's signed distance at the centre and its gradient
                           (inside: the nearest face, first axis on ties)
+    sphere-cylinder    1  exact: the cylinder's signed distance at the centre and its gradient
+                          (inside: the nearer of the side and the end face, the side on ties)
     capsule-box        3  slot 0: the segment point of least signed distance to the box (the
                           signed distance of a convex set is convex along a line: 21 rounds of 9
                           samples, each round around the best one of the last, bracket the
                           minimum to ~2e-13 of the length; the depth is exact to that);
                           slots 1, 2: the two end spheres against the box (sphere-box)
+    capsule-cylinder   3  as capsule-box, with the cylinder's signed distance (also convex)
     box-box            8  separating-axis test over the 15 axes (face axes preferred over edge
                           axes within 1e-9 m): the axis of least overlap gives the normal and the
                           deepest depth. Face axis: the reference face (on the box of that axis)
@@ -73,7 +76,7 @@ Pairs (a, b): K, method
                           contacts equal MuJoCo's mjc_BoxBox (depth, normal, points); deep ones
                           can differ: MuJoCo may take a deeper axis than the least overlap.
 
-Not supported (``ValueError`` naming the pair): cylinder against anything but a plane, plane as
+Not supported (``ValueError`` naming the pair): cylinder against a box or a cylinder, plane as
 ``a`` or against a plane, ellipsoids, meshes and height fields. Convex meshes would come from
 MuJoCo's (or coal's) collision, not from here.
 """
@@ -275,12 +278,39 @@ def _box_sdf(xp, x, h):
     return sdf, xp.where(ok[..., None], grad_out, grad_in)
 
 
-def _spheres_box(xp, c, r, Rb, pb, h):
-    """Spheres centred at c (..., 3) of radius r against a box: (point, normal b->a, depth)."""
+def _cylinder_sdf(xp, x, radius, half_length):
+    """Signed distance (m) of local points x (..., 3) to the solid cylinder rho <= radius,
+    |z| <= half_length (rho = |x_xy|) and its unit gradient (local; inside: the nearest of the
+    side and the end face, the side on ties; on the axis, the radial direction is +x)."""
+    u, rho = _unit(xp, xp.stack([x[..., 0], x[..., 1], 0.0 * x[..., 2]], axis=-1),
+                   np.array([1.0, 0.0, 0.0]))
+    ez = np.array([0.0, 0.0, 1.0]) * _sign(xp, x[..., 2])[..., None]
+    dr, dz = rho - radius, xp.abs(x[..., 2]) - half_length
+    a, b = xp.maximum(dr, 0.0), xp.maximum(dz, 0.0)
+    out_len = xp.sqrt(a * a + b * b)
+    sdf = out_len + xp.minimum(xp.maximum(dr, dz), 0.0)
+    ok = out_len > _TINY
+    grad_out = (u * a[..., None] + ez * b[..., None]) / xp.where(ok, out_len, 1.0)[..., None]
+    grad_in = xp.where((dr >= dz)[..., None], u, ez)
+    return sdf, xp.where(ok[..., None], grad_out, grad_in)
+
+
+def _solid_sdf(b):
+    """The signed distance function (xp, local points) -> (sdf, unit gradient) of a box or a
+    cylinder ``b``."""
+    if b.kind == "box":
+        h = np.array(b.half_sizes)
+        return lambda xp, x: _box_sdf(xp, x, h)
+    return lambda xp, x: _cylinder_sdf(xp, x, b.radius, b.half_length)
+
+
+def _spheres_solid(xp, c, r, Rb, pb, sdf_of):
+    """Spheres centred at c (..., 3) of radius r against a convex solid whose local signed
+    distance is ``sdf_of`` (``_solid_sdf``): (point, normal b->a, depth)."""
     Rb_, pb_ = Rb, pb
     while Rb_.ndim < c.ndim + 1:  # a slot axis in c: broadcast the pose over it
         Rb_, pb_ = Rb_[..., None, :, :], pb_[..., None, :]
-    sdf, g = _box_sdf(xp, _rot_t(xp, Rb_, c - pb_), h)
+    sdf, g = sdf_of(xp, _rot_t(xp, Rb_, c - pb_))
     n = _rot(xp, Rb_, g)
     depth = r - sdf
     return c - n * (r - 0.5 * depth)[..., None], n, depth
@@ -366,13 +396,16 @@ def _capsule_capsule(xp, a, Ra, pa, b, Rb, pb):
     return points, normals, depths
 
 
-def _sphere_box(xp_, a, Ra, pa, b, Rb, pb):
-    p, n, d = _spheres_box(xp_, pa, a.radius, Rb, pb, np.array(b.half_sizes))
+def _sphere_solid(xp, a, Ra, pa, b, Rb, pb):
+    """A sphere against a box or a cylinder: its centre's signed distance and gradient."""
+    p, n, d = _spheres_solid(xp, pa, a.radius, Rb, pb, _solid_sdf(b))
     return p[:, None, :], n[:, None, :], d[:, None]
 
 
-def _capsule_box(xp, a, Ra, pa, b, Rb, pb):
-    h = np.array(b.half_sizes)
+def _capsule_solid(xp, a, Ra, pa, b, Rb, pb):
+    """A capsule against a box or a cylinder: the segment's point of least signed distance,
+    and its two end spheres."""
+    sdf_of = _solid_sdf(b)
     L = a.half_length
     x0 = _rot_t(xp, Rb, pa - pb)
     u = _rot_t(xp, Rb, _col(Ra, 2))
@@ -383,13 +416,13 @@ def _capsule_box(xp, a, Ra, pa, b, Rb, pb):
     t, half = xp.zeros_like(x0[..., 0]), L
     for _ in range(_ROUNDS if L > 0 else 0):
         ts = xp.clip(t[..., None] + half * grid, -L, L)                    # (N, G)
-        f = _box_sdf(xp, x0[..., None, :] + u[..., None, :] * ts[..., None], h)[0]
+        f = sdf_of(xp, x0[..., None, :] + u[..., None, :] * ts[..., None])[0]
         best = xp.min(f, axis=-1)
         t = xp.min(xp.where(f <= best[..., None], ts, 2.0 * L + 1.0), axis=-1)
         half = half * 2.0 / (_GRID - 1)
     axis = _col(Ra, 2)
     centres = xp.stack([pa + axis * t[..., None], pa + axis * L, pa - axis * L], axis=1)
-    return _spheres_box(xp, centres, a.radius, Rb, pb, h)
+    return _spheres_solid(xp, centres, a.radius, Rb, pb, sdf_of)
 
 
 def _liang_barsky(xp, P, Q, planes):
@@ -553,8 +586,10 @@ _PAIRS = {
     ("sphere", "sphere"): (_sphere_sphere, 1),
     ("sphere", "capsule"): (_sphere_capsule, 1),
     ("capsule", "capsule"): (_capsule_capsule, 2),
-    ("sphere", "box"): (_sphere_box, 1),
-    ("capsule", "box"): (_capsule_box, 3),
+    ("sphere", "box"): (_sphere_solid, 1),
+    ("capsule", "box"): (_capsule_solid, 3),
+    ("sphere", "cylinder"): (_sphere_solid, 1),
+    ("capsule", "cylinder"): (_capsule_solid, 3),
     ("box", "box"): (_box_box, 8),
 }
 

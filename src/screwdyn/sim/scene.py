@@ -142,8 +142,9 @@ class Scene:
         ``<disable_collisions link1= link2=>`` pairs never touch (MoveIt's list of adjacent
         and never-colliding links); an MJCF model's own
         filters hold between its geoms (contype/conaffinity bit masks, ``<exclude>``). A
-        cylinder touches only the ground (``collision`` has no cylinder against another shape):
-        its other pairs are left out with a ``UserWarning`` when the scene is resolved.
+        cylinder touches the ground, spheres and capsules (``collision`` has no cylinder-box or
+        cylinder-cylinder method): its other pairs are left out with a ``UserWarning`` when
+        the scene is resolved.
 
         Errors: ``ModelError`` when the model has no file (built in code, loaded from a
         string; use ``shapes=False`` and ``add_shape``), when its file (or ``links``) gives no
@@ -440,7 +441,8 @@ class ShapeContact:
     ``solver`` (a ``RigidContact``: mu, the stabilisation, the sweeps; its ``points`` unused).
     ``exclude``: pairs of shape names (frozensets of two; ``"ground"`` names the ground
     plane) that never touch. ``unsupported``:
-    what a pair the narrow phase has no method for (a cylinder against another shape) does:
+    what a pair the narrow phase has no method for (a cylinder against a box or a cylinder)
+    does:
     ``"error"`` (``ValueError`` naming it) or ``"warn"`` (left out, with a ``UserWarning``;
     ``Scene.build`` sets it for scenes with robots' shapes).
     ``Settings.contact`` takes it; ``Scene.build`` makes it."""
@@ -490,7 +492,7 @@ class ShapeContactModel(SolvedContact):
                              for k in range(K))
         if unsupported:
             warnings.warn(f"{len(unsupported)} pair(s) of shapes have no narrow phase (a cylinder "
-                          "touches only the ground) and are left out: "
+                          "touches only the ground, spheres and capsules) and are left out: "
                           f"{', '.join(unsupported[:6])}{', ...' if len(unsupported) > 6 else ''}",
                           UserWarning, stacklevel=3)
 
