@@ -271,6 +271,23 @@ def test_grad_is_one_reverse_sweep_of_the_native_program(algebra):
     assert np.all(np.isnan(np.asarray(jax.grad(loss)(pi, jnp.asarray(bad)))))
 
 
+def test_grad_through_a_rollout_equals_forward_mode():
+    """jax.grad of the final state of 200 Panda steps (the forward dynamics' custom call inside
+    a scan) by the initial velocity: the reverse programs inside the transposed scan equal
+    forward mode (jacfwd: J t programs), column for column."""
+    model = sd.robots.load("panda")
+    q0 = jnp.asarray(sd.random_configuration(model, seed=0))
+
+    def loss(qd0):
+        q, qd = sd.sim.rollout(model, q0, qd0, None, 200, 1e-3)
+        return jnp.sum(q[-1] ** 2) + jnp.sum(jnp.sin(qd[-1]))
+
+    x = jnp.linspace(-0.5, 0.5, model.nv)
+    got = jax.jit(jax.grad(loss))(x)
+    want = jax.jacfwd(loss)(x)
+    assert float(jnp.max(jnp.abs(got - want))) < 1e-10 * float(jnp.max(jnp.abs(want)))
+
+
 @pytest.mark.slow  # Talos's reverse program: CI's slow tier
 def test_grad_of_forward_dynamics_on_talos_by_its_inertial_parameters():
     """The issue's case: a scalar of FD on Talos (a free flyer, 39 bodies' parameters), its
