@@ -271,6 +271,35 @@ def test_grad_is_one_reverse_sweep_of_the_native_program(algebra):
     assert np.all(np.isnan(np.asarray(jax.grad(loss)(pi, jnp.asarray(bad)))))
 
 
+@pytest.mark.slow  # forward-mode references of two large MJCF models: CI's slow tier
+def test_reverse_mode_through_mujoco_free_and_ball_joints():
+    """dm_control's humanoid (MuJoCo's free joint: quaternion products and normalisation in the
+    program, armature) and quadruped: jax.grad of a loss and jax.jacrev of forward dynamics,
+    through the reverse programs, equal forward mode (jacfwd: one dense Jacobian program per
+    model and algebra, the loss's gradient from it by the chain rule), every algebra."""
+    import os
+
+    dm_control = pytest.importorskip("dm_control")
+    suite = os.path.join(os.path.dirname(dm_control.__file__), "suite")
+    for name in ("humanoid", "quadruped"):
+        model = sd.load_mjcf(os.path.join(suite, f"{name}.xml"))
+        q, qd, tau = (jnp.asarray(a) for a in random_state(model, 12))
+        for algebra in ALGEBRAS:
+            def fd(q, qd, algebra=algebra):
+                return sd.forward_dynamics(model, q, qd, tau, algebra=algebra)
+
+            Jq, Jqd = jax.jacfwd(fd, argnums=(0, 1))(q, qd)
+            c = jnp.cos(fd(q, qd))
+            got = jax.jit(jax.grad(lambda q, qd: jnp.sum(jnp.sin(fd(q, qd))), argnums=(0, 1)))(
+                q, qd)
+            for g, J in zip(got, (Jq, Jqd)):
+                w = c @ J
+                assert float(jnp.max(jnp.abs(g - w))) < 1e-10 * float(jnp.max(jnp.abs(w))), \
+                    (name, algebra)
+            rev = jax.jacrev(fd, argnums=1)(q, qd)
+            assert float(jnp.max(jnp.abs(rev - Jqd))) < 1e-10 * float(jnp.max(jnp.abs(Jqd)))
+
+
 def test_grad_through_a_rollout_equals_forward_mode():
     """jax.grad of the final state of 200 Panda steps (the forward dynamics' custom call inside
     a scan) by the initial velocity: the reverse programs inside the transposed scan equal
