@@ -481,13 +481,66 @@ class Program:
         return out.reshape(self.output_shape)
 
 
+def _partials(g, i):
+    """The local derivatives of float node i: [(operand id, d node / d operand)] (a node or a
+    float), the exact rule of its operation (d sin a = cos a da, ...); ``_routing`` for select,
+    max and min. Shared by ``jacobian`` (forward) and ``vjp`` (reverse)."""
+    h, op, args = g._handles, g.op[i], g.args[i]
+    y, a = h[i], [h[x] for x in args]
+    if op == "neg":
+        return [(args[0], -1.0)]
+    if op in ("add", "sub"):
+        return [(args[0], 1.0), (args[1], 1.0 if op == "add" else -1.0)]
+    if op == "mul":
+        return [(args[0], a[1]), (args[1], a[0])]
+    if op == "div":
+        return [(args[0], 1.0 / a[1]), (args[1], -(y / a[1]))]
+    if op == "sqrt":
+        return [(args[0], 0.5 / y)]
+    if op == "sin":
+        return [(args[0], g.apply("cos", a[0]))]
+    if op == "cos":
+        return [(args[0], -g.apply("sin", a[0]))]
+    if op == "tan":
+        return [(args[0], 1.0 + y * y)]
+    if op == "exp":
+        return [(args[0], y)]
+    if op == "log":
+        return [(args[0], 1.0 / a[0])]
+    if op == "fabs":
+        return [(args[0], g.apply("select", g.apply("ge", a[0], 0.0), 1.0, -1.0))]
+    if op == "pow":
+        if g.cval[args[1]] is None:
+            raise NotImplementedError("derivative of x ** y with a traced exponent")
+        c = g.cval[args[1]]
+        return [(args[0], c * g.apply("pow", a[0], c - 1.0))]
+    if op == "atan2":
+        r2 = a[0] * a[0] + a[1] * a[1]
+        return [(args[0], a[1] / r2), (args[1], -(a[0] / r2))]
+    raise NotImplementedError(f"no derivative for op {op!r}")
+
+
+def _routing(g, i):
+    """(condition node, the operand taken where it holds, the other) of a select, max or min
+    node i: its derivative is the chosen operand's (the first of max and min on ties)."""
+    op, args = g.op[i], g.args[i]
+    if op == "select":
+        return g._handles[args[0]], args[1], args[2]
+    a = [g._handles[x] for x in args]
+    return g.apply("ge" if op == "max" else "le", a[0], a[1]), args[0], args[1]
+
+
+_ROUTED = ("max", "min", "select")
+_CONSTANT = ("const", "bool_const", "floor", "to_float")  # no derivative (or a zero one)
+
+
 def jacobian(program, wrt):
     """The program of the derivatives of ``program``'s outputs with respect to the scalars of
     the inputs named ``wrt`` (forward mode, in the same graph: derivatives share nodes with the
     values and each other): outputs of shape ``output_shape + (n,)``, column j the derivative
     with respect to the j-th scalar of the ``wrt`` inputs in order. Exact rules per operation
-    (d sin a = cos a da, ...); comparisons and floor have none, ``select`` selects derivatives."""
-    g, h = program.graph, program.graph._handles
+    (``_partials``); comparisons and floor have none, ``select`` selects derivatives."""
+    g = program.graph
     sizes = dict(program.inputs)
     columns = {}
     for name in wrt:
@@ -500,68 +553,23 @@ def jacobian(program, wrt):
     def t(i):
         return tangent.get(i, zero)
 
-    def scale(d, c):
-        return {j: c * v for j, v in d.items()}
-
-    def combine(a, b, sign=1.0):
-        out = dict(a)
-        for j, v in b.items():
-            out[j] = out[j] + v if j in out and sign > 0 else (out[j] - v if j in out else
-                                                               (v if sign > 0 else -v))
-        return out
-
     for i in program.schedule():
-        op, args = g.op[i], g.args[i]
-        y = h[i]
-        a = [h[x] for x in args]
+        op = g.op[i]
         if op == "input":
             d = {columns[i]: g.constant(1.0)} if i in columns else {}
-        elif op in ("const", "bool_const", "floor", "to_float") or OPS[op][1] == "b":
+        elif op in _CONSTANT or OPS[op][1] == "b":
             d = {}
-        elif op == "neg":
-            d = scale(t(args[0]), -1.0)
-        elif op == "add":
-            d = combine(t(args[0]), t(args[1]))
-        elif op == "sub":
-            d = combine(t(args[0]), t(args[1]), -1.0)
-        elif op == "mul":
-            d = combine(scale(t(args[0]), a[1]), scale(t(args[1]), a[0]))
-        elif op == "div":
-            d = combine(scale(t(args[0]), 1.0 / a[1]), scale(t(args[1]), y / a[1]), -1.0)
-        elif op == "sqrt":
-            d = scale(t(args[0]), 0.5 / y)
-        elif op == "sin":
-            d = scale(t(args[0]), g.apply("cos", a[0]))
-        elif op == "cos":
-            d = scale(t(args[0]), -g.apply("sin", a[0]))
-        elif op == "tan":
-            d = scale(t(args[0]), 1.0 + y * y)
-        elif op == "exp":
-            d = scale(t(args[0]), y)
-        elif op == "log":
-            d = scale(t(args[0]), 1.0 / a[0])
-        elif op == "fabs":
-            d = {j: g.apply("select", g.apply("ge", a[0], 0.0), v, -v)
-                 for j, v in t(args[0]).items()}
-        elif op == "pow":
-            if g.cval[args[1]] is None:
-                raise NotImplementedError("derivative of x ** y with a traced exponent")
-            c = g.cval[args[1]]
-            d = scale(t(args[0]), c * g.apply("pow", a[0], c - 1.0))
-        elif op == "atan2":
-            r2 = a[0] * a[0] + a[1] * a[1]
-            d = combine(scale(t(args[0]), a[1] / r2), scale(t(args[1]), a[0] / r2), -1.0)
-        elif op in ("max", "min", "select"):
-            if op == "select":
-                cond, first, second = args
-            else:
-                cond = g.apply("ge" if op == "max" else "le", a[0], a[1]).i
-                first, second = args
+        elif op in _ROUTED:
+            cond, first, second = _routing(g, i)
             keys = set(t(first)) | set(t(second))
-            d = {j: g.apply("select", h[cond], t(first).get(j, 0.0), t(second).get(j, 0.0))
+            d = {j: g.apply("select", cond, t(first).get(j, 0.0), t(second).get(j, 0.0))
                  for j in keys}
         else:
-            raise NotImplementedError(f"no derivative for op {op!r}")
+            d = {}
+            for arg, factor in _partials(g, i):
+                for j, v in t(arg).items():
+                    term = factor * v
+                    d[j] = d[j] + term if j in d else term
         if d:
             tangent[i] = d
     outputs = [t(i).get(j, 0.0) for i in program.outputs for j in range(n)]
@@ -583,15 +591,15 @@ def vjp(program, wrt, cotangent):
     over outputs of cotangent * d output / d x for every scalar x of the inputs named ``wrt``
     in order (shape (n,)): reverse mode (adjoints accumulated from the outputs back to the
     inputs, in the same graph), one sweep whatever n is, where ``jacobian`` makes n columns.
-    The same rules as ``jacobian`` (``select``, ``max`` and ``min`` route the adjoint to the
-    operand they chose; comparisons and floor have none)."""
-    g, h = program.graph, program.graph._handles
+    The same rules as ``jacobian`` (``_partials``; ``select``, ``max`` and ``min`` route the
+    adjoint to the operand they chose; comparisons and floor have none)."""
+    g = program.graph
     sizes = dict(program.inputs)
     wanted = [g.input(name, k).i for name in wrt for k in range(sizes[name])]
     order = program.schedule()
     active = set(wanted)  # the nodes whose value depends on a scalar of ``wrt``
     for i in order:
-        if g.kinds[i] == "f" and g.op[i] not in ("floor", "to_float") and any(
+        if g.kinds[i] == "f" and g.op[i] not in _CONSTANT and any(
                 a in active for a in g.args[i]):
             active.add(i)
     parts = {}  # node -> the adjoint contributions of its users (and of the outputs)
@@ -606,67 +614,26 @@ def vjp(program, wrt, cotangent):
         terms = parts.get(i)
         if not terms or g.op[i] == "input":
             continue
-        ybar = terms[0]
-        for v in terms[1:]:
-            ybar = ybar + v
-        op, args, y = g.op[i], g.args[i], h[i]
-        a = [h[x] for x in args]
-        if op == "neg":
-            add(args[0], -ybar)
-        elif op == "add":
-            add(args[0], ybar)
-            add(args[1], ybar)
-        elif op == "sub":
-            add(args[0], ybar)
-            add(args[1], -ybar)
-        elif op == "mul":
-            add(args[0], ybar * a[1])
-            add(args[1], ybar * a[0])
-        elif op == "div":
-            add(args[0], ybar / a[1])
-            add(args[1], -(ybar * y / a[1]))
-        elif op == "sqrt":
-            add(args[0], ybar * (0.5 / y))
-        elif op == "sin":
-            add(args[0], ybar * g.apply("cos", a[0]))
-        elif op == "cos":
-            add(args[0], ybar * -g.apply("sin", a[0]))
-        elif op == "tan":
-            add(args[0], ybar * (1.0 + y * y))
-        elif op == "exp":
-            add(args[0], ybar * y)
-        elif op == "log":
-            add(args[0], ybar / a[0])
-        elif op == "fabs":
-            add(args[0], g.apply("select", g.apply("ge", a[0], 0.0), ybar, -ybar))
-        elif op == "pow":
-            if g.cval[args[1]] is None:
-                raise NotImplementedError("derivative of x ** y with a traced exponent")
-            c = g.cval[args[1]]
-            add(args[0], ybar * (c * g.apply("pow", a[0], c - 1.0)))
-        elif op == "atan2":
-            r2 = a[0] * a[0] + a[1] * a[1]
-            add(args[0], ybar * (a[1] / r2))
-            add(args[1], -(ybar * (a[0] / r2)))
-        elif op in ("max", "min", "select"):
-            if op == "select":
-                cond, first, second = args
-            else:
-                cond = g.apply("ge" if op == "max" else "le", a[0], a[1]).i
-                first, second = args
-            add(first, g.apply("select", h[cond], ybar, 0.0))
-            add(second, g.apply("select", h[cond], 0.0, ybar))
+        ybar = _total(terms)
+        if g.op[i] in _ROUTED:
+            cond, first, second = _routing(g, i)
+            add(first, g.apply("select", cond, ybar, 0.0))
+            add(second, g.apply("select", cond, 0.0, ybar))
         else:
-            raise NotImplementedError(f"no derivative for op {op!r}")
-    outputs = []
-    for w in wanted:
-        terms = parts.get(w, [])
-        total = terms[0] if terms else 0.0
-        for v in terms[1:]:
-            total = total + v
-        outputs.append(total)
+            for arg, factor in _partials(g, i):
+                if arg in active:
+                    add(arg, ybar * factor)
+    outputs = [_total(parts.get(w, [0.0])) for w in wanted]
     inputs = list(program.inputs) + [(cotangent, len(program.outputs))]
     return Program(g, inputs, outputs, (len(wanted),))
+
+
+def _total(terms):
+    """The sum of a non-empty list of nodes (or floats), left to right."""
+    total = terms[0]
+    for v in terms[1:]:
+        total = total + v
+    return total
 
 
 def substitute(program, constants):
