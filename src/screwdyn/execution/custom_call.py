@@ -482,16 +482,15 @@ class Op:
     def derivative(self, wrt):
         """The ``Op`` of the derivatives of this one's result with respect to the inputs
         ``wrt`` (names): output shape + (their sizes added up,)."""
-        with _LOCK:
-            op = self._derivative_ops.get(wrt)
-            if op is None:
-                op = self._derivative_ops[wrt] = Op(self._make, self.derivatives + (wrt,))
-            return op
+        return self._chained(tuple(wrt))
 
     def reverse(self, wrt):
         """The ``Op`` of the cotangents of the inputs ``wrt`` (names) given a cotangent of this
         one's result, its last input (``graph.vjp``): output (their sizes added up,)."""
-        link = graph.Reverse(tuple(wrt))
+        return self._chained(graph.Reverse(tuple(wrt)))
+
+    def _chained(self, link):
+        """The ``Op`` of this one's program with ``link`` added to its chain of derivatives."""
         with _LOCK:
             op = self._derivative_ops.get(link)
             if op is None:
