@@ -510,18 +510,20 @@ def test_tracing_handles_where_sqrt_and_small_linear_algebra():
     np.testing.assert_allclose(out[0], want, rtol=1e-12)
 
 
+def _every_derivative_rule(x):
+    """Five outputs of three inputs that use every operation the derivative rules cover."""
+    xp = trace.xp
+    a, b, c = x[0], x[1], x[2]
+    return xp.stack([xp.sin(a) * b / (c + 3.0), xp.sqrt(a * a + 1.0) - xp.cos(b * c),
+                     xp.where(a > b, a * c, xp.exp(b) - xp.log(c + 4.0)),
+                     xp.arctan2(a, c + 2.0) + xp.abs(b) + xp.tan(c) + a ** 3,
+                     xp.maximum(a, c) - xp.minimum(b, c) + xp.floor(a) * b])
+
+
 def test_jacobians_of_programs_are_exact():
     """graph.jacobian against central differences of the compiled program, on every operation
     it differentiates."""
-    def f(x):
-        xp = trace.xp
-        a, b, c = x[0], x[1], x[2]
-        return xp.stack([xp.sin(a) * b / (c + 3.0), xp.sqrt(a * a + 1.0) - xp.cos(b * c),
-                         xp.where(a > b, a * c, xp.exp(b) - xp.log(c + 4.0)),
-                         xp.arctan2(a, c + 2.0) + xp.abs(b) + xp.tan(c) + a ** 3,
-                         xp.maximum(a, c) - xp.minimum(b, c)])
-
-    program = trace.trace(f, {"x": (3,)})
+    program = trace.trace(_every_derivative_rule, {"x": (3,)})
     J = graph.jacobian(program, ("x",))
     assert J.output_shape == (5, 3)
     nodes = [program.graph._handles[i] for i in program.outputs + J.outputs]
@@ -548,15 +550,7 @@ def test_reverse_mode_programs_are_the_transposed_jacobian():
     program, on every operation either differentiates, with the cotangent as a program input;
     and its size is a small multiple of the function's, where the Jacobian's grows with the
     number of inputs."""
-    def f(x):
-        xp = trace.xp
-        a, b, c = x[0], x[1], x[2]
-        return xp.stack([xp.sin(a) * b / (c + 3.0), xp.sqrt(a * a + 1.0) - xp.cos(b * c),
-                         xp.where(a > b, a * c, xp.exp(b) - xp.log(c + 4.0)),
-                         xp.arctan2(a, c + 2.0) + xp.abs(b) + xp.tan(c) + a ** 3,
-                         xp.maximum(a, c) - xp.minimum(b, c) + xp.floor(a) * b])
-
-    program = trace.trace(f, {"x": (3,)})
+    program = trace.trace(_every_derivative_rule, {"x": (3,)})
     J = graph.jacobian(program, ("x",))
     V = graph.vjp(program, ("x",), "w")
     assert V.inputs == [("x", 3), ("w", 5)] and V.output_shape == (3,)
