@@ -604,12 +604,12 @@ def vjp(program, wrt, cotangent):
             active.add(i)
     parts = {}  # node -> the adjoint contributions of its users (and of the outputs)
 
-    def add(i, v):
-        if i in active:
-            parts.setdefault(i, []).append(v)
+    def add(i, v):  # v: the contribution of one user of the active node i
+        parts.setdefault(i, []).append(v)
 
     for k, o in enumerate(program.outputs):
-        add(o, g.input(cotangent, k))
+        if o in active:
+            add(o, g.input(cotangent, k))
     for i in reversed(order):
         terms = parts.get(i)
         if not terms or g.op[i] == "input":
@@ -617,8 +617,10 @@ def vjp(program, wrt, cotangent):
         ybar = _total(terms)
         if g.op[i] in _ROUTED:
             cond, first, second = _routing(g, i)
-            add(first, g.apply("select", cond, ybar, 0.0))
-            add(second, g.apply("select", cond, 0.0, ybar))
+            if first in active:
+                add(first, g.apply("select", cond, ybar, 0.0))
+            if second in active:
+                add(second, g.apply("select", cond, 0.0, ybar))
         else:
             for arg, factor in _partials(g, i):
                 if arg in active:

@@ -254,10 +254,10 @@ def chain_signature(inputs, sizes, output, derivatives):
     output (their sizes added up,)."""
     names, sizes, output = list(inputs), list(sizes), tuple(output)
     for link, wrt in enumerate(derivatives):
+        reverse = isinstance(wrt, graph.Reverse)
         size_of = dict(zip(names, sizes))
-        n = sum(size_of[name] for name in (wrt.names if isinstance(wrt, graph.Reverse)
-                                           else wrt))
-        if isinstance(wrt, graph.Reverse):
+        n = sum(size_of[name] for name in (wrt.names if reverse else wrt))
+        if reverse:
             names.append(cotangent_name(link))
             sizes.append(int(np.prod(output, dtype=int)))
             output = (n,)

@@ -282,7 +282,7 @@ def _cylinder_sdf(xp, x, radius, half_length):
     """Signed distance (m) of local points x (..., 3) to the solid cylinder rho <= radius,
     |z| <= half_length (rho = |x_xy|) and its unit gradient (local; inside: the nearest of the
     side and the end face, the side on ties; on the axis, the radial direction is +x)."""
-    u, rho = _unit(xp, xp.stack([x[..., 0], x[..., 1], 0.0 * x[..., 2]], axis=-1),
+    u, rho = _unit(xp, xp.stack([x[..., 0], x[..., 1], xp.zeros_like(x[..., 2])], axis=-1),
                    np.array([1.0, 0.0, 0.0]))
     ez = np.array([0.0, 0.0, 1.0]) * _sign(xp, x[..., 2])[..., None]
     dr, dz = rho - radius, xp.abs(x[..., 2]) - half_length
