@@ -622,3 +622,95 @@ def test_a_kernel_that_does_not_trace_runs_on_numpy_with_one_warning(tree):
     with warnings.catch_warnings():
         warnings.simplefilter("error", plan.NativeCompileWarning)
         np.testing.assert_array_equal(plan.run(function, tree, "spatial", (-q,)), q)
+
+
+# -- loops: a body traced once, run n times ----------------------------------------------------
+def _looped(x, y):
+    """A program with a loop (7 iterations) whose body holds a nested loop (3), a select, sine
+    and cosine (the C library's beyond the reduction), an unchanged carry and a value from
+    outside; its numpy twin is ``_looped_numpy``."""
+    xp = trace.xp
+
+    def body(_, c):
+        inner = trace.fori_loop(3, lambda _, d: d * 0.9 + xp.cos(c[0:2]) * 0.1, c[0:2])
+        return xp.stack([c[0] * 0.5 + y[0] * xp.sin(c[1]) + inner[0],
+                         c[1] - c[0] * c[0] * 0.1 + 1.0, c[2],
+                         xp.where(c[0] > 0.2, c[3] + x[1], c[3] - 1.0)], axis=0)
+
+    c = trace.fori_loop(7, body, xp.stack([x[0], x[1], y[0] * 2.0, 0.0 * x[0]], axis=0))
+    return xp.concatenate([c * 3.0, xp.sin(x) + c[0:2]], axis=0)
+
+
+def _looped_numpy(x, y):
+    c = np.array([x[0], x[1], 2.0 * y[0], 0.0 * x[0]])
+    for _ in range(7):
+        d = c[0:2].copy()
+        for _ in range(3):
+            d = d * 0.9 + np.cos(c[0:2]) * 0.1
+        c = np.array([c[0] * 0.5 + y[0] * np.sin(c[1]) + d[0], c[1] - c[0] * c[0] * 0.1 + 1.0,
+                      c[2], c[3] + x[1] if c[0] > 0.2 else c[3] - 1.0])
+    return np.concatenate([c * 3.0, np.sin(x) + c[0:2]])
+
+
+def test_loops_compute_the_bits_of_the_unrolled_program():
+    """A loop of the program (``trace.fori_loop``) against the same program unrolled
+    (``graph.unroll``) and numpy: the same bits compiled whole or in segments, in one lane or
+    four; the loop's program is a body long, not n bodies."""
+    program = trace.trace(_looped, {"x": 2, "y": 1})
+    unrolled = graph.unroll(program)
+    ops = program.count()
+    assert ops["loop"] == 1 and sum(ops.values()) < 30 < sum(unrolled.count().values())
+    assert "loop" not in unrolled.count()
+    rng = np.random.default_rng(8)
+    x, y = rng.normal(size=(9, 2)), rng.normal(size=(9, 1))
+    x[3, 0], x[4, 1] = np.nan, 1e9
+    outs = []
+    for p in (program, unrolled):
+        for segment, width in ((10 ** 9, 1), (5, 1), (10 ** 9, 4), (5, 4)):
+            ir = llvm.kernel_ir(p, segment=segment, width=width)
+            library = llvm.Library(llvm.compile_object(ir, 0 if width == 1 else 2))
+            out = np.empty((9, 6))
+            entry.caller(library.address("kernel"))([x, y], out, 9)
+            outs.append(out)
+    for out in outs[1:]:
+        assert np.array_equal(out, outs[0], equal_nan=True)
+    for k in range(9):
+        assert np.array_equal(program.evaluate(x=x[k], y=y[k]),
+                              unrolled.evaluate(x=x[k], y=y[k]), equal_nan=True)
+        np.testing.assert_allclose(outs[0][k], _looped_numpy(x[k], y[k]), rtol=1e-12,
+                                   atol=1e-12)
+
+
+def test_derivatives_of_loops_are_those_of_the_unrolled_program():
+    program = trace.trace(_looped, {"x": 2, "y": 1})
+    unrolled = graph.unroll(program)
+    x, y = np.array([0.3, -0.7]), np.array([1.3])
+    for p, q in ((graph.jacobian(program, ("x", "y")), graph.jacobian(unrolled, ("x", "y"))),
+                 (graph.vjp(program, ("x",), "w"), graph.vjp(unrolled, ("x",), "w"))):
+        w = np.linspace(-1, 1, 6)
+        assert np.array_equal(p.evaluate(x=x, y=y, w=w), q.evaluate(x=x, y=y, w=w))
+    J = graph.jacobian(program, ("x",)).evaluate(x=x, y=y)
+    h = 1e-6
+    for k in range(2):
+        e = np.eye(2)[k] * h
+        np.testing.assert_allclose(J[:, k], (_looped_numpy(x + e, y) - _looped_numpy(x - e, y))
+                                   / (2 * h), rtol=1e-6, atol=1e-7)
+
+
+def test_fori_loop_edge_cases():
+    xp = trace.xp
+    double = trace.trace(lambda x: trace.fori_loop(0, lambda _, c: c * 2.0, x), {"x": 2})
+    assert double.count() == {"input": 2}
+    once = trace.trace(lambda x: trace.fori_loop(1, lambda _, c: c * 2.0, x), {"x": 2})
+    assert "loop" not in once.count()
+    # a body that reads no carry: its value, no loop
+    same = trace.trace(lambda x: trace.fori_loop(5, lambda _, c: xp.sin(x), x), {"x": 2})
+    assert "loop" not in same.count()
+    np.testing.assert_array_equal(same.evaluate(x=[0.1, 0.2]), np.sin([0.1, 0.2]))
+    # constants as the start: the first iteration in Python, then a loop
+    grow = trace.trace(lambda x: trace.fori_loop(
+        4, lambda _, c: (c[0] + x[0:1], c[1] * 2.0), (np.zeros((1, 1)), np.ones((2, 1))))[0]
+        + 0.0 * x[0:1], {"x": 2})
+    assert grow.evaluate(x=[0.5, 0.0])[0] == 2.0
+    with pytest.raises(ValueError, match="shape"):
+        trace.trace(lambda x: trace.fori_loop(3, lambda _, c: c[0:1], x), {"x": 2})

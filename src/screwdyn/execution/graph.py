@@ -13,6 +13,13 @@ operators, so code written for floats or arrays builds the graph by running. Whi
   wrong for inf and NaN: a NaN or inf input propagates as IEEE says (the zeros that the model's
   constants make exact are dropped earlier, by ``algebra.entries``, the same on every path).
 
+A loop (``Graph.loop``, what ``trace.fori_loop`` makes) is three kinds of node: ``carry``, the
+value a body sees of each carried scalar; ``loop``, whose operands are the initial carries and
+the values from outside that the body reads, and which holds the body (``Loop``: the number of
+iterations, the body's nodes in order, the next value of each carry); ``loop_out``, one final
+carry. A body is traced once and runs n times, so a program with loops is shorter than the same
+program unrolled (``unroll``), and computes the same bits: the same operations in the same order.
+
 ``Program`` is what a compiler takes: the graph, its inputs (named vectors of scalars) and its
 outputs; ``Program.schedule()`` lists the live nodes (dead code eliminated) in an order that
 evaluates each node's operands first, depth first from the outputs, so values are used soon
@@ -34,6 +41,8 @@ OPS = {
     "ne": (2, "b"), "isfinite": (1, "b"), "isnan": (1, "b"),
     "and": (2, "b"), "or": (2, "b"), "not": (1, "b"),
     "select": (3, "f"), "bool_const": (0, "b"), "to_float": (1, "f"),
+    # a loop (``Graph.loop``): its carried values inside the body, the loop, one of its results
+    "carry": (0, "f"), "loop": (None, "f"), "loop_out": (1, "f"),
 }
 COMMUTATIVE = {"add", "mul", "max", "min", "eq", "ne", "and", "or"}
 
@@ -82,6 +91,19 @@ class DataDependentError(TypeError):
     express it; write it with ``xp.where``."""
 
 
+@dataclass(frozen=True)
+class Loop:
+    """The body of a ``loop`` node: ``n`` iterations; ``carries``, the ids of its ``carry``
+    nodes; ``order``, the ids of the nodes that read a carry, operands first (what runs n
+    times); ``nexts``, the id of each carry's next value (a node of ``order``, a carry, or a
+    value from outside the loop: then one of the loop node's operands or a constant)."""
+
+    n: int
+    carries: tuple
+    order: tuple
+    nexts: tuple
+
+
 class Graph:
     """Nodes by id: ``op[i]``, ``args[i]`` (operand ids), ``value[i]`` (the float of a constant,
     the (input, index) of an input). Build it through ``Node`` operators or ``apply``."""
@@ -93,6 +115,8 @@ class Graph:
         self._index = {}
         self._handles = []
         self.inputs = []  # input node ids in order of creation
+        self._tags = 0  # loops begun (each one's carries are distinct nodes)
+        self.loop_outs = {}  # loop node id -> its loop_out node ids
 
     def __len__(self):
         return len(self.op)
@@ -125,6 +149,85 @@ class Graph:
         if node.i == len(self.op) - 1 and node.i not in self.inputs:
             self.inputs.append(node.i)
         return node
+
+    def loop(self, n, body, init):
+        """The final carries (Nodes) of ``n`` iterations of ``body`` from ``init``: ``body``
+        maps a list of carry Nodes to a list of as many next values (Nodes or floats), and is
+        traced once. n = 0 returns ``init``, n = 1 the body on ``init`` (no loop), and so does
+        a body that reads no carry (its values are the same at every iteration)."""
+        init = [self.operand(x) for x in init]
+        if n <= 0:
+            return init
+        if n == 1:
+            return [self.operand(x) for x in body(list(init))]
+        tag = self._tags  # unique, nested loops included
+        self._tags += 1
+        carries = [self._node("carry", (), (tag, k)) for k in range(len(init))]
+        nexts = [self.operand(x) for x in body(list(carries))]
+        if len(nexts) != len(init):
+            raise ValueError(f"a loop body returned {len(nexts)} values for {len(init)} carries")
+        first = carries[0].i if carries else len(self.op)  # older nodes read no carry
+        inside = {c.i for c in carries}
+        order, outside, seen = [], [], set(inside)
+        for root in nexts:  # the nodes that read a carry, operands first
+            stack = [(root.i, False)]
+            while stack:
+                i, expanded = stack.pop()
+                if expanded:
+                    if any(a in inside for a in self.args[i]):
+                        inside.add(i)
+                        order.append(i)
+                    else:
+                        outside.append(i)
+                    continue
+                if i in seen:
+                    continue
+                seen.add(i)
+                if i < first:
+                    outside.append(i)
+                    continue
+                stack.append((i, True))
+                stack.extend((a, False) for a in reversed(self.args[i]) if a not in seen)
+        if not order and not any(x.i in inside for x in nexts):
+            return nexts
+        used = {a for i in order for a in self.args[i]} | {x.i for x in nexts}
+        free = [i for i in outside if i in used and self.op[i] not in ("const", "bool_const")]
+        spec = Loop(n, tuple(c.i for c in carries), tuple(order), tuple(x.i for x in nexts))
+        node = self._node("loop", tuple(x.i for x in init) + tuple(free), spec)
+        outs = [self._node("loop_out", (node.i,), k) for k in range(len(init))]
+        self.loop_outs[node.i] = [o.i for o in outs]
+        return outs
+
+    def replay(self, order, env, of=None):
+        """Nodes for ``order`` (node ids, operands first) evaluated again with some operands
+        replaced: ``env`` {node id: node} is filled with the new node of each; an operand not
+        in ``env`` is ``of(id)`` (default: the node itself). A loop in ``order`` is unrolled
+        (``unrolled_loop``). Returns ``env``."""
+        h = self._handles
+        for i in order:
+            op, args = self.op[i], self.args[i]
+            get = (lambda a: env[a] if a in env else (of(a) if of else h[a]))
+            if op == "loop":
+                for o, x in zip(self.loop_outs[i], self.unrolled_loop(i, get)):
+                    env[o] = x
+            elif op != "loop_out":
+                env[i] = self.apply(op, *(get(a) for a in args))
+        return env
+
+    def unrolled_loop(self, i, of=None):
+        """The final carries of loop node ``i`` as straight-line nodes: its body replayed n
+        times; ``of(id)``: the node to use for an operand of the loop (default: itself)."""
+        spec, args, h = self.value[i], self.args[i], self._handles
+        get = of or (lambda a: h[a])
+        k = len(spec.carries)
+        current = [get(a) for a in args[:k]]
+        free = {a: get(a) for a in args[k:]}
+        for _ in range(spec.n):
+            env = dict(free)
+            env.update(zip(spec.carries, current))
+            self.replay(spec.order, env)
+            current = [env.get(x, h[x]) for x in spec.nexts]
+        return current
 
     def const_value(self, i):
         """The float of constant node i, or None."""
@@ -421,7 +524,8 @@ class Program:
                             for i in self.outputs]
 
     def schedule(self):
-        """The live nodes, operands before their users (depth first from the outputs)."""
+        """The live nodes, operands before their users (depth first from the outputs); a
+        loop's ``loop_out`` nodes right after it (the nodes of its body are in its ``Loop``)."""
         g, seen, order = self.graph, set(), []
         for root in self.outputs:
             if root in seen:
@@ -431,6 +535,10 @@ class Program:
                 i, expanded = stack.pop()
                 if expanded:
                     order.append(i)
+                    for o in g.loop_outs.get(i, ()):  # a loop's results right after it
+                        if o not in seen:
+                            seen.add(o)
+                            order.append(o)
                     continue
                 if i in seen:
                     continue
@@ -451,34 +559,52 @@ class Program:
 
     def evaluate(self, **inputs):
         """Evaluate with Python floats (a reference for tests): inputs by name, 1-D sequences."""
-        g, values = self.graph, {}
-        for i in self.schedule():
-            op, args = g.op[i], g.args[i]
-            if op == "const":
-                values[i] = g.value[i][0]
-            elif op == "bool_const":
-                values[i] = g.value[i]
-            elif op == "input":
-                name, index = g.value[i]
-                values[i] = float(np.asarray(inputs[name], dtype=float).reshape(-1)[index])
-            elif op in _COMPARE:
-                values[i] = _COMPARE[op](values[args[0]], values[args[1]])
-            elif op == "isfinite":
-                values[i] = math.isfinite(values[args[0]])
-            elif op == "isnan":
-                values[i] = math.isnan(values[args[0]])
-            elif op == "and":
-                values[i] = values[args[0]] and values[args[1]]
-            elif op == "or":
-                values[i] = values[args[0]] or values[args[1]]
-            elif op == "not":
-                values[i] = not values[args[0]]
-            elif op == "select":
-                values[i] = values[args[1]] if values[args[0]] else values[args[2]]
-            else:
-                values[i] = _ieee(op, *(values[a] for a in args))
+        values = {}
+        _evaluate(self.graph, self.schedule(), values, inputs)
         out = np.array([values[i] for i in self.outputs], dtype=float)
         return out.reshape(self.output_shape)
+
+
+def _evaluate(g, order, values, inputs):
+    """Python floats of the nodes ``order`` into ``values`` (loops run their body n times)."""
+    for i in order:
+        op, args = g.op[i], g.args[i]
+        if op == "const":
+            values[i] = g.value[i][0]
+        elif op == "bool_const":
+            values[i] = g.value[i]
+        elif op == "input":
+            name, index = g.value[i]
+            values[i] = float(np.asarray(inputs[name], dtype=float).reshape(-1)[index])
+        elif op in _COMPARE:
+            values[i] = _COMPARE[op](values[args[0]], values[args[1]])
+        elif op == "isfinite":
+            values[i] = math.isfinite(values[args[0]])
+        elif op == "isnan":
+            values[i] = math.isnan(values[args[0]])
+        elif op == "and":
+            values[i] = values[args[0]] and values[args[1]]
+        elif op == "or":
+            values[i] = values[args[0]] or values[args[1]]
+        elif op == "not":
+            values[i] = not values[args[0]]
+        elif op == "select":
+            values[i] = values[args[1]] if values[args[0]] else values[args[2]]
+        elif op == "loop":
+            spec = g.value[i]
+            current = [values[a] for a in args[:len(spec.carries)]]
+            for a in {a for b in spec.order for a in g.args[b]} | set(spec.nexts):
+                if g.op[a] in ("const", "bool_const"):  # the body's constants
+                    values[a] = g.value[a][0] if g.op[a] == "const" else g.value[a]
+            for _ in range(spec.n):
+                values.update(zip(spec.carries, current))
+                _evaluate(g, spec.order, values, inputs)
+                current = [values[x] for x in spec.nexts]
+            values.update(zip(g.loop_outs[i], current))
+        elif op == "loop_out":
+            continue
+        else:
+            values[i] = _ieee(op, *(values[a] for a in args))
 
 
 def _partials(g, i):
@@ -539,7 +665,9 @@ def jacobian(program, wrt):
     the inputs named ``wrt`` (forward mode, in the same graph: derivatives share nodes with the
     values and each other): outputs of shape ``output_shape + (n,)``, column j the derivative
     with respect to the j-th scalar of the ``wrt`` inputs in order. Exact rules per operation
-    (``_partials``); comparisons and floor have none, ``select`` selects derivatives."""
+    (``_partials``); comparisons and floor have none, ``select`` selects derivatives. Loops
+    are unrolled first (``unroll``)."""
+    program = unroll(program)
     g = program.graph
     sizes = dict(program.inputs)
     columns = {}
@@ -592,7 +720,9 @@ def vjp(program, wrt, cotangent):
     in order (shape (n,)): reverse mode (adjoints accumulated from the outputs back to the
     inputs, in the same graph), one sweep whatever n is, where ``jacobian`` makes n columns.
     The same rules as ``jacobian`` (``_partials``; ``select``, ``max`` and ``min`` route the
-    adjoint to the operand they chose; comparisons and floor have none)."""
+    adjoint to the operand they chose; comparisons and floor have none). Loops are unrolled
+    first (``unroll``)."""
+    program = unroll(program)
     g = program.graph
     sizes = dict(program.inputs)
     wanted = [g.input(name, k).i for name in wrt for k in range(sizes[name])]
@@ -630,6 +760,27 @@ def vjp(program, wrt, cotangent):
     return Program(g, inputs, outputs, (len(wanted),))
 
 
+def unroll(program):
+    """``program`` with every loop replaced by its body repeated (``Graph.unrolled_loop``), in
+    the same graph: the straight-line program that the derivative transformations take. The
+    same program if it has no loop."""
+    g = program.graph
+    order = program.schedule()
+    if not any(g.op[i] == "loop" for i in order):
+        return program
+    env = {}
+    h = g._handles
+    for i in order:
+        op, args = g.op[i], g.args[i]
+        if op == "loop":
+            env.update(zip(g.loop_outs[i],
+                           g.unrolled_loop(i, lambda a: env[a] if a in env else h[a])))
+        elif op != "loop_out" and any(a in env for a in args):
+            env[i] = g.apply(op, *(env[a] if a in env else h[a] for a in args))
+    return Program(g, program.inputs, [env.get(i, h[i]) for i in program.outputs],
+                   program.output_shape)
+
+
 def _total(terms):
     """The sum of a non-empty list of nodes (or floats), left to right."""
     total = terms[0]
@@ -642,7 +793,9 @@ def substitute(program, constants):
     """``program`` with the inputs named in ``constants`` {name: values (flat)} replaced by those
     constants, rebuilt in a new graph (folded and simplified again); its remaining inputs keep
     their names and order. (A derivative taken with respect to an input and then evaluated at a
-    fixed point of it: the tangent-space derivatives of ``native.trace_program``.)"""
+    fixed point of it: the tangent-space derivatives of ``native.trace_program``.) Loops are
+    unrolled (``unroll``)."""
+    program = unroll(program)
     g, new = program.graph, Graph()
     values = {name: np.asarray(v, dtype=float).reshape(-1) for name, v in constants.items()}
     mapped = {}

@@ -95,7 +95,14 @@ def kernel_ir(program, name="kernel", segment=SEGMENT, width=1):
     g = program.graph
     order = program.schedule()
     inputs = {input_name: k for k, (input_name, _) in enumerate(program.inputs)}
-    segments = [order[i:i + segment] for i in range(0, len(order), segment)] or [[]]
+    segments, part, length = [], [], 0
+    for i in order:  # a loop's body counts in its length; its results stay with it
+        if length >= segment and g.op[i] != "loop_out":
+            segments.append(part)
+            part, length = [], 0
+        part.append(i)
+        length += 1 + (len(g.value[i].order) if g.op[i] == "loop" else 0)
+    segments.append(part)
     where = {i: s for s, part in enumerate(segments) for i in part}
     slots = {}  # node -> scratch slot, for values used in a later segment than their own
     for s, part in enumerate(segments):
@@ -399,41 +406,13 @@ class _Segment:
             if g.op[i] == "input":
                 self.ref(i)
         for i in self.part:
-            op, args = g.op[i], g.args[i]
+            op = g.op[i]
             if op in _INPUT_LIKE:
                 continue
-            a = [self.ref(x) for x in args]
-            v = f"%v{i}"
-            if op in _BINARY_IR:
-                self.emit(f"  {v} = {_BINARY_IR[op]} {t.f} {a[0]}, {a[1]}")
-            elif op == "neg":
-                self.emit(f"  {v} = fneg {t.f} {a[0]}")
-            elif op in ("sin", "cos"):
-                v = self.sincos_of(a[0])[0 if op == "sin" else 1]
-            elif op in _INTRINSIC_1 or op in _INTRINSIC_2:
-                v = self.call_intrinsic(_INTRINSIC_1.get(op) or _INTRINSIC_2[op], a)
-            elif op in _LIBM_1 or op in _LIBM_2:
-                v = self.call_libm(_LIBM_1.get(op) or _LIBM_2[op], a)
-            elif op in _FCMP:
-                self.emit(f"  {v} = fcmp {_FCMP[op]} {t.f} {a[0]}, {a[1]}")
-            elif op == "isfinite":
-                ax = self.call_intrinsic("llvm.fabs", a)
-                self.emit(f"  {v} = fcmp one {t.f} {ax}, {t.const(float('inf'))}")
-            elif op == "isnan":
-                self.emit(f"  {v} = fcmp uno {t.f} {a[0]}, {t.const(0.0)}")
-            elif op == "and":
-                self.emit(f"  {v} = and {t.b} {a[0]}, {a[1]}")
-            elif op == "or":
-                self.emit(f"  {v} = or {t.b} {a[0]}, {a[1]}")
-            elif op == "not":
-                self.emit(f"  {v} = xor {t.b} {a[0]}, {t.bool(True)}")
-            elif op == "select":
-                self.emit(f"  {v} = select {t.b} {a[0]}, {t.f} {a[1]}, {t.f} {a[2]}")
-            elif op == "to_float":
-                self.emit(f"  {v} = uitofp {t.b} {a[0]} to {t.f}")
-            else:
-                raise NotImplementedError(f"no code for op {op!r}")
-            self.value[i] = v
+            if op == "loop":
+                self.loop(i)
+                continue
+            v = self.value[i] if op == "loop_out" else self.node(i)
             if i in self.slots:
                 stored = v
                 if g.kind(i) == "b":
@@ -458,6 +437,81 @@ class _Segment:
                 self.emit(f"  store double {self.ref(i)}, ptr {p}")
         self.emit("  ret void")
         return "\n".join(self.lines) + "\n"
+
+    def loop(self, i):
+        """A loop node: its operands (initial carries, outside values) before it; a header
+        block with a counter and one phi per carry, the body's nodes, the back edge; after it
+        each ``loop_out`` is its carry's last next value."""
+        g, t = self.g, self.t
+        spec, args = g.value[i], g.args[i]
+        init = [self.ref(a) for a in args[:len(spec.carries)]]
+        for a in args[len(spec.carries):]:
+            self.ref(a)
+        before, label = self.block, f"lp{i}"
+        self.emit(f"  br label %{label}.head")
+        self.emit(f"{label}.head:")
+        self.block = f"{label}.head"
+        heads = len(self.lines)
+        self.lines += [None] * (1 + len(spec.carries))  # the phis, once the latch is known
+        for c in spec.carries:
+            self.value[c] = f"%v{c}"
+        for b in spec.order:
+            if g.op[b] == "loop":
+                self.loop(b)
+            elif g.op[b] != "loop_out":
+                self.value[b] = self.node(b)
+        nexts = [self.ref(x) for x in spec.nexts]
+        latch = self.block
+        self.emit(f"  %{label}.k.next = add i64 %{label}.k, 1")
+        self.emit(f"  %{label}.done = icmp eq i64 %{label}.k.next, {spec.n}")
+        self.emit(f"  br i1 %{label}.done, label %{label}.exit, label %{label}.head")
+        self.lines[heads] = (f"  %{label}.k = phi i64 [ 0, %{before} ], "
+                             f"[ %{label}.k.next, %{latch} ]")
+        for k, (c, x0, x1) in enumerate(zip(spec.carries, init, nexts)):
+            self.lines[heads + 1 + k] = (f"  %v{c} = phi {t.f} [ {x0}, %{before} ], "
+                                         f"[ {x1}, %{latch} ]")
+        self.emit(f"{label}.exit:")
+        self.block = f"{label}.exit"
+        for o, x in zip(g.loop_outs[i], nexts):
+            self.value[o] = x
+
+    def node(self, i):
+        """Emit node i (its operands emitted already) and return its IR value."""
+        g, t = self.g, self.t
+        op, args = g.op[i], g.args[i]
+        a = [self.ref(x) for x in args]
+        v = f"%v{i}"
+        if op in _BINARY_IR:
+            self.emit(f"  {v} = {_BINARY_IR[op]} {t.f} {a[0]}, {a[1]}")
+        elif op == "neg":
+            self.emit(f"  {v} = fneg {t.f} {a[0]}")
+        elif op in ("sin", "cos"):
+            v = self.sincos_of(a[0])[0 if op == "sin" else 1]
+        elif op in _INTRINSIC_1 or op in _INTRINSIC_2:
+            v = self.call_intrinsic(_INTRINSIC_1.get(op) or _INTRINSIC_2[op], a)
+        elif op in _LIBM_1 or op in _LIBM_2:
+            v = self.call_libm(_LIBM_1.get(op) or _LIBM_2[op], a)
+        elif op in _FCMP:
+            self.emit(f"  {v} = fcmp {_FCMP[op]} {t.f} {a[0]}, {a[1]}")
+        elif op == "isfinite":
+            ax = self.call_intrinsic("llvm.fabs", a)
+            self.emit(f"  {v} = fcmp one {t.f} {ax}, {t.const(float('inf'))}")
+        elif op == "isnan":
+            self.emit(f"  {v} = fcmp uno {t.f} {a[0]}, {t.const(0.0)}")
+        elif op == "and":
+            self.emit(f"  {v} = and {t.b} {a[0]}, {a[1]}")
+        elif op == "or":
+            self.emit(f"  {v} = or {t.b} {a[0]}, {a[1]}")
+        elif op == "not":
+            self.emit(f"  {v} = xor {t.b} {a[0]}, {t.bool(True)}")
+        elif op == "select":
+            self.emit(f"  {v} = select {t.b} {a[0]}, {t.f} {a[1]}, {t.f} {a[2]}")
+        elif op == "to_float":
+            self.emit(f"  {v} = uitofp {t.b} {a[0]} to {t.f}")
+        else:
+            raise NotImplementedError(f"no code for op {op!r}")
+        self.value[i] = v
+        return v
 
 
 # -- LLVM: initialisation, compilation, loading --------------------------------------------

@@ -457,6 +457,49 @@ class _Linalg:
         return cls.solve(A, np.eye(A.shape[0]))
 
 
+def fori_loop(n, body, x):
+    """``x`` after ``x = body(None, x)`` n times, as one loop of the program (``Graph.loop``):
+    the body is traced once, so the program grows by one body, not n (what
+    ``jax.lax.fori_loop`` is to JAX). ``x``: an array (SymArray, numpy, nested lists of
+    scalars) or a tuple of arrays; ``body`` returns the same structure and shapes. The body
+    gets no iteration index (None: a body that needs one is unrolled by its caller), and reads
+    anything else it needs from its closure (those values are computed once, before it)."""
+    single = not isinstance(x, tuple)
+    parts = [_objects(e) for e in ((x,) if single else x)]
+    shapes = [a.shape for a in parts]
+
+    def pack(tree):
+        arrays = [_objects(e) for e in ((tree,) if single else tree)]
+        if [a.shape for a in arrays] != shapes:
+            raise ValueError(f"fori_loop: the body returned shapes {[a.shape for a in arrays]} "
+                             f"for a carry of shapes {shapes}")
+        return [e for a in arrays for e in a.reshape(-1)]
+
+    def unpack(flat):
+        out, k = [], 0
+        for shape in shapes:
+            size = int(np.prod(shape, dtype=int))
+            out.append(_wrap(_object_array(flat[k:k + size]).reshape(shape)))
+            k += size
+        return out[0] if single else tuple(out)
+
+    flat = [e for a in parts for e in a.reshape(-1)]
+    g = _graph_of(*flat)
+    while g is None and n > 0:  # nothing traced yet: iterations in Python until a value is
+        flat, n = pack(body(None, unpack(flat))), n - 1
+        g = _graph_of(*flat)
+    if g is None or n <= 0:
+        return unpack(flat)
+    return unpack(g.loop(n, lambda carries: pack(body(None, unpack(carries))), flat))
+
+
+def _object_array(items):
+    """A 1-D object array of ``items`` (Nodes and floats, never unpacked by numpy)."""
+    out = np.empty((len(items),), dtype=object)
+    out[:] = items
+    return out
+
+
 class _Namespace:
     """The array namespace of traced programs (what ``numpy`` is to the numpy path)."""
 
@@ -471,6 +514,8 @@ class _Namespace:
 
     def __repr__(self):
         return "screwdyn.execution.trace.xp"
+
+    fori_loop = staticmethod(fori_loop)
 
     @staticmethod
     def asarray(x, dtype=None):
