@@ -35,9 +35,11 @@ MuJoCo's, the constraint acceleration is J qdd (the dJ/dt qd term is left to the
 The problem is solved by projected Gauss-Seidel (``iterations`` sweeps over the points: the
 normal row clipped at zero, then the two tangential rows projected onto the disc of radius
 mu f_n; the row's own diagonal of A (plus a small ``regularization`` relative to it) as its
-step), warm-started from the previous step's forces (state the rollout carries: a contact at
+step; A is never formed: the sweeps keep M^-1 J^T f up to date, so a row costs the degrees of
+freedom, not the points), warm-started from the previous step's forces (state the rollout carries: a contact at
 rest converges further at every step), a fixed count of operations, so that the same code runs on numpy, in JAX (a
-``fori_loop``) and in the native tracer. The forces' power is passive work in the energy
+``fori_loop``) and in the native tracer (the sweeps one loop of the program, the points of a
+sweep unrolled in it). The forces' power is passive work in the energy
 balance; the stabilisation's spring, k times each point's apparent mass, holds the energy of a
 penetration (``traj.elastic``), so that pushing one out is not counted as energy the contact
 made.
@@ -262,7 +264,6 @@ class SolvedContact(Contact):
             X = spd.solve(xp, A_eq + scale[:, None, None] * np.eye(m),
                           xp.einsum("niv,nvj->nij", J_eq, MinvJT))  # (N, m, 3P)
             MinvJT = MinvJT - xp.einsum("nvi,nij->nvj", MinvJeT, X)
-        A = xp.einsum("niv,nvj->nij", J, MinvJT)
         v = xp.einsum("niv,nv->ni", J, qd)
         active = xp.where(depth > -p["margin"], 1.0, 0.0)  # (N, P): in the solve
         a_ref = []
@@ -270,31 +271,41 @@ class SolvedContact(Contact):
             a_ref += [p["k"] * depth[:, i] - p["b"] * v[:, 3 * i],
                       -p["b"] * v[:, 3 * i + 1], -p["b"] * v[:, 3 * i + 2]]
         bias = xp.einsum("niv,nv->ni", J, qdd0) - xp.stack(a_ref, axis=-1)  # (N, 3P)
-        diag = xp.stack([A[:, j, j] for j in range(3 * P)], axis=-1) \
-            * (1.0 + p["regularization"]) + 1e-30  # (N, 3P)
+        diag = xp.sum(J * xp.moveaxis(MinvJT, -1, -2), axis=-1) \
+            * (1.0 + p["regularization"]) + 1e-30  # (N, 3P): the diagonal of A
         mu = p["mu"]
 
-        def row(j, f):  # the residual of row j: bias + A[j] . f
-            return bias[:, j] + xp.einsum("nk,nk->n", A[:, j], f)
+        # The sweeps carry f and u = M^-1 J^T f (N, nv), kept up to date as each row changes,
+        # so that a row's residual bias + A[j] . f is bias + J[j] . u: A is never formed (nv
+        # products a row, not 3P; MuJoCo's PGS forms it)
+        def row(j, u):  # the residual of row j
+            return bias[:, j] + xp.sum(J[:, j] * u, axis=-1)
 
-        def contact(i, f):  # one point's three rows, Gauss-Seidel
+        def moved(u, j, new, old):  # u after f_j changed from old to new
+            return u + MinvJT[:, :, j] * (new - old)[:, None]
+
+        def contact(i, fu):  # one point's three rows, Gauss-Seidel
+            f, u = fu
             n, t1, t2 = 3 * i, 3 * i + 1, 3 * i + 2
-            f = _put(xp, f, n, xp.maximum(f[:, n] - row(n, f) / diag[:, n], 0.0)
-                     * active[:, i])
-            g1 = f[:, t1] - row(t1, f) / diag[:, t1]
-            g2 = f[:, t2] - row(t2, f) / diag[:, t2]
+            fn = xp.maximum(f[:, n] - row(n, u) / diag[:, n], 0.0) * active[:, i]
+            u = moved(u, n, fn, f[:, n])
+            g1 = f[:, t1] - row(t1, u) / diag[:, t1]
+            g2 = f[:, t2] - row(t2, u) / diag[:, t2]
             square = g1 * g1 + g2 * g2
-            limit = mu * f[:, n]
+            limit = mu * fn
             big = square > limit * limit
             scale = xp.where(big, limit / xp.sqrt(xp.where(big, square, 1.0)), 1.0)
-            return _put(xp, _put(xp, f, t1, g1 * scale), t2, g2 * scale)
+            g1, g2 = g1 * scale, g2 * scale
+            u = moved(moved(u, t1, g1, f[:, t1]), t2, g2, f[:, t2])
+            return _put(xp, _put(xp, _put(xp, f, n, fn), t1, g1), t2, g2), u
 
-        def sweep(_, f):
-            return _loop(xp, P, contact, f)
+        def sweep(_, fu):
+            return _loop(xp, P, contact, fu)
 
         start = xp.einsum("npk,npjk->npj", state["forces"], frames)  # (N, P, 3) in the frames
         start = (start * active[..., None]).reshape(bias.shape)
-        f = _loop(xp, self.ground.iterations, sweep, start)
+        f, _ = _loop(xp, self.ground.iterations, sweep,
+                     (start, xp.einsum("nvi,ni->nv", MinvJT, start)), indexed=False)
         tau_c = xp.einsum("niv,ni->nv", J, f)
         if J_eq is not None:
             tau_c = tau_c - xp.einsum("niv,ni->nv", J_eq, xp.einsum("nij,nj->ni", X, f))
@@ -323,13 +334,17 @@ def _jax(xp):
     return getattr(xp, "__name__", "") == "jax.numpy"
 
 
-def _loop(xp, n, body, x):
-    """x after body(i, x) for i = 0 .. n-1: a Python loop (numpy, the native tracer: a
-    straight-line program), or ``jax.lax.fori_loop`` under JAX (one loop, not n copies)."""
+def _loop(xp, n, body, x, indexed=True):
+    """x after body(i, x) for i = 0 .. n-1: ``jax.lax.fori_loop`` under JAX (one loop, not n
+    copies), a Python loop on numpy. The native tracer makes a body that ignores its index
+    (``indexed=False``: it gets None) one loop of the program (``trace.fori_loop``), and
+    unrolls one that reads it (a straight-line copy per index)."""
     if _jax(xp):
         import jax
 
         return jax.lax.fori_loop(0, n, body, x)
+    if not indexed and hasattr(xp, "fori_loop"):
+        return xp.fori_loop(n, body, x)
     for i in range(n):
         x = body(i, x)
     return x
