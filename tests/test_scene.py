@@ -47,24 +47,32 @@ def test_ball_comes_to_rest_on_a_support(support):
 
 
 def test_two_boxes_stand_and_backends_agree():
-    """Two stacked cubes stand still; numpy and JAX agree on the first steps (24 candidate
-    points: JAX runs it, native refuses, saying why)."""
+    """Two stacked cubes stand still; numpy, native code and JAX agree on the first steps (24
+    candidate points: the native backend runs it)."""
     model, contact, q0 = _stack(2)
-    with pytest.raises(ValueError, match="24 candidate contact points"):
-        sd.simulate(model, q0, t_final=0.01, dt=1e-3, contact=contact, backend="native")
     short = {b: sd.simulate(model, q0, t_final=0.02, dt=1e-3, contact=contact, backend=b,
-                            integrator="semi_implicit_euler") for b in ("numpy", "jax")}
+                            integrator="semi_implicit_euler") for b in ("numpy", "native", "jax")}
+    np.testing.assert_allclose(short["native"].q, short["numpy"].q, atol=1e-10)
     np.testing.assert_allclose(short["jax"].q, short["numpy"].q, atol=1e-10)
     traj = sd.simulate(model, q0, t_final=0.5, dt=1e-3, contact=contact,
                        integrator="semi_implicit_euler")
-    assert traj.meta["backend"] == "jax"
+    assert traj.meta["backend"] == "native"
     assert np.abs(traj.q - q0).max() < 1e-4  # the first steps' settling, then still
     assert np.abs(traj.qd[-1]).max() < 1e-6
 
 
+def test_scenes_beyond_the_native_limit_run_on_jax():
+    """Four stacked cubes: 80 candidate points, more than ``NATIVE_CANDIDATES``: native code
+    refuses, saying why (the automatic choice then is JAX)."""
+    model, contact, q0 = _stack(4)
+    with pytest.raises(ValueError, match="80 candidate contact points"):
+        sd.simulate(model, q0, t_final=0.01, dt=1e-3, contact=contact, backend="native")
+    assert sd.sim.scene.NATIVE_CANDIDATES < 80
+
+
 @pytest.mark.slow
 def test_stack_of_three_boxes_stands_still_for_ten_seconds():
-    """Three 0.2 m cubes stacked on the ground for 10 s (JAX: 48 candidate points): within
+    """Three 0.2 m cubes stacked on the ground for 10 s (native: 48 candidate points): within
     0.1 mm of where they started, and still to 1e-5 after the first second."""
     model, contact, q0 = _stack(3)
     traj = sd.simulate(model, q0, t_final=10.0, dt=1e-3, contact=contact,
@@ -99,7 +107,7 @@ def test_bad_scenes_are_refused():
 @pytest.mark.slow
 def test_gripper_lifts_a_box():
     """examples/gripper_lift.py: two finger plates squeeze a 0.2 kg cube (10 N each, mu = 1)
-    and the carriage rises 0.2 m: the box rises with it (JAX: 48 candidate points), within
+    and the carriage rises 0.2 m: the box rises with it (native: 48 candidate points), within
     2 mm (its slip as the lift starts, and the contacts' settling)."""
     import os
     import sys
