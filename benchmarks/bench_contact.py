@@ -29,6 +29,7 @@ import contact_validation as scenes  # noqa: E402
 
 import screwdyn as sd  # noqa: E402
 from screwdyn import controllers  # noqa: E402
+from screwdyn.execution.rollout import optimise_all as optimise_rollouts  # noqa: E402
 
 
 def mujoco_anymal(path, kp=300.0, kd=10.0):
@@ -117,6 +118,7 @@ def time_screwdyn(model, q0, contact, integrator, batch, repeat, backend):
                                    integrator=integrator, backend=backend)
             walls.append(traj.meta["wall_time"])
             compile_time = compile_time or traj.meta["compile_time"]
+            optimise_rollouts()  # the timed runs: the code a long run gets (level 2)
         out[n] = (np.median(walls[1:]), compile_time, np.abs(traj.q[..., 2] - q0[2]).max())
     return out
 

@@ -624,3 +624,34 @@ def test_screwdyn_command_has_the_simulate_subcommand(tmp_path, capsys):
     assert Trajectory.load(tmp_path / "t.npz").n_samples == 51
     assert cli.main(["simulate", str(urdf), "--dt", "-1", "--quiet"]) == 2
     assert "dt must be positive" in capsys.readouterr().err
+
+
+def test_native_rollouts_switch_to_optimised_code_in_the_same_bits(tmp_path, monkeypatch):
+    """A fresh step program first runs LLVM's level-0 code; once it has run as long as that
+    took to make, level 2 is compiled in the background and used from the next call on, and
+    the disk cache keeps it. The two give the same bits, so the switch changes nothing, even
+    in the middle of a run."""
+    from screwdyn.execution import native
+    from screwdyn.execution import rollout as native_rollout
+
+    monkeypatch.setenv("SCREWDYN_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(native_rollout, "_ROLLOUTS", native_rollout.Store("test rollouts"))
+    model = arm3()
+    pd = controllers.JointPD(model, kp=[20.0, 30.0, 10.0], kd=2.0, q_ref=[0.2, 0.1, 0.3])
+    q0 = [[0.3, 0.2, 0.1], [-0.2, 0.4, 0.0]]
+    first = simulate(model, q0, None, pd, 0.2, 1e-3, backend="native")
+    (compiled,) = native_rollout._ROLLOUTS.values()
+    assert (compiled.level, compiled.source) == (0, "compiled")
+    compiled.running = compiled.compile_time  # as if it had run that long: the next call
+    again = simulate(model, q0, None, pd, 0.2, 1e-3, backend="native")  # queues level 2
+    native.wait_for_optimisation()
+    assert compiled.level == 2 and compiled.optimise_time > 0 and compiled.error is None
+    optimised = simulate(model, q0, None, pd, 0.2, 1e-3, backend="native")
+    for run in (again, optimised):
+        for name in ("q", "qd", "qdd", "tau", "work_in"):
+            assert np.array_equal(getattr(run, name), getattr(first, name)), name
+    monkeypatch.setattr(native_rollout, "_ROLLOUTS", native_rollout.Store("fresh"))
+    loaded = simulate(model, q0, None, pd, 0.2, 1e-3, backend="native")
+    (compiled,) = native_rollout._ROLLOUTS.values()
+    assert (compiled.level, compiled.source) == (2, "disk cache")  # the optimised code kept
+    assert np.array_equal(loaded.q, first.q)

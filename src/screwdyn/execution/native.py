@@ -120,7 +120,7 @@ class NativeProgram:
             else:
                 self._compile_optimised()
         elif not queued:
-            _background(self)
+            in_background(self._compile_optimised)
         return self
 
     def _compile_optimised(self):
@@ -310,14 +310,16 @@ def _propagate_non_finite(program, model, names):
 _WORKER = {"thread": None, "queue": queue.Queue(), "stopping": False, "busy": threading.Lock()}
 
 
-def _background(program):
+def in_background(job):
+    """Run ``job()`` (a compilation of optimised code: ``NativeProgram``'s, a rollout's) in the
+    background thread, behind the process's own work and one at a time."""
     with _LOCK:
         if _WORKER["thread"] is None:
             thread = threading.Thread(target=_work, args=(_WORKER["queue"],),
                                       name="screwdyn-optimise", daemon=True)
             _WORKER["thread"] = thread
             thread.start()
-        _WORKER["queue"].put(program)
+        _WORKER["queue"].put(job)
 
 
 def _work(jobs):
@@ -327,12 +329,12 @@ def _work(jobs):
         except OSError:
             pass
     while True:
-        program = jobs.get()
+        job = jobs.get()
         try:
             with _WORKER["busy"]:
                 if _WORKER["stopping"]:
                     return
-                program._compile_optimised()
+                job()
         finally:
             jobs.task_done()
 

@@ -19,12 +19,12 @@ import time
 
 import numpy as np
 
-from . import cache, llvm, trace
+from . import cache, llvm, native, trace
 from .store import Store
 
 _ROLLOUTS = Store("native simulation programs")
 _LOCK = threading.Lock()
-VERSION = 2
+VERSION = 3  # 3: the disk cache holds the optimised code (level 2) only
 
 
 def driver_ir(ns, nr, table, params, local):
@@ -148,13 +148,59 @@ _DRIVER = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
 
 class NativeRollout:
     """A compiled step program with its loop (see the module docstring). ``compile_time``
-    (seconds to trace and compile, or to load from the disk cache), ``source``."""
+    (seconds to trace and compile the first code, or to load the optimised code from the disk
+    cache), ``source``, ``level`` (LLVM's code generation level of the code in use: 0 or 2),
+    ``optimise_time`` (seconds to compile level 2 in this process, None until done).
 
-    def __init__(self, obj, ns, nr, table, params, local, source, seconds):
+    Tiers, as a function's code (``native.NativeProgram``): a freshly traced step program is
+    first compiled at level 0 (ANYmal with its 492 collision points: 3 s, where level 2 takes
+    30 s), and once the rollout has run as long as that first code took to make (``running``
+    reaches ``compile_time``), level 2 (up to 1.6x faster steps) is compiled in the background
+    thread and used from the next call on; the disk cache keeps level 2. Both levels compute
+    the same bits (no fast-math), so the switch changes no result."""
+
+    def __init__(self, obj, level, ns, nr, table, params, local, source, seconds, ir=None,
+                 store=None):
         self.ns, self.nr, self.table, self.params, self.local = ns, nr, table, params, local
         self.source, self.compile_time = source, seconds
-        self._library = llvm.Library(obj)
-        self._driver = _DRIVER(self._library.address("rollout"))
+        self.optimise_time, self.error, self.running = None, None, 0.0
+        self._libraries = []  # every code loaded stays loaded: a call may be running it
+        self._ir, self._store = ir, store  # for level 2 (dropped once it is made)
+        self._queued, self._compiling = ir is None, threading.Lock()
+        self._install(obj, level)
+
+    def _install(self, obj, level):
+        library = llvm.Library(obj)
+        driver = _DRIVER(library.address("rollout"))
+        self._libraries.append(library)
+        self._driver, self.level = driver, level
+
+    def optimise(self, wait=True):
+        """Compile the optimised code (level 2) and use it from the next call: now (``wait``)
+        or in the background thread. Returns self."""
+        if wait:
+            self._compile_optimised()
+        elif not self._queued:
+            self._queued = True
+            native.in_background(self._compile_optimised)
+        return self
+
+    def _compile_optimised(self):
+        with self._compiling:
+            if self._ir is None:  # made already (or loaded optimised)
+                return
+            start = time.perf_counter()
+            try:
+                obj = llvm.compile_object(self._ir, 2)
+                if self._store is not None:
+                    key, about = self._store
+                    cache.store_object(key, obj, about)
+                self._install(obj, 2)
+                self.optimise_time = time.perf_counter() - start
+            except Exception as error:  # noqa: BLE001  (the first code stays in use)
+                self.error = error
+            finally:
+                self._ir, self._queued = None, True
 
     def run(self, s, k0, records, every, dt, table=None, params=None, local=None):
         """Advance the states s (N, ns) (float64, C-contiguous, in place) by ``records * every``
@@ -171,10 +217,22 @@ class NativeRollout:
         arrays = [None if a is None else np.ascontiguousarray(a, dtype=np.float64)
                   for a in (table, params, local)]
         pointer = (lambda a: None if a is None else a.ctypes.data)
+        start = time.perf_counter()
         self._driver(N, k0, records, every, float(dt), s.ctypes.data, pointer(arrays[0]),
                      tstride, pointer(arrays[1]), pointer(arrays[2]), tmp.ctypes.data,
                      rec.ctypes.data, bad_step.ctypes.data, bad_code.ctypes.data)
+        if not self._queued:  # the first code: optimise once it has run as long as it took
+            self.running += time.perf_counter() - start
+            if self.running >= self.compile_time:
+                self.optimise(wait=False)
         return rec, bad_step, bad_code
+
+
+def optimise_all():
+    """Compile the optimised code of every rollout in this process's memory that runs its
+    first code, and use it (benchmarks: the timed runs then run the code a long run gets)."""
+    for rollout in list(_ROLLOUTS.values()):
+        rollout.optimise(wait=True)
 
 
 def get(key, memory_key, ns, nr, table, params, local, step, vector=True):
@@ -200,10 +258,12 @@ def get(key, memory_key, ns, nr, table, params, local, step, vector=True):
             except TypeError:  # something in the key has no content hash (a plain function)
                 disk_key = None
         about = {"program": "rollout", "state": ns, "record": nr, "table": table,
-                 "params": params, "local": local, "width": width}
+                 "params": params, "local": local, "width": width, "level": 2}
         obj = cache.load_object(disk_key, about) if disk_key else None
-        source = "disk cache"
-        if obj is None:
+        if obj is not None:
+            rollout = NativeRollout(obj, 2, ns, nr, table, params, local, "disk cache",
+                                    time.perf_counter() - start)
+        else:
             shapes = {"s": (ns,), "time": (2,)}
             for name, size in (("tau", table), ("params", params), ("local", local)):
                 if size:
@@ -213,10 +273,7 @@ def get(key, memory_key, ns, nr, table, params, local, step, vector=True):
                 raise ValueError(f"the step program returns shape {program.output_shape}, "
                                  f"expected ({ns + nr + 1},)")
             ir = llvm.kernel_ir(program, width=width) + driver_ir(ns, nr, table, params, local)
-            obj = llvm.compile_object(ir, 2)
-            if disk_key:
-                cache.store_object(disk_key, obj, about)
-            source = "compiled"
-        rollout = NativeRollout(obj, ns, nr, table, params, local, source,
-                                time.perf_counter() - start)
+            rollout = NativeRollout(llvm.compile_object(ir, 0), 0, ns, nr, table, params, local,
+                                    "compiled", time.perf_counter() - start, ir=ir,
+                                    store=(disk_key, about) if disk_key else None)
         return _ROLLOUTS.put(memory_key, rollout)
