@@ -37,11 +37,13 @@ from . import collision
 from .checks import positive
 from .contact_solver import RigidContact, SolvedContact
 
-#: scenes with more candidate contact points than this run on JAX, not in native code: the
-#: native program holds one sweep of the solver (a loop) and the inverse inertia of every row,
-#: so its size and compile time grow with the points times the degrees of freedom squared
-#: (measured: two stacked boxes, 24 points, 6 s; three, 48 points, 18 s; four, 80, 59 s)
-NATIVE_CANDIDATES = 64
+#: scenes with more candidate contact points than this run on JAX, not in native code. The
+#: native program holds one sweep of the solver (a loop) and each row's inverse inertia through
+#: the tree's factor (its own bodies' degrees of freedom), so it grows with the points times
+#: the depth of their bodies. Measured to the first step (level-0 code): two stacked boxes (24
+#: points) 2.3 s, three (48) 3.3 s, four (80) 6.7 s, six (168) 17 s; a Panda with its 13
+#: capsules and a box (125) 18 s, where JAX took 66 s and runs each step 6x slower
+NATIVE_CANDIDATES = 256
 
 
 @dataclass(frozen=True)
@@ -526,8 +528,8 @@ class ShapeContactModel(SolvedContact):
         if total > NATIVE_CANDIDATES:
             return (f"the scene has {total} candidate contact points (more than "
                     f"{NATIVE_CANDIDATES}): its native program would take minutes to compile "
-                    "(its size grows with the points times the degrees of freedom squared); "
-                    "the JAX backend runs it")
+                    "(its size grows with the points times the depth of their bodies); the JAX "
+                    "backend runs it")
         return None
 
     def params(self, xp=np):
@@ -595,6 +597,12 @@ class ShapeContactModel(SolvedContact):
         N, K = J.shape[0], J.shape[1]
         return J.reshape((N, 3 * K, J.shape[-1])), xp.concatenate(depths, axis=-1), \
             xp.concatenate(frames, axis=1)
+
+    def point_links(self):
+        """Per candidate point, the moving links of its pair (the world and the ground do
+        not move)."""
+        return [tuple(l for l in (la, lb) if l in self.links)
+                for (_, la, _, lb), K in zip(self.pairs, self.counts) for _ in range(K)]
 
     def describe(self, p):
         return dict(super().describe(p), pairs=[f"{a.name}|{'ground' if b is None else b.name}"
