@@ -85,6 +85,8 @@ from typing import Any, Tuple
 
 import numpy as np
 
+from .loops import loop
+
 #: the depth (m) of a slot that carries no contact
 NO_CONTACT = -1.0e6
 
@@ -411,15 +413,20 @@ def _capsule_solid(xp, a, Ra, pa, b, Rb, pb):
     u = _rot_t(xp, Rb, _col(Ra, 2))
 
     # the signed distance of a convex set is convex along a line: the best of a grid's points
-    # and its two neighbours bracket the minimum; each round shrinks the bracket 4 times
+    # and its two neighbours bracket the minimum; each round shrinks the bracket 4 times (one
+    # loop of a compiled program: ``loops.loop``)
     grid = np.linspace(-1.0, 1.0, _GRID)
-    t, half = xp.zeros_like(x0[..., 0]), L
-    for _ in range(_ROUNDS if L > 0 else 0):
-        ts = xp.clip(t[..., None] + half * grid, -L, L)                    # (N, G)
+
+    def round_(_, search):
+        t, half = search
+        ts = xp.clip(t[..., None] + half[..., None] * grid, -L, L)         # (N, G)
         f = sdf_of(xp, x0[..., None, :] + u[..., None, :] * ts[..., None])[0]
         best = xp.min(f, axis=-1)
         t = xp.min(xp.where(f <= best[..., None], ts, 2.0 * L + 1.0), axis=-1)
-        half = half * 2.0 / (_GRID - 1)
+        return t, half * (2.0 / (_GRID - 1))
+
+    t = xp.zeros_like(x0[..., 0])
+    t, _ = loop(xp, _ROUNDS if L > 0 else 0, round_, (t, t + L), indexed=False)
     axis = _col(Ra, 2)
     centres = xp.stack([pa + axis * t[..., None], pa + axis * L, pa - axis * L], axis=1)
     return _spheres_solid(xp, centres, a.radius, Rb, pb, sdf_of)

@@ -52,6 +52,7 @@ Limitations (documented choices): one plane; friction is isotropic (a disc, not 
 """
 import math
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -60,6 +61,7 @@ from ..algorithms.constraints import EPSILON
 from .checks import positive
 from .contact import Contact, check_plane
 from .geometry import contact_points
+from .loops import is_jax, loop
 
 
 @dataclass(frozen=True, eq=False)
@@ -300,11 +302,11 @@ class SolvedContact(Contact):
             return _put(xp, _put(xp, _put(xp, f, n, fn), t1, g1), t2, g2), u
 
         def sweep(_, fu):
-            return _loop(xp, P, contact, fu)
+            return loop(xp, P, contact, fu)
 
         start = xp.einsum("npk,npjk->npj", state["forces"], frames)  # (N, P, 3) in the frames
         start = (start * active[..., None]).reshape(bias.shape)
-        f, _ = _loop(xp, self.ground.iterations, sweep,
+        f, _ = loop(xp, self.ground.iterations, sweep,
                      (start, xp.einsum("nvi,ni->nv", MinvJT, start)), indexed=False)
         tau_c = xp.einsum("niv,ni->nv", J, f)
         if J_eq is not None:
@@ -338,7 +340,7 @@ class SolvedContact(Contact):
         parent = dof_parents(self.model)
         nv = len(parent)
         H = spd.tree_factor([[M[:, k, i] for i in range(nv)] for k in range(nv)], parent)
-        moves = self._moved_by()
+        moves = self._moved_by
         columns = []
         for j in range(J.shape[1]):
             dofs = set().union(*(moves[l] for l in self.point_links()[j // 3]))
@@ -348,18 +350,17 @@ class SolvedContact(Contact):
                                     axis=-1))
         return xp.stack(columns, axis=-1)
 
+    @cached_property
     def _moved_by(self):
         """{link: the degrees of freedom whose velocity moves it}: the nonzero columns of its
         Jacobian at a random configuration (an analytic function of q that vanishes at a random
         q vanishes everywhere, almost surely)."""
-        if getattr(self, "_moves", None) is None:
-            from ..dynamics import jacobian
-            from ..model.model import random_configuration
+        from ..dynamics import jacobian
+        from ..model.model import random_configuration
 
-            q = random_configuration(self.model, seed=12345)
-            self._moves = {l: set(np.flatnonzero(np.any(np.asarray(
-                jacobian(self.model, q, l)) != 0.0, axis=0)).tolist()) for l in self.links}
-        return self._moves
+        q = random_configuration(self.model, seed=12345)
+        return {l: set(np.flatnonzero(np.any(np.asarray(jacobian(self.model, q, l)) != 0.0,
+                                             axis=0)).tolist()) for l in self.links}
 
     # -- what the checks and the record need -------------------------------------------------
     def springs(self, model, p, q, M):
@@ -376,29 +377,9 @@ class SolvedContact(Contact):
                 "labels": list(self.labels)}
 
 
-def _jax(xp):
-    return getattr(xp, "__name__", "") == "jax.numpy"
-
-
-def _loop(xp, n, body, x, indexed=True):
-    """x after body(i, x) for i = 0 .. n-1: ``jax.lax.fori_loop`` under JAX (one loop, not n
-    copies), a Python loop on numpy. The native tracer makes a body that ignores its index
-    (``indexed=False``: it gets None) one loop of the program (``trace.fori_loop``), and
-    unrolls one that reads it (a straight-line copy per index)."""
-    if _jax(xp):
-        import jax
-
-        return jax.lax.fori_loop(0, n, body, x)
-    if not indexed and hasattr(xp, "fori_loop"):
-        return xp.fori_loop(n, body, x)
-    for i in range(n):
-        x = body(i, x)
-    return x
-
-
 def _put(xp, f, j, value):
     """f (N, m) with column j replaced by value (N,) (j: an int, or a traced one under JAX)."""
-    if _jax(xp):
+    if is_jax(xp):
         return f.at[:, j].set(value)
     return xp.where(np.arange(f.shape[-1]) == j, value[:, None], f)
 

@@ -1,0 +1,31 @@
+"""Loops over a fixed count, for code that runs on numpy, JAX and the native tracer alike (a
+solver's sweeps, a line search's rounds): one loop of the compiled program where the namespace
+has one, so the program does not grow with the count.
+
+``loop(xp, n, body, x)`` is x after ``x = body(i, x)`` for i = 0 .. n-1:
+
+* under JAX (``xp`` is ``jax.numpy``), ``jax.lax.fori_loop``: one loop, differentiable;
+* in the native tracer (``execution.trace.xp``), with ``indexed=False`` (the body ignores its
+  index and gets None), ``trace.fori_loop``: the body traced once into a loop of the program;
+  a body that reads its index (``indexed=True``) is unrolled there, one copy per index;
+* on numpy, a Python loop.
+
+``x`` is an array or a tuple of arrays, and ``body`` returns the same shapes."""
+
+
+def is_jax(xp) -> bool:
+    """Whether the array namespace ``xp`` is ``jax.numpy``."""
+    return getattr(xp, "__name__", "") == "jax.numpy"
+
+
+def loop(xp, n: int, body, x, indexed: bool = True):
+    """x after ``x = body(i, x)`` for i = 0 .. n-1 (see the module docstring)."""
+    if is_jax(xp):
+        import jax
+
+        return jax.lax.fori_loop(0, n, body, x)
+    if not indexed and hasattr(xp, "fori_loop"):
+        return xp.fori_loop(n, body, x)
+    for i in range(n):
+        x = body(i, x)
+    return x
