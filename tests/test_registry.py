@@ -148,3 +148,21 @@ def test_the_cache_fingerprint_covers_the_code_that_reaches_programs():
         assert needed in covered, needed
     for outside in ("viewer/viewer.py", "cli.py", "rollouts/dataset.py"):
         assert outside not in covered, outside  # editing them keeps the compiled programs
+
+
+def test_the_fingerprint_is_kept_on_disk_for_the_same_sources(tmp_path, monkeypatch):
+    """The digest of the reachable sources, computed once (parsing every module's imports),
+    is read back by a later process with the same sources instead of parsed again; it equals
+    the one computed."""
+    package = os.path.dirname(sd.__file__)
+    monkeypatch.setattr(cache, "_STATE", dict(cache._STATE, directory=str(tmp_path),
+                                               source=None))
+    first = cache.source_fingerprint()
+    assert first == cache._fingerprint(package, cache._roots())
+    monkeypatch.setitem(cache._STATE, "source", None)  # a new process, the same sources
+
+    def parse_again(*args):
+        raise AssertionError("the fingerprint was computed again")
+
+    monkeypatch.setattr(cache, "_fingerprint", parse_again)
+    assert cache.source_fingerprint() == first
