@@ -461,21 +461,28 @@ def fori_loop(n, body, x):
     """``x`` after ``x = body(None, x)`` n times, as one loop of the program (``Graph.loop``):
     the body is traced once, so the program grows by one body, not n (what
     ``jax.lax.fori_loop`` is to JAX). ``x``: an array (SymArray, numpy, nested lists of
-    scalars) or a tuple of arrays; ``body`` returns the same structure and shapes. The body
+    scalars) or a tuple of arrays, of floats or booleans (carried as 1.0 / 0.0); ``body``
+    returns the same structure and shapes. The body
     gets no iteration index (None: a body that needs one is unrolled by its caller), and reads
     anything else it needs from its closure (those values are computed once, before it)."""
     single = not isinstance(x, tuple)
     parts = [_objects(e) for e in ((x,) if single else x)]
     shapes = [a.shape for a in parts]
+    flat = [e for a in parts for e in a.reshape(-1)]
+    # boolean scalars (flags) are carried as 1.0 / 0.0 and compared back to 0 in the body
+    flags = [(type(e) is Node and e.g.kind(e.i) == "b") or isinstance(e, (bool, np.bool_))
+             for e in flat]
 
     def pack(tree):
         arrays = [_objects(e) for e in ((tree,) if single else tree)]
         if [a.shape for a in arrays] != shapes:
             raise ValueError(f"fori_loop: the body returned shapes {[a.shape for a in arrays]} "
                              f"for a carry of shapes {shapes}")
-        return [e for a in arrays for e in a.reshape(-1)]
+        out = [e for a in arrays for e in a.reshape(-1)]
+        return [_scalar("to_float", e) if flag else e for e, flag in zip(out, flags)]
 
     def unpack(flat):
+        flat = [_scalar("ne", e, 0.0) if flag else e for e, flag in zip(flat, flags)]
         out, k = [], 0
         for shape in shapes:
             size = int(np.prod(shape, dtype=int))
@@ -483,7 +490,7 @@ def fori_loop(n, body, x):
             k += size
         return out[0] if single else tuple(out)
 
-    flat = [e for a in parts for e in a.reshape(-1)]
+    flat = [_scalar("to_float", e) if flag else e for e, flag in zip(flat, flags)]
     g = _graph_of(*flat)
     while g is None and n > 0:  # nothing traced yet: iterations in Python until a value is
         flat, n = pack(body(None, unpack(flat))), n - 1

@@ -44,6 +44,9 @@ class Manifold:
 
     def __init__(self, xp, model, dt):
         self.xp, self.model, self.dt = xp, model, dt
+        #: values the right-hand side leaves as it runs ({name: a dict of arrays, or None}),
+        #: which ``stages`` carries through its loop so that the last stage's are read after it
+        self.side = {}
 
     def integrate(self, q, v):
         return integrate_arrays(self.xp, self.model, q, v)
@@ -52,12 +55,44 @@ class Manifold:
         return dexpinv(self.xp, self.model, xi, v)
 
     def stages(self, body, carry, xs):
-        """A loop over stages: ``jax.lax.scan`` under JAX (traced once), a Python loop on numpy."""
-        if _backend.is_jax_namespace(self.xp):
+        """A loop over stages: ``jax.lax.scan`` under JAX (traced once), one loop of a native
+        program (``trace.fori_loop``: the stages' numbers ``xs`` ride along as carried rows,
+        rotated one place each stage), a Python loop on numpy. The values in ``side`` are
+        carried along (what the body leaves there at the last stage is there after it)."""
+        keys = sorted(k for k, v in self.side.items() if v is not None)
+        names = [sorted(self.side[k]) for k in keys]
+
+        def leaves():
+            return tuple(self.side[k][name] for k, group in zip(keys, names) for name in group)
+
+        def restore(values):
+            values = iter(values)
+            for k, group in zip(keys, names):
+                self.side[k] = {name: next(values) for name in group}
+
+        xp, n = self.xp, len(carry)
+        if _backend.is_jax_namespace(xp):
             import jax
 
-            return jax.lax.scan(lambda c, x: (body(c, x), None), carry,
-                                tuple(self.xp.asarray(a) for a in xs))[0]
+            def scan_body(state, x):
+                return (tuple(body(state[0], x)), leaves()), None
+
+            final, side = jax.lax.scan(scan_body, (tuple(carry), leaves()),
+                                       tuple(xp.asarray(a) for a in xs))[0]
+            restore(side)
+            return final
+        if hasattr(xp, "fori_loop"):
+            m = len(xs)
+
+            def stage(_, state):
+                rows = state[n:n + m]
+                out = tuple(body(state[:n], tuple(r[0] for r in rows)))
+                return out + tuple(xp.concatenate([r[1:], r[:1]]) for r in rows) + leaves()
+
+            rows = tuple(np.asarray(a, dtype=float) for a in xs)
+            state = xp.fori_loop(len(xs[0]), stage, tuple(carry) + rows + leaves())
+            restore(state[n + m:])
+            return state[:n]
         for x in zip(*xs):
             carry = body(carry, x)
         return carry
@@ -123,7 +158,7 @@ class _Oscillator(Manifold):
     """m x'' = -k x - b x' on the real line, for the stability of an integrator."""
 
     def __init__(self, dt):
-        self.xp, self.dt, self.model = np, dt, None
+        super().__init__(np, None, dt)
 
     def integrate(self, q, v):
         return q + v

@@ -25,7 +25,10 @@ def make_step(run, xp, dt):
         hybrid, elastic = system.project(xp, params["system"], q, hybrid)
         force = policy.force(params["policy"], k, t, q, qd, xp, batch, control)
 
-        last = {}  # a contact solver's state at the step's last evaluation (its warm start)
+        # a contact solver's state at the step's last evaluation (the next step's warm start),
+        # carried through the integrator's loop over stages (``Manifold.stages``)
+        last = {"contact": hybrid["contact"] if system.solves_contact else None}
+        manifold.side = last
 
         def rates(t_i, q_i, qd_i, xi):
             tau = force(t_i, q_i, qd_i)
