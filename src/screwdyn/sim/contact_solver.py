@@ -56,12 +56,13 @@ from functools import cached_property
 
 import numpy as np
 
+from .._backend import is_jax_namespace
 from ..algorithms import spd
 from ..algorithms.constraints import EPSILON
 from .checks import positive
 from .contact import Contact, check_plane
 from .geometry import contact_points
-from .loops import is_jax, loop
+from .loops import loop
 
 
 @dataclass(frozen=True, eq=False)
@@ -341,9 +342,10 @@ class SolvedContact(Contact):
         nv = len(parent)
         H = spd.tree_factor([[M[:, k, i] for i in range(nv)] for k in range(nv)], parent)
         moves = self._moved_by
+        links = self.point_links()
         columns = []
         for j in range(J.shape[1]):
-            dofs = set().union(*(moves[l] for l in self.point_links()[j // 3]))
+            dofs = set().union(*(moves[l] for l in links[j // 3]))
             x = spd.tree_solve(H, parent, [J[:, j, v] if v in dofs else ZERO
                                            for v in range(nv)])
             columns.append(xp.stack([xp.zeros_like(J[:, j, 0]) if e is ZERO else e for e in x],
@@ -379,7 +381,7 @@ class SolvedContact(Contact):
 
 def _put(xp, f, j, value):
     """f (N, m) with column j replaced by value (N,) (j: an int, or a traced one under JAX)."""
-    if is_jax(xp):
+    if is_jax_namespace(xp):
         return f.at[:, j].set(value)
     return xp.where(np.arange(f.shape[-1]) == j, value[:, None], f)
 

@@ -11,16 +11,12 @@ has one, so the program does not grow with the count.
 * on numpy, a Python loop.
 
 ``x`` is an array or a tuple of arrays, and ``body`` returns the same shapes."""
-
-
-def is_jax(xp) -> bool:
-    """Whether the array namespace ``xp`` is ``jax.numpy``."""
-    return getattr(xp, "__name__", "") == "jax.numpy"
+from .._backend import is_jax_namespace
 
 
 def loop(xp, n: int, body, x, indexed: bool = True):
     """x after ``x = body(i, x)`` for i = 0 .. n-1 (see the module docstring)."""
-    if is_jax(xp):
+    if is_jax_namespace(xp):
         import jax
 
         return jax.lax.fori_loop(0, n, body, x)
