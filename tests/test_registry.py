@@ -166,3 +166,40 @@ def test_the_fingerprint_is_kept_on_disk_for_the_same_sources(tmp_path, monkeypa
 
     monkeypatch.setattr(cache, "_fingerprint", parse_again)
     assert cache.source_fingerprint() == first
+
+
+def test_the_import_scanner_reads_every_form_of_import(tmp_path):
+    """The fingerprint's file set comes from import statements read as text: every form (one
+    or several levels up, parentheses over lines with comments, function-level, ``import a.b
+    as c``, a backslash continuation) is found, and on every module of the package it finds
+    at least what Python's own parser finds (``ast``; more only from examples in docstrings)."""
+    import ast
+
+    folder = tmp_path / "screwdyn" / "sim"
+    folder.mkdir(parents=True)
+    (folder / "mod.py").write_text(
+        "from . import contact, loops as L\n"
+        "from ..algorithms import (rnea,  # comment\n    aba as forward)\n"
+        "import numpy as np, screwdyn.model.urdf as urdf\n"
+        "def f():\n    from ..execution.trace import fori_loop\n"
+        "    from .step import \\\n        stage\n")
+    found = set(cache._imports(str(tmp_path / "screwdyn"), str(folder / "mod.py")))
+    assert found == {"screwdyn.sim", "screwdyn.sim.contact", "screwdyn.sim.loops",
+                     "screwdyn.algorithms", "screwdyn.algorithms.rnea",
+                     "screwdyn.algorithms.aba", "screwdyn.model.urdf",
+                     "screwdyn.execution.trace", "screwdyn.execution.trace.fori_loop",
+                     "screwdyn.sim.step", "screwdyn.sim.step.stage"}
+
+    package = os.path.dirname(sd.__file__)
+    for file in cache._package_files(package):
+        here = os.path.relpath(file, os.path.dirname(package))[:-3].split(os.sep)[:-1]
+        parsed = set()
+        for node in ast.walk(ast.parse(open(file, encoding="utf-8").read())):
+            if isinstance(node, ast.Import):
+                parsed |= {a.name for a in node.names}
+            elif isinstance(node, ast.ImportFrom):
+                base = (here[:len(here) - node.level + 1] if node.level else []) + (
+                    node.module.split(".") if node.module else [])
+                parsed |= {".".join(base)} | {".".join(base + [a.name]) for a in node.names}
+        parsed = {m for m in parsed if m.startswith("screwdyn.")}
+        assert parsed <= set(cache._imports(package, file)), file
