@@ -714,3 +714,103 @@ def test_fori_loop_edge_cases():
     assert grow.evaluate(x=[0.5, 0.0])[0] == 2.0
     with pytest.raises(ValueError, match="shape"):
         trace.trace(lambda x: trace.fori_loop(3, lambda _, c: c[0:1], x), {"x": 2})
+
+
+# -- maps: a body traced once, run on each column -------------------------------------------
+def _mapped(x, y):
+    """A program with a map over 7 columns (not a multiple of the lanes) of 3 values each (an
+    input, a product, a constant or a comparison: only in arithmetic, see ``Graph.map``),
+    whose body holds sine and cosine (the C library's beyond the reduction), a select on a value from outside, and results that are an
+    item, a constant and a value from outside; its numpy twin is ``_mapped_numpy``."""
+    xp = trace.xp
+    outside = y[0] * 2.0
+    flag = y[0] > 0.0
+
+    def body(c):
+        s = xp.sin(c[0] * c[1]) + outside * xp.cos(c[0]) - c[2] / 3.0
+        return [s, xp.where(flag, s * c[1], c[0] - 1.0), c[2], 5.0, outside]
+
+    columns = [[x[k % 2], x[0] * (k + 1.0), float(k) if k % 3 else (x[1] > 0.5)]
+               for k in range(7)]
+    results = trace.map_columns(body, columns)
+    return xp.concatenate([xp.stack(r, axis=0) for r in results], axis=0)
+
+
+def _mapped_numpy(x, y):
+    out = []
+    for k in range(7):
+        c = [x[k % 2], x[0] * (k + 1.0), float(k) if k % 3 else float(x[1] > 0.5)]
+        s = np.sin(c[0] * c[1]) + 2.0 * y[0] * np.cos(c[0]) - c[2] / 3.0
+        out += [s, s * c[1] if y[0] > 0 else c[0] - 1.0, c[2], 5.0, 2.0 * y[0]]
+    return np.array(out)
+
+
+def test_maps_compute_the_bits_of_the_unrolled_program():
+    """A map of the program (``trace.map_columns``) against the same program unrolled
+    (``graph.unroll``) and numpy: the same bits compiled whole or in segments, in scalar code
+    (columns in the vector lanes) or four states at a time (one column per iteration); the
+    map's program is one body long."""
+    program = trace.trace(_mapped, {"x": 2, "y": 1})
+    unrolled = graph.unroll(program)
+    ops = program.count()
+    assert ops["map"] == 1 and ops["map_out"] == 35
+    g = program.graph
+    body = [g.op[i] for i in g.value[next(i for i in program.schedule()
+                                          if g.op[i] == "map")].order]
+    assert body.count("sin") == 1 and len(body) < 14
+    assert "map" not in unrolled.count() and unrolled.count()["sin"] == 7
+    rng = np.random.default_rng(9)
+    x, y = rng.normal(size=(9, 2)), rng.normal(size=(9, 1))
+    x[3, 0], x[4, 1], x[5, 0], y[6, 0] = np.nan, 1e9, np.inf, -0.5
+    outs = []
+    for p in (program, unrolled):
+        for segment, width in ((10 ** 9, 1), (5, 1), (10 ** 9, 4), (5, 4)):
+            ir = llvm.kernel_ir(p, segment=segment, width=width)
+            library = llvm.Library(llvm.compile_object(ir, 0 if width == 1 else 2))
+            out = np.empty((9, 35))
+            entry.caller(library.address("kernel"))([x, y], out, 9)
+            outs.append(out)
+    for out in outs[1:]:
+        assert np.array_equal(out, outs[0], equal_nan=True)
+    for k in range(9):
+        assert np.array_equal(program.evaluate(x=x[k], y=y[k]),
+                              unrolled.evaluate(x=x[k], y=y[k]), equal_nan=True)
+        with np.errstate(invalid="ignore"):
+            np.testing.assert_allclose(outs[0][k], _mapped_numpy(x[k], y[k]), rtol=1e-12,
+                                       atol=1e-12)
+
+
+def test_derivatives_of_maps_are_those_of_the_unrolled_program():
+    program = trace.trace(_mapped, {"x": 2, "y": 1})
+    unrolled = graph.unroll(program)
+    x, y = np.array([0.3, 0.7]), np.array([1.3])
+    for p, q in ((graph.jacobian(program, ("x", "y")), graph.jacobian(unrolled, ("x", "y"))),
+                 (graph.vjp(program, ("x",), "w"), graph.vjp(unrolled, ("x",), "w"))):
+        w = np.linspace(-1, 1, 35)
+        assert np.array_equal(p.evaluate(x=x, y=y, w=w), q.evaluate(x=x, y=y, w=w))
+    J = graph.jacobian(program, ("x",)).evaluate(x=x, y=y)
+    h = 1e-6
+    for k in range(2):
+        e = np.eye(2)[k] * h
+        np.testing.assert_allclose(J[:, k], (_mapped_numpy(x + e, y) - _mapped_numpy(x - e, y))
+                                   / (2 * h), rtol=1e-6, atol=1e-7)
+
+
+def test_map_columns_edge_cases():
+    xp = trace.xp
+    one = trace.trace(lambda x: xp.stack(trace.map_columns(
+        lambda c: [c[0] * 2.0], [[x[0]]])[0], axis=0), {"x": 2})
+    assert "map" not in one.count()  # one column: the body applied to it
+    same = trace.trace(lambda x: xp.stack([r[0] for r in trace.map_columns(
+        lambda c: [xp.sin(x[1])], [[x[0]], [x[1]]])], axis=0), {"x": 2})
+    assert "map" not in same.count()  # a body that reads no item: its value, no map
+    np.testing.assert_array_equal(same.evaluate(x=[0.1, 0.2]), np.sin([0.2, 0.2]))
+    constant = trace.map_columns(lambda c: [c[0] + 1.0], [[1.0], [2.0]])
+    assert constant == [[2.0], [3.0]]  # nothing traced: a Python loop
+    with pytest.raises(ValueError, match="as many"):
+        trace.trace(lambda x: xp.stack(trace.map_columns(
+            lambda c: [c[0]], [[x[0]], [x[0], x[1]]])[0], axis=0), {"x": 2})
+    with pytest.raises(NotImplementedError, match="loop body holds no map"):
+        trace.trace(lambda x: trace.fori_loop(3, lambda _, c: xp.stack([r[0] for r in
+                    trace.map_columns(lambda d: [d[0] * c[0]], [[x[0]], [x[1]]])],
+                    axis=0)[0:1], x[0:1]), {"x": 2})

@@ -125,7 +125,7 @@ def _derivatives(call, qdd, forward):
     like = [qdd[0]]  # the batch, where every entry is constant
     if call.coupling is None:
         if forward:
-            parts = _derivs.aba_derivatives(call.model, *parts)
+            parts = _derivs.aba_derivatives(xp, call.model, *parts)
         return xp.concatenate([_derivs.as_array(xp, D, like) for D in parts], axis=1)
     dq, dqd, M = (call.reduce(_derivs.as_array(xp, D, like), axes=2) for D in parts)
     if not forward:

@@ -376,3 +376,14 @@ class EntriesMode:
     def inertia(self, mass, com, inertia_com):
         I = super().inertia(mass, com, inertia_com)
         return I if isinstance(I, Entries) else Entries(self.xp, components(I, 2), (6, 6))
+
+
+def map_columns(xp, f, columns):
+    """``[f(column) for column in columns]`` for lists of entries: where ``xp`` traces a
+    program (``execution.trace.xp``), one map of it (``f`` traced once, run on several columns
+    at a time in vector lanes); elsewhere a Python loop. ``f`` takes and returns lists of
+    entries; traced, a column's exact zeros become 0.0 (f sees no ``ZERO``)."""
+    mapped = getattr(xp, "map_columns", None)
+    if mapped is None:
+        return [f(column) for column in columns]
+    return mapped(f, columns)

@@ -36,7 +36,7 @@ from typing import NamedTuple
 import numpy as np
 
 from ..algebra import body_constants
-from ..algebra.entries import ZERO, stack
+from ..algebra.entries import ZERO, map_columns, stack
 from .spd import tree_factor, tree_solve
 from .kinematics import (joint_motion, joint_poses, motion_subspaces, subspace_rates,
                          world_poses)
@@ -207,18 +207,18 @@ def _joint_starts(model):
     return [sl.start for sl in model.v_slices for _ in range(sl.start, sl.stop)]
 
 
-def aba_derivatives(model, dq, dqd, M):
+def aba_derivatives(xp, model, dq, dqd, M):
     """(d qdd/dq, d qdd/dqd, d qdd/d tau) = (-M^-1 dq, -M^-1 dqd, M^-1) from ``rnea_derivatives``
     at qdd = FD(q, qd, tau), nested lists of entries like it: M^-1 applied column by column
-    through the tree's factor, O(n d) per column."""
+    through the tree's factor, O(n d) per column, the 3 nv columns one map of a traced program
+    (``entries.map_columns``: the solve traced once, run on several columns at a time)."""
     parent = dof_parents(model)
     H = tree_factor(M, parent)
     nv = model.nv
-    columns = [tree_solve(H, parent, [-D[r][c] if D[r][c] is not ZERO else ZERO
-                                      for r in range(nv)])
-               for D in (dq, dqd) for c in range(nv)]
-    columns += [tree_solve(H, parent, [1.0 if r == c else ZERO for r in range(nv)])
-                for c in range(nv)]
+    rhs = [[-D[r][c] if D[r][c] is not ZERO else ZERO for r in range(nv)]
+           for D in (dq, dqd) for c in range(nv)]
+    rhs += [[1.0 if r == c else ZERO for r in range(nv)] for c in range(nv)]
+    columns = map_columns(xp, lambda b: tree_solve(H, parent, b), rhs)
     return tuple([[columns[part * nv + c][r] for c in range(nv)] for r in range(nv)]
                  for part in range(3))
 

@@ -7,7 +7,10 @@ A program becomes one function of LLVM IR, written here as text::
 which evaluates the program for states s = 0 .. n-1: input k of state s is the vector at
 ``inputs[k] + s * strides[k]`` (a stride of 0 broadcasts one vector over the batch), the result
 of state s goes to ``out + s * size``. The body of the loop is the program's straight-line code:
-all loads first, then every live node once, in the schedule's order, then the stores. Only IEEE
+all loads first, then every live node once, in the schedule's order, each output stored as soon
+as it is computed; a loop of the program becomes a loop with phis, a map a loop over vector
+registers (``_Segment.map``). After the states, a pass applies ``Program.guard`` (a state with a
+non-finite input gets NaN in its finite outputs). Only IEEE
 operations are emitted (no fast-math flags: no reassociation, no fused multiply-adds), so each
 state's result is the same bits whether it runs alone or in a batch of any size.
 
@@ -96,12 +99,12 @@ def kernel_ir(program, name="kernel", segment=SEGMENT, width=1):
     order = program.schedule()
     inputs = {input_name: k for k, (input_name, _) in enumerate(program.inputs)}
     segments, part, length = [], [], 0
-    for i in order:  # a loop's body counts in its length; its results stay with it
-        if length >= segment and g.op[i] != "loop_out":
+    for i in order:  # a loop's (map's) body counts in its length; its results stay with it
+        if length >= segment and g.op[i] not in ("loop_out", "map_out"):
             segments.append(part)
             part, length = [], 0
         part.append(i)
-        length += 1 + (len(g.value[i].order) if g.op[i] == "loop" else 0)
+        length += 1 + (len(g.value[i].order) if g.op[i] in ("loop", "map") else 0)
     segments.append(part)
     where = {i: s for s, part in enumerate(segments) for i in part}
     slots = {}  # node -> scratch slot, for values used in a later segment than their own
@@ -127,6 +130,8 @@ def kernel_ir(program, name="kernel", segment=SEGMENT, width=1):
                 f"noinline {{\nentry:\n{body}}}")
     used = sorted({g.value[i][0] for i in order if g.op[i] == "input"}, key=inputs.__getitem__)
     size = len(program.outputs)
+    sizes = dict(program.inputs)
+    guard = [name for name in program.guard if sizes.get(name) and size]
     k_in = max(len(inputs), 1)
     head = [f"define void @{name}(i64 %n, ptr noalias nocapture readonly %ins, "
             f"ptr noalias nocapture readonly %strides, ptr noalias nocapture %out) "
@@ -136,7 +141,7 @@ def kernel_ir(program, name="kernel", segment=SEGMENT, width=1):
             "  %orows = alloca [1 x ptr]",
             f"  %vout = alloca [{max(size, 1) * widths[0]} x double], align 64",
             f"  %scratch = alloca [{max(len(slots), 1) * widths[0]} x double], align 64"]
-    for input_name in used:
+    for input_name in sorted(set(used) | set(guard), key=inputs.__getitem__):
         k = inputs[input_name]
         head += [f"  %inp{k}.p = getelementptr ptr, ptr %ins, i64 {k}",
                  f"  %inp{k} = load ptr, ptr %inp{k}.p",
@@ -180,7 +185,7 @@ def kernel_ir(program, name="kernel", segment=SEGMENT, width=1):
     else:
         head += ["  br label %scheck", "scheck:", "  %sstart = add i64 0, 0"]
     head += ["  %anys = icmp slt i64 %sstart, %n",
-             "  br i1 %anys, label %loop, label %exit",
+             f"  br i1 %anys, label %loop, label %{'guard' if guard else 'exit'}",
              "loop:",
              "  %s = phi i64 [ %sstart, %scheck ], [ %s.next, %loop ]"]
     head += _row_pointers(used, inputs, "%s", "s", 0)
@@ -189,14 +194,66 @@ def kernel_ir(program, name="kernel", segment=SEGMENT, width=1):
              "  store ptr %orow, ptr %orows"]
     head += [f"  call void @{name}.w1.seg{s}(ptr %rows, ptr %scratch, ptr %orows)"
              for s in range(len(segments))]
+    end = "guard" if guard else "exit"
     head += ["  %s.next = add i64 %s, 1",
              "  %done = icmp eq i64 %s.next, %n",
-             "  br i1 %done, label %exit, label %loop",
-             "exit:",
+             f"  br i1 %done, label %{end}, label %loop"]
+    if guard:
+        head += _guard_ir(guard, inputs, sizes, size)
+    head += ["exit:",
              "  ret void",
              "}"]
     decls = [f"declare {ret} @{f}({args})" for f, ret, args in sorted(declared)]
     return "\n".join(decls + functions + head) + "\n"
+
+
+def _guard_ir(guard, inputs, sizes, size):
+    """IR of the pass over states s = 0 .. n-1 after the kernel's loops (``Program.guard``):
+    where an input named in ``guard`` holds a NaN or an infinity (x - x is not ordered), every
+    finite output of the state is made NaN (``call.propagate_non_finite``'s rule: the programs
+    leave out products with the model's exact zeros, and an input with them). A few operations
+    per input scalar, and the outputs only for such a state, instead of a comparison and a
+    select per output in the program."""
+    nan = _hex(float("nan"))
+    out = ["guard:",
+           "  %gany = icmp sgt i64 %n, 0",
+           "  br i1 %gany, label %gs, label %exit",
+           "gs:",
+           "  %g = phi i64 [ 0, %guard ], [ %g.next, %glatch ]"]
+    bad = "false"
+    for name in guard:
+        k = inputs[name]
+        out += [f"  %goff{k} = mul i64 %g, %st{k}",
+                f"  %grow{k} = getelementptr double, ptr %inp{k}, i64 %goff{k}"]
+        for j in range(sizes[name]):
+            tag = f"{k}.{j}"
+            out += [f"  %gp{tag} = getelementptr double, ptr %grow{k}, i64 {j}",
+                    f"  %gx{tag} = load double, ptr %gp{tag}",
+                    f"  %gd{tag} = fsub double %gx{tag}, %gx{tag}",
+                    f"  %gu{tag} = fcmp uno double %gd{tag}, 0.0",
+                    f"  %gb{tag} = or i1 {bad}, %gu{tag}"]
+            bad = f"%gb{tag}"
+    out += [f"  br i1 {bad}, label %gfix, label %glatch",
+            "gfix:",
+            f"  %gbase = mul i64 %g, {size}",
+            "  br label %gfl",
+            "gfl:",
+            "  %gj = phi i64 [ 0, %gfix ], [ %gj.next, %gfl ]",
+            "  %goi = add i64 %gbase, %gj",
+            "  %gop = getelementptr double, ptr %out, i64 %goi",
+            "  %go = load double, ptr %gop",
+            "  %god = fsub double %go, %go",
+            "  %gofin = fcmp ord double %god, 0.0",
+            f"  %gonew = select i1 %gofin, double {nan}, double %go",
+            "  store double %gonew, ptr %gop",
+            "  %gj.next = add i64 %gj, 1",
+            f"  %gjdone = icmp eq i64 %gj.next, {size}",
+            "  br i1 %gjdone, label %glatch, label %gfl",
+            "glatch:",
+            "  %g.next = add i64 %g, 1",
+            "  %gdone = icmp eq i64 %g.next, %n",
+            "  br i1 %gdone, label %exit, label %gs"]
+    return out
 
 
 def _row_pointers(used, inputs, state, tag, base):
@@ -226,6 +283,7 @@ class _Segment:
         self.sincos = {}
         self.block = "entry"
         self.count = 0
+        self.allocas = []  # the maps' tables, at the top of the entry block
 
     def emit(self, line):
         self.lines.append(line)
@@ -402,6 +460,24 @@ class _Segment:
 
     def ir(self):
         g, t = self.g, self.t
+        stores = {}  # node -> the outputs it is: stored as soon as it is computed, so that
+        for j, i in self.outputs:  # it is not live to the end (at level 0, 1,300 outputs
+            stores.setdefault(i, []).append(j)  # held to the end took LLVM 0.5 s)
+        row = None
+        if self.outputs and t.width == 1:
+            row = self.tmp()
+            self.emit(f"  {row} = load ptr, ptr %orows")
+
+        def store_output(i):
+            for j in stores.pop(i, ()):
+                p = self.tmp()
+                if t.width > 1:  # lanes: one vector store per output into the buffer %orows
+                    self.emit(f"  {p} = getelementptr double, ptr %orows, i64 {j * t.width}")
+                    self.emit(f"  store {t.f} {self.ref(i)}, ptr {p}, align 8")
+                else:
+                    self.emit(f"  {p} = getelementptr double, ptr {row}, i64 {j}")
+                    self.emit(f"  store double {self.ref(i)}, ptr {p}")
+
         for i in self.part:  # loads first: the inputs this segment reads
             if g.op[i] == "input":
                 self.ref(i)
@@ -409,10 +485,13 @@ class _Segment:
             op = g.op[i]
             if op in _INPUT_LIKE:
                 continue
-            if op == "loop":
-                self.loop(i)
+            if op in ("loop", "map"):
+                self.loop(i) if op == "loop" else self.map(i)
+                for o in g.loop_outs[i]:
+                    if o in stores and o not in self.part:
+                        store_output(o)
                 continue
-            v = self.value[i] if op == "loop_out" else self.node(i)
+            v = self.value[i] if op in ("loop_out", "map_out") else self.node(i)
             if i in self.slots:
                 stored = v
                 if g.kind(i) == "b":
@@ -422,21 +501,11 @@ class _Segment:
                 self.emit(f"  {p} = getelementptr double, ptr %scratch, i64 "
                           f"{self.slots[i] * t.width}")
                 self.emit(f"  store {t.f} {stored}, ptr {p}, align 8")
-        if t.width > 1:  # lanes: one vector store per output into the buffer %orows
-            for j, i in self.outputs:
-                p = self.tmp()
-                self.emit(f"  {p} = getelementptr double, ptr %orows, i64 {j * t.width}")
-                self.emit(f"  store {t.f} {self.ref(i)}, ptr {p}, align 8")
-        else:
-            row = self.tmp()
-            if self.outputs:
-                self.emit(f"  {row} = load ptr, ptr %orows")
-            for j, i in self.outputs:
-                p = self.tmp()
-                self.emit(f"  {p} = getelementptr double, ptr {row}, i64 {j}")
-                self.emit(f"  store double {self.ref(i)}, ptr {p}")
+            store_output(i)
+        for i in list(stores):  # inputs and constants
+            store_output(i)
         self.emit("  ret void")
-        return "\n".join(self.lines) + "\n"
+        return "\n".join(self.allocas + self.lines) + "\n"
 
     def loop(self, i):
         """A loop node: its operands (initial carries, outside values) before it; a header
@@ -474,6 +543,92 @@ class _Segment:
         self.block = f"{label}.exit"
         for o, x in zip(g.loop_outs[i], nexts):
             self.value[o] = x
+
+    def map(self, i):
+        """A map node (``graph.Map``): its columns' values stored to a table, a loop whose
+        body runs on a vector of lanes, and its results read back from a second table. In
+        scalar code (one state) the lanes are ``vector_width()`` columns, the last column
+        repeated to fill the last vector; in vector code (lanes are states) one column per
+        iteration. Each lane computes the same operations as the unrolled body (the same
+        bits)."""
+        g, t = self.g, self.t
+        spec, args = g.value[i], g.args[i]
+        K, R, C = len(spec.items), len(spec.outs), spec.n
+        lanes = vector_width() if t.width == 1 else t.width
+        per = lanes if t.width == 1 else 1  # columns per iteration
+        groups = -(-C // per)
+        vt = _Types(lanes)
+        label = f"mp{i}"
+        for name, size in (("in", groups * K), ("out", groups * R)):
+            self.allocas.append(f"  %{label}.{name} = alloca [{max(size, 1) * lanes} x double]"
+                                f", align {8 * lanes}")
+
+        def element(table, index):
+            p = self.tmp()
+            self.emit(f"  {p} = getelementptr double, ptr %{label}.{table}, i64 {index}")
+            return p
+
+        for c in range(groups * per):  # the table: [group][item][lane]
+            column = args[min(c, C - 1) * K:(min(c, C - 1) + 1) * K]
+            for k, a in enumerate(column):
+                index = ((c // per) * K + k) * lanes + c % per
+                v = self.ref(a)
+                self.emit(f"  store {t.f} {v}, ptr {element('in', index)}, align 8")
+        inside = {}
+        for a in args[C * K:]:  # values from outside: each in every lane
+            v = self.ref(a)
+            if t.width == 1:
+                kind = vt.b if g.kind(a) == "b" else vt.f
+                scalar = "i1" if g.kind(a) == "b" else "double"
+                x = self.tmp()
+                self.emit(f"  {x} = insertelement {kind} poison, {scalar} {v}, i64 0")
+                v = self.tmp()
+                self.emit(f"  {v} = shufflevector {kind} {x}, {kind} poison, "
+                          f"<{lanes} x i32> zeroinitializer")
+            inside[a] = v
+        before = self.block
+        self.emit(f"  br label %{label}.head")
+        self.emit(f"{label}.head:")
+        self.emit(f"  %{label}.k = phi i64 [ 0, %{before} ], [ %{label}.k.next, "
+                  f"%{label}.latch ]")
+        self.block = f"{label}.head"
+        outer = (self.t, self.value)
+        self.t, self.value = vt, inside
+        for k, item in enumerate(spec.items):
+            base = self.tmp()
+            self.emit(f"  {base} = mul i64 %{label}.k, {K * lanes}")
+            index = self.tmp()
+            self.emit(f"  {index} = add i64 {base}, {k * lanes}")
+            p = self.tmp()
+            self.emit(f"  {p} = getelementptr double, ptr %{label}.in, i64 {index}")
+            self.emit(f"  %v{item} = load {vt.f}, ptr {p}, align {8 * lanes}")
+            self.value[item] = f"%v{item}"
+        for b in spec.order:
+            self.node(b)
+        for o, x in enumerate(spec.outs):
+            v = self.ref(x)
+            base = self.tmp()
+            self.emit(f"  {base} = mul i64 %{label}.k, {R * lanes}")
+            index = self.tmp()
+            self.emit(f"  {index} = add i64 {base}, {o * lanes}")
+            p = self.tmp()
+            self.emit(f"  {p} = getelementptr double, ptr %{label}.out, i64 {index}")
+            self.emit(f"  store {vt.f} {v}, ptr {p}, align {8 * lanes}")
+        self.t, self.value = outer
+        self.emit(f"  br label %{label}.latch")
+        self.emit(f"{label}.latch:")
+        self.emit(f"  %{label}.k.next = add i64 %{label}.k, 1")
+        self.emit(f"  %{label}.done = icmp eq i64 %{label}.k.next, {groups}")
+        self.emit(f"  br i1 %{label}.done, label %{label}.exit, label %{label}.head")
+        self.emit(f"{label}.exit:")
+        self.block = f"{label}.exit"
+        outs = g.loop_outs[i]
+        for c in range(C):
+            for o in range(R):
+                index = ((c // per) * R + o) * lanes + c % per
+                v = f"%v{outs[c * R + o]}"
+                self.emit(f"  {v} = load {t.f}, ptr {element('out', index)}, align 8")
+                self.value[outs[c * R + o]] = v
 
     def node(self, i):
         """Emit node i (its operands emitted already) and return its IR value."""

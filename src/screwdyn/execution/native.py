@@ -32,7 +32,7 @@ import numpy as np
 from . import cache, entry, graph, llvm, trace
 from .store import Store
 from ..model.model import TracedParameters
-from .call import Call, core_shape, propagate_non_finite
+from .call import Call, core_shape
 
 VERSION = 1  # of the program format (bump when the kernel's calling convention changes)
 LEVELS = (0, 2)  # LLVM code generation levels: first, then optimised
@@ -288,20 +288,8 @@ def trace_program(function, model, algebra, inputs, bound=None, static=(), deriv
     for link, wrt in enumerate(derivatives):
         program = (graph.vjp(program, wrt.names, cotangent_name(link))
                    if isinstance(wrt, graph.Reverse) else graph.jacobian(program, wrt))
-    return _propagate_non_finite(program, model, inputs)
-
-
-def _propagate_non_finite(program, model, names):
-    """``program`` with ``call.propagate_non_finite``'s rule on its outputs (after any
-    derivative: a NaN input makes the derivatives NaN too)."""
-    g = program.graph
-    inputs = trace.inputs(g, {name: core_shape(model, name) for name in names})
-    result = trace.SymArray(np.array([g._handles[i] for i in program.outputs], dtype=object)
-                            .reshape(program.output_shape + (1,)))
-    guarded = trace._objects(propagate_non_finite(trace.xp, list(inputs.values()), result))
-    return graph.Program(g, program.inputs, [e if type(e) is graph.Node else g.operand(e)
-                                             for e in guarded.reshape(-1)],
-                         program.output_shape)
+    program.guard = tuple(inputs)  # call.propagate_non_finite's rule, in the kernel (llvm)
+    return program
 
 
 # -- the background thread that compiles optimised code ---------------------------------------

@@ -500,6 +500,33 @@ def fori_loop(n, body, x):
     return unpack(g.loop(n, lambda carries: pack(body(None, unpack(carries))), flat))
 
 
+def map_columns(f, columns):
+    """``[f(column) for column in columns]`` as one map of the program (``Graph.map``): ``f``
+    traced once, on one column, whatever the number of columns, and compiled to run several
+    columns in the lanes of vector registers. ``columns``: lists of K scalars each (one-state
+    SymArrays of shape (1,), floats, or anything ``float`` takes, such as an exact zero
+    ``ZERO``); ``f`` takes a list of K such scalars and returns a list of them. Returns, per
+    column, f's list (SymArrays of shape (1,) where traced)."""
+    def scalar(e):
+        if type(e) is SymArray or isinstance(e, np.ndarray):
+            a = _objects(e)
+            if a.size != 1:
+                raise ValueError(f"map_columns: a column's values are scalars, got shape "
+                                 f"{a.shape}")
+            e = a.reshape(-1)[0]
+        return e if type(e) is Node else float(e)
+
+    def entry(x):
+        return _wrap(_object_array([x])) if type(x) is Node else x
+
+    flat = [[scalar(e) for e in column] for column in columns]
+    g = _graph_of(*(x for column in flat for x in column))
+    if g is None or len(flat) < 2:  # constant columns, or one: f applied as it is
+        return [list(f(list(column))) for column in columns]
+    results = g.map(lambda items: [scalar(e) for e in f([entry(x) for x in items])], flat)
+    return [[entry(x) for x in column] for column in results]
+
+
 def _object_array(items):
     """A 1-D object array of ``items`` (Nodes and floats, never unpacked by numpy)."""
     out = np.empty((len(items),), dtype=object)
@@ -523,6 +550,7 @@ class _Namespace:
         return "screwdyn.execution.trace.xp"
 
     fori_loop = staticmethod(fori_loop)
+    map_columns = staticmethod(map_columns)
 
     @staticmethod
     def asarray(x, dtype=None):
