@@ -157,11 +157,13 @@ def _derivatives_from_columns(forward):
         (``derivatives.from_columns``), a coupling's G^T D G, forward dynamics' M^-1 (one
         batched inverse, then matrix products: this step is never traced). On numpy the pairs
         4 states at a time (their intermediates stay in the cache: 16 at a time of a 100-link
-        chain's took 7 times as long per state), the inverses 64 at a time."""
-        def pairs(part):
-            out = _derivs.from_columns(xp, model.nominal.tree, part)
+        chain's took 7 times as long per state), written into the result where the model has
+        no coupling, with one scratch array for the whole call (a fresh one per chunk cost a
+        page fault per 4 KiB), the inverses 64 at a time."""
+        def pairs(part, out=None, scratch=None):
             if model.coupling is None:
-                return out
+                return _derivs.from_columns(xp, model.nominal.tree, part, out, scratch)
+            out = _derivs.from_columns(xp, model.nominal.tree, part)
             G = model.coupling[3]
             n = out.shape[-1] // 3
             return xp.concatenate([xp.matmul(xp.matmul(G.T, out[..., k * n:(k + 1) * n]), G)
@@ -171,9 +173,13 @@ def _derivatives_from_columns(forward):
             nv = model.nv
             Minv = xp.linalg.inv(out[..., 2 * nv:])
             rhs = out[..., :2 * nv]
-            if xp is np:  # a contiguous operand: numpy's stacked matmul then calls BLAS
-                rhs = np.ascontiguousarray(rhs)
-            return xp.concatenate([-xp.matmul(Minv, rhs), Minv], axis=-1)
+            if xp is not np:
+                return xp.concatenate([-xp.matmul(Minv, rhs), Minv], axis=-1)
+            # a contiguous operand: numpy's stacked matmul then calls BLAS; in place
+            np.matmul(Minv, np.ascontiguousarray(rhs), out=rhs)
+            np.negative(rhs, out=rhs)
+            out[..., 2 * nv:] = Minv
+            return out
 
         if xp is not np:
             out = pairs(factors)
@@ -184,11 +190,17 @@ def _derivatives_from_columns(forward):
         validation.check_fits(flat.shape[0] * nv * 3 * nv * 8,
                               f"the result, shape {batch + (nv, 3 * nv)} float64,")
         out = np.empty((flat.shape[0], nv, 3 * nv))
+        scratch = np.empty((min(4, flat.shape[0]), nv, 3 * nv)) if model.coupling is None \
+            else None
         for start in range(0, flat.shape[0], 4):
-            out[start:start + 4] = pairs(flat[start:start + 4])
+            chunk = out[start:start + 4]
+            if scratch is None:
+                chunk[...] = pairs(flat[start:start + 4])
+            else:
+                pairs(flat[start:start + 4], chunk, scratch[:len(chunk)])
         if forward:
             for start in range(0, flat.shape[0], 64):
-                out[start:start + 64] = solved(out[start:start + 64])
+                solved(out[start:start + 64])
         return out.reshape(batch + (nv, 3 * nv))
     return finish
 
