@@ -748,8 +748,8 @@ def _mapped_numpy(x, y):
 def test_maps_compute_the_bits_of_the_unrolled_program():
     """A map of the program (``trace.map_columns``) against the same program unrolled
     (``graph.unroll``) and numpy: the same bits compiled whole or in segments, in scalar code
-    (columns in the vector lanes) or four states at a time (one column per iteration); the
-    map's program is one body long."""
+    (the map: columns in the vector lanes) or four states at a time (the map unrolled,
+    ``graph.unroll_maps``); the map's program is one body long."""
     program = trace.trace(_mapped, {"x": 2, "y": 1})
     unrolled = graph.unroll(program)
     ops = program.count()
@@ -772,6 +772,10 @@ def test_maps_compute_the_bits_of_the_unrolled_program():
             outs.append(out)
     for out in outs[1:]:
         assert np.array_equal(out, outs[0], equal_nan=True)
+    # scalar code runs the map (columns in the lanes); vector code its unrolled columns
+    functions = llvm.kernel_ir(program, width=4).split("define ")
+    assert any("%mp" in f for f in functions if f.startswith("internal void @kernel.w1"))
+    assert not any("%mp" in f for f in functions if f.startswith("internal void @kernel.w4"))
     for k in range(9):
         assert np.array_equal(program.evaluate(x=x[k], y=y[k]),
                               unrolled.evaluate(x=x[k], y=y[k]), equal_nan=True)

@@ -869,6 +869,29 @@ def vjp(program, wrt, cotangent):
     return Program(g, inputs, outputs, (len(wanted),))
 
 
+def unroll_maps(program):
+    """``program`` with every map replaced by its body once per column (``Graph.unrolled_map``;
+    loops kept), in the same graph; the same program if it has no map, or if a loop reads a
+    map's results. The unrolled columns fold their constants again."""
+    g = program.graph
+    order = program.schedule()
+    if not any(g.op[i] == "map" for i in order):
+        return program
+    env = {}
+    h = g._handles
+    for i in order:
+        op, args = g.op[i], g.args[i]
+        if op == "map":
+            env.update(zip(g.loop_outs[i],
+                           g.unrolled_map(i, lambda a: env[a] if a in env else h[a])))
+        elif op == "loop" and any(a in env for a in args):
+            return program  # a loop reading a map's results keeps the map (lanes over states)
+        elif op not in ("loop_out", "map_out") and any(a in env for a in args):
+            env[i] = g.apply(op, *(env[a] if a in env else h[a] for a in args))
+    return Program(g, program.inputs, [env.get(i, h[i]) for i in program.outputs],
+                   program.output_shape, program.guard)
+
+
 def unroll(program):
     """``program`` with every loop replaced by its body repeated (``Graph.unrolled_loop``) and
     every map by its body once per column (``Graph.unrolled_map``), in the same graph: the

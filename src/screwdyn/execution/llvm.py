@@ -22,6 +22,8 @@ resolved in the process when the object code is loaded.
 import struct
 import threading
 
+from . import graph
+
 _LOCK = threading.RLock()  # LLVM's global state is not thread-safe
 _STATE = {}
 
@@ -94,33 +96,20 @@ def kernel_ir(program, name="kernel", segment=SEGMENT, width=1):
     one after the other for each state (or group of states), with the values that cross from one
     to a later one kept in a scratch array: LLVM's compile time grows faster than linearly with
     the length of one function (a 100-link chain's mass matrix, 86,000 nodes in one function,
-    did not compile in 3 minutes). The split changes no result: each node is the same operation."""
+    did not compile in 3 minutes). The split changes no result: each node is the same operation.
+
+    The vector loop runs ``program`` with its maps unrolled (``graph.unroll_maps``: lanes hold
+    states, and the unrolled columns fold their constants again, as the sparse columns of
+    forward dynamics' derivatives do), the scalar loop ``program`` with its maps."""
     g = program.graph
-    order = program.schedule()
     inputs = {input_name: k for k, (input_name, _) in enumerate(program.inputs)}
-    segments, part, length = [], [], 0
-    for i in order:  # a loop's (map's) body counts in its length; its results stay with it
-        if length >= segment and g.op[i] not in ("loop_out", "map_out"):
-            segments.append(part)
-            part, length = [], 0
-        part.append(i)
-        length += 1 + (len(g.value[i].order) if g.op[i] in ("loop", "map") else 0)
-    segments.append(part)
-    where = {i: s for s, part in enumerate(segments) for i in part}
-    slots = {}  # node -> scratch slot, for values used in a later segment than their own
-    for s, part in enumerate(segments):
-        for i in part:
-            for a in g.args[i]:
-                if where[a] != s and g.op[a] not in _INPUT_LIKE and a not in slots:
-                    slots[a] = len(slots)
-    outputs_of = {}
-    for j, i in enumerate(program.outputs):
-        home = where[i] if g.op[i] not in _INPUT_LIKE else 0
-        outputs_of.setdefault(home, []).append((j, i))
-    declared = set()
     widths = (1,) if width == 1 else (width, 1)
+    layouts = {w: _layout(graph.unroll_maps(program) if w > 1 else program, segment)
+               for w in widths}
+    declared = set()
     functions = []
     for w in widths:
+        segments, slots, outputs_of = layouts[w][1:]
         for s, part in enumerate(segments):
             body = _Segment(g, part, inputs, slots, outputs_of.get(s, ()), declared,
                             _Types(w)).ir()
@@ -128,7 +117,10 @@ def kernel_ir(program, name="kernel", segment=SEGMENT, width=1):
                 f"define internal void @{name}.w{w}.seg{s}(ptr noalias nocapture readonly %rows, "
                 f"ptr noalias nocapture %scratch, ptr noalias nocapture %orows) nounwind "
                 f"noinline {{\nentry:\n{body}}}")
-    used = sorted({g.value[i][0] for i in order if g.op[i] == "input"}, key=inputs.__getitem__)
+    used = sorted({g.value[i][0] for w in widths for i in layouts[w][0] if g.op[i] == "input"},
+                  key=inputs.__getitem__)
+    scratch = max(max(len(layouts[w][2]), 1) * w for w in widths)
+    segments = {w: len(layouts[w][1]) for w in widths}
     size = len(program.outputs)
     sizes = dict(program.inputs)
     guard = [name for name in program.guard if sizes.get(name) and size]
@@ -140,7 +132,7 @@ def kernel_ir(program, name="kernel", segment=SEGMENT, width=1):
             f"  %rows = alloca [{k_in * widths[0]} x ptr]",
             "  %orows = alloca [1 x ptr]",
             f"  %vout = alloca [{max(size, 1) * widths[0]} x double], align 64",
-            f"  %scratch = alloca [{max(len(slots), 1) * widths[0]} x double], align 64"]
+            f"  %scratch = alloca [{scratch} x double], align 64"]
     for input_name in sorted(set(used) | set(guard), key=inputs.__getitem__):
         k = inputs[input_name]
         head += [f"  %inp{k}.p = getelementptr ptr, ptr %ins, i64 {k}",
@@ -158,7 +150,7 @@ def kernel_ir(program, name="kernel", segment=SEGMENT, width=1):
             head.append(f"  %sv{lane} = add i64 %sv, {lane}")
             head += _row_pointers(used, inputs, f"%sv{lane}", f"v{lane}", lane * k_in)
         head += [f"  call void @{name}.w{width}.seg{s}(ptr %rows, ptr %scratch, ptr %vout)"
-                 for s in range(len(segments))]
+                 for s in range(segments[width])]
         # the buffer (output-major, lanes inner) to the output rows of the states sv, sv + 1, ...
         head += [f"  %vbase = mul i64 %sv, {size}",
                  "  br label %vcopy",
@@ -193,7 +185,7 @@ def kernel_ir(program, name="kernel", segment=SEGMENT, width=1):
              "  %orow = getelementptr double, ptr %out, i64 %outoff",
              "  store ptr %orow, ptr %orows"]
     head += [f"  call void @{name}.w1.seg{s}(ptr %rows, ptr %scratch, ptr %orows)"
-             for s in range(len(segments))]
+             for s in range(segments[1])]
     end = "guard" if guard else "exit"
     head += ["  %s.next = add i64 %s, 1",
              "  %done = icmp eq i64 %s.next, %n",
@@ -205,6 +197,35 @@ def kernel_ir(program, name="kernel", segment=SEGMENT, width=1):
              "}"]
     decls = [f"declare {ret} @{f}({args})" for f, ret, args in sorted(declared)]
     return "\n".join(decls + functions + head) + "\n"
+
+
+def _layout(program, segment):
+    """(order, segments, slots, outputs_of) of ``program`` split into functions of about
+    ``segment`` nodes (see ``kernel_ir``): its schedule; the node ids of each segment; the
+    scratch slot of each value used by a later segment than its own; per segment, the (output
+    index, node) pairs it stores."""
+    g = program.graph
+    order = program.schedule()
+    segments, part, length = [], [], 0
+    for i in order:  # a loop's (map's) body counts in its length; its results stay with it
+        if length >= segment and g.op[i] not in ("loop_out", "map_out"):
+            segments.append(part)
+            part, length = [], 0
+        part.append(i)
+        length += 1 + (len(g.value[i].order) if g.op[i] in ("loop", "map") else 0)
+    segments.append(part)
+    where = {i: s for s, part in enumerate(segments) for i in part}
+    slots = {}
+    for s, part in enumerate(segments):
+        for i in part:
+            for a in g.args[i]:
+                if where[a] != s and g.op[a] not in _INPUT_LIKE and a not in slots:
+                    slots[a] = len(slots)
+    outputs_of = {}
+    for j, i in enumerate(program.outputs):
+        home = where[i] if g.op[i] not in _INPUT_LIKE else 0
+        outputs_of.setdefault(home, []).append((j, i))
+    return order, segments, slots, outputs_of
 
 
 def _guard_ir(guard, inputs, sizes, size):
