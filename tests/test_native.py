@@ -652,6 +652,23 @@ def _looped_numpy(x, y):
     return np.concatenate([c * 3.0, np.sin(x) + c[0:2]])
 
 
+def _compiled_alike(program, unrolled, x, y):
+    """The outputs (states, size) of ``program`` and of ``unrolled`` compiled whole and in
+    segments of 5 nodes, in one lane and in four, on the states x, y: checked to be the same
+    bits; the first."""
+    outs = []
+    for p in (program, unrolled):
+        for segment, width in ((10 ** 9, 1), (5, 1), (10 ** 9, 4), (5, 4)):
+            ir = llvm.kernel_ir(p, segment=segment, width=width)
+            library = llvm.Library(llvm.compile_object(ir, 0 if width == 1 else 2))
+            out = np.empty((len(x), len(p.outputs)))
+            entry.caller(library.address("kernel"))([x, y], out, len(x))
+            outs.append(out)
+    for out in outs[1:]:
+        assert np.array_equal(out, outs[0], equal_nan=True)
+    return outs
+
+
 def test_loops_compute_the_bits_of_the_unrolled_program():
     """A loop of the program (``trace.fori_loop``) against the same program unrolled
     (``graph.unroll``) and numpy: the same bits compiled whole or in segments, in one lane or
@@ -664,37 +681,12 @@ def test_loops_compute_the_bits_of_the_unrolled_program():
     rng = np.random.default_rng(8)
     x, y = rng.normal(size=(9, 2)), rng.normal(size=(9, 1))
     x[3, 0], x[4, 1] = np.nan, 1e9
-    outs = []
-    for p in (program, unrolled):
-        for segment, width in ((10 ** 9, 1), (5, 1), (10 ** 9, 4), (5, 4)):
-            ir = llvm.kernel_ir(p, segment=segment, width=width)
-            library = llvm.Library(llvm.compile_object(ir, 0 if width == 1 else 2))
-            out = np.empty((9, 6))
-            entry.caller(library.address("kernel"))([x, y], out, 9)
-            outs.append(out)
-    for out in outs[1:]:
-        assert np.array_equal(out, outs[0], equal_nan=True)
+    outs = _compiled_alike(program, unrolled, x, y)
     for k in range(9):
         assert np.array_equal(program.evaluate(x=x[k], y=y[k]),
                               unrolled.evaluate(x=x[k], y=y[k]), equal_nan=True)
         np.testing.assert_allclose(outs[0][k], _looped_numpy(x[k], y[k]), rtol=1e-12,
                                    atol=1e-12)
-
-
-def test_derivatives_of_loops_are_those_of_the_unrolled_program():
-    program = trace.trace(_looped, {"x": 2, "y": 1})
-    unrolled = graph.unroll(program)
-    x, y = np.array([0.3, -0.7]), np.array([1.3])
-    for p, q in ((graph.jacobian(program, ("x", "y")), graph.jacobian(unrolled, ("x", "y"))),
-                 (graph.vjp(program, ("x",), "w"), graph.vjp(unrolled, ("x",), "w"))):
-        w = np.linspace(-1, 1, 6)
-        assert np.array_equal(p.evaluate(x=x, y=y, w=w), q.evaluate(x=x, y=y, w=w))
-    J = graph.jacobian(program, ("x",)).evaluate(x=x, y=y)
-    h = 1e-6
-    for k in range(2):
-        e = np.eye(2)[k] * h
-        np.testing.assert_allclose(J[:, k], (_looped_numpy(x + e, y) - _looped_numpy(x - e, y))
-                                   / (2 * h), rtol=1e-6, atol=1e-7)
 
 
 def test_fori_loop_edge_cases():
@@ -762,16 +754,7 @@ def test_maps_compute_the_bits_of_the_unrolled_program():
     rng = np.random.default_rng(9)
     x, y = rng.normal(size=(9, 2)), rng.normal(size=(9, 1))
     x[3, 0], x[4, 1], x[5, 0], y[6, 0] = np.nan, 1e9, np.inf, -0.5
-    outs = []
-    for p in (program, unrolled):
-        for segment, width in ((10 ** 9, 1), (5, 1), (10 ** 9, 4), (5, 4)):
-            ir = llvm.kernel_ir(p, segment=segment, width=width)
-            library = llvm.Library(llvm.compile_object(ir, 0 if width == 1 else 2))
-            out = np.empty((9, 35))
-            entry.caller(library.address("kernel"))([x, y], out, 9)
-            outs.append(out)
-    for out in outs[1:]:
-        assert np.array_equal(out, outs[0], equal_nan=True)
+    outs = _compiled_alike(program, unrolled, x, y)
     # scalar code runs the map (columns in the lanes); vector code its unrolled columns
     functions = llvm.kernel_ir(program, width=4).split("define ")
     assert any("%mp" in f for f in functions if f.startswith("internal void @kernel.w1"))
@@ -784,20 +767,26 @@ def test_maps_compute_the_bits_of_the_unrolled_program():
                                        atol=1e-12)
 
 
-def test_derivatives_of_maps_are_those_of_the_unrolled_program():
-    program = trace.trace(_mapped, {"x": 2, "y": 1})
+@pytest.mark.parametrize("traced,twin,x", [(_looped, _looped_numpy, [0.3, -0.7]),
+                                            (_mapped, _mapped_numpy, [0.3, 0.7])],
+                         ids=["loop", "map"])
+def test_derivatives_of_loops_and_maps_are_those_of_the_unrolled_program(traced, twin, x):
+    """Forward and reverse derivatives of a program with a loop or a map: the bits of the
+    unrolled program's, and central differences of the numpy twin."""
+    program = trace.trace(traced, {"x": 2, "y": 1})
     unrolled = graph.unroll(program)
-    x, y = np.array([0.3, 0.7]), np.array([1.3])
+    x, y = np.array(x), np.array([1.3])
+    size = len(program.outputs)
     for p, q in ((graph.jacobian(program, ("x", "y")), graph.jacobian(unrolled, ("x", "y"))),
                  (graph.vjp(program, ("x",), "w"), graph.vjp(unrolled, ("x",), "w"))):
-        w = np.linspace(-1, 1, 35)
+        w = np.linspace(-1, 1, size)
         assert np.array_equal(p.evaluate(x=x, y=y, w=w), q.evaluate(x=x, y=y, w=w))
     J = graph.jacobian(program, ("x",)).evaluate(x=x, y=y)
     h = 1e-6
     for k in range(2):
         e = np.eye(2)[k] * h
-        np.testing.assert_allclose(J[:, k], (_mapped_numpy(x + e, y) - _mapped_numpy(x - e, y))
-                                   / (2 * h), rtol=1e-6, atol=1e-7)
+        np.testing.assert_allclose(J[:, k], (twin(x + e, y) - twin(x - e, y)) / (2 * h),
+                                   rtol=1e-6, atol=1e-7)
 
 
 def test_map_columns_edge_cases():

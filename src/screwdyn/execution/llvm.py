@@ -615,26 +615,21 @@ class _Segment:
         self.block = f"{label}.head"
         outer = (self.t, self.value)
         self.t, self.value = vt, inside
-        for k, item in enumerate(spec.items):
-            base = self.tmp()
-            self.emit(f"  {base} = mul i64 %{label}.k, {K * lanes}")
-            index = self.tmp()
+        def vector(table, per_iteration, k):  # the address of vector k of this iteration
+            base, index, p = self.tmp(), self.tmp(), self.tmp()
+            self.emit(f"  {base} = mul i64 %{label}.k, {per_iteration * lanes}")
             self.emit(f"  {index} = add i64 {base}, {k * lanes}")
-            p = self.tmp()
-            self.emit(f"  {p} = getelementptr double, ptr %{label}.in, i64 {index}")
-            self.emit(f"  %v{item} = load {vt.f}, ptr {p}, align {8 * lanes}")
+            self.emit(f"  {p} = getelementptr double, ptr %{label}.{table}, i64 {index}")
+            return p
+
+        for k, item in enumerate(spec.items):
+            self.emit(f"  %v{item} = load {vt.f}, ptr {vector('in', K, k)}, align {8 * lanes}")
             self.value[item] = f"%v{item}"
         for b in spec.order:
             self.node(b)
         for o, x in enumerate(spec.outs):
-            v = self.ref(x)
-            base = self.tmp()
-            self.emit(f"  {base} = mul i64 %{label}.k, {R * lanes}")
-            index = self.tmp()
-            self.emit(f"  {index} = add i64 {base}, {o * lanes}")
-            p = self.tmp()
-            self.emit(f"  {p} = getelementptr double, ptr %{label}.out, i64 {index}")
-            self.emit(f"  store {vt.f} {v}, ptr {p}, align {8 * lanes}")
+            self.emit(f"  store {vt.f} {self.ref(x)}, ptr {vector('out', R, o)}, "
+                      f"align {8 * lanes}")
         self.t, self.value = outer
         self.emit(f"  br label %{label}.latch")
         self.emit(f"{label}.latch:")
