@@ -204,8 +204,8 @@ def from_columns(xp, model, factors, out=None, scratch=None):
         np.matmul(*R, out=out)
         left = np.matmul(A, B, out=scratch)
         np.copyto(out, left, where=below)
-        if above is not None:  # unrelated pairs: zero
-            np.copyto(out, 0.0, where=~(below | above))
+        if above is not None:  # unrelated pairs: zero (NaN for a state of NaN factors)
+            np.copyto(out, np.subtract(left, left, out=left), where=~(below | above))
     terms = [] if own_maps is None else [(own[..., :, :, None] * own_maps).sum(axis=-3)]
     if joint_terms is not None:  # [r, start_r + m] = own[m, r], in d/dq; damping, armature
         terms.append(joint_terms)
