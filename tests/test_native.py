@@ -712,8 +712,9 @@ def test_fori_loop_edge_cases():
 def _mapped(x, y):
     """A program with a map over 7 columns (not a multiple of the lanes) of 3 values each (an
     input, a product, a constant or a comparison: only in arithmetic, see ``Graph.map``),
-    whose body holds sine and cosine (the C library's beyond the reduction), a select on a value from outside, and results that are an
-    item, a constant and a value from outside; its numpy twin is ``_mapped_numpy``."""
+    whose body holds sine and cosine (the C library's beyond the reduction), a select on a
+    value from outside, and results that are an item, a constant and a value from outside;
+    its numpy twin is ``_mapped_numpy``."""
     xp = trace.xp
     outside = y[0] * 2.0
     flag = y[0] > 0.0

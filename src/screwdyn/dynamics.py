@@ -160,14 +160,18 @@ def _derivatives_from_columns(forward):
         chain's took 7 times as long per state), written into the result where the model has
         no coupling, with one scratch array for the whole call (a fresh one per chunk cost a
         page fault per 4 KiB), the inverses 64 at a time."""
-        def pairs(part, out=None, scratch=None):
+        def pairs(part, out=None, scratch=None):  # into ``out`` where given (numpy)
             if model.coupling is None:
                 return _derivs.from_columns(xp, model.nominal.tree, part, out, scratch)
-            out = _derivs.from_columns(xp, model.nominal.tree, part)
+            D = _derivs.from_columns(xp, model.nominal.tree, part)
             G = model.coupling[3]
-            n = out.shape[-1] // 3
-            return xp.concatenate([xp.matmul(xp.matmul(G.T, out[..., k * n:(k + 1) * n]), G)
-                                   for k in range(3)], axis=-1)
+            n = D.shape[-1] // 3
+            reduced = xp.concatenate([xp.matmul(xp.matmul(G.T, D[..., k * n:(k + 1) * n]), G)
+                                      for k in range(3)], axis=-1)
+            if out is None:
+                return reduced
+            out[...] = reduced
+            return out
 
         def solved(out):  # [-M^-1 dq, -M^-1 dqd, M^-1]
             nv = model.nv
@@ -194,10 +198,7 @@ def _derivatives_from_columns(forward):
             else None
         for start in range(0, flat.shape[0], 4):
             chunk = out[start:start + 4]
-            if scratch is None:
-                chunk[...] = pairs(flat[start:start + 4])
-            else:
-                pairs(flat[start:start + 4], chunk, scratch[:len(chunk)])
+            pairs(flat[start:start + 4], chunk, None if scratch is None else scratch[:len(chunk)])
         if forward:
             for start in range(0, flat.shape[0], 64):
                 solved(out[start:start + 64])

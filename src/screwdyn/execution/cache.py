@@ -475,9 +475,10 @@ def source_fingerprint():
     """A digest of ``source_files()`` (names and contents): a program compiled by other code is
     never reused. Computed once per set of root modules (a module defining functions imported
     later adds roots), not per call. Finding the files reads their imports (about 30 ms for
-    the package's 90 modules, as text), so the digest is also kept in the disk cache under a digest of the
-    whole package's sources and the roots: a later process with the same sources reads it
-    (milliseconds); any edit anywhere in the package makes it computed again."""
+    the package's 90 modules, as text), so the digest is also kept in the disk cache under a
+    digest of the whole package's sources and the roots: a later process with the same
+    sources reads it (milliseconds); any edit anywhere in the package makes it computed
+    again."""
     roots = _roots()
     state = _STATE.get("source")
     if state is None or state[0] != roots:

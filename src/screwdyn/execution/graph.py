@@ -227,16 +227,16 @@ class Graph:
 
     def map(self, body, columns):
         """``[body(column) for column in columns]`` as one ``map`` node: ``columns``, C lists
-        of K operands (Nodes or floats; booleans become 1.0 / 0.0); ``body`` maps K ``item`` Nodes to a list
-        of values (the same) and is traced once. Returns C lists of ``map_out`` Nodes. The
-        columns are independent, so compiled code runs several in the lanes of vector
-        registers (``llvm``). Fewer than two columns, or a body that reads no item: the body
-        applied to each column (no map). A body holds no loop or map. Each column computes the
-        operations of the unrolled body in the same order, with one difference: a constant in
-        a column is not folded into the body (traced once, on items), which is exact for
-        arithmetic, but an elementary function of it (sin, exp, ...) is computed by the
-        compiled code where the unrolled body holds ``math``'s value: they can differ in the
-        last bit."""
+        of K operands (Nodes or floats; booleans become 1.0 / 0.0); ``body`` maps K ``item``
+        Nodes to a list of values (the same) and is traced once. Returns C lists of
+        ``map_out`` Nodes. The columns are independent, so compiled code runs several in the
+        lanes of vector registers (``llvm``). Fewer than two columns, or a body that reads no
+        item: the body applied to each column (no map). A body holds no loop or map. Each
+        column computes the operations of the unrolled body in the same order, with one
+        difference: a constant in a column is not folded into the body (traced once, on items),
+        which is exact for arithmetic, but an elementary function of it (sin, exp, ...) is
+        computed by the compiled code where the unrolled body holds ``math``'s value: they can
+        differ in the last bit."""
         columns = [[self._float(x) for x in column] for column in columns]
         if len(columns) < 2:
             return [[self._float(x) for x in body(list(column))] for column in columns]
@@ -599,8 +599,8 @@ class Program:
     the graph's input nodes (name, index); ``outputs``, node ids, in the flat order of the
     result, of shape ``output_shape``; ``guard``, names of inputs any non-finite value of which
     makes every finite output NaN (``call.propagate_non_finite``'s rule, applied by the
-    compiled kernel to such states after their outputs, and by ``evaluate``; not carried over
-    to the programs that transformations make)."""
+    compiled kernel to such states after their outputs, and by ``evaluate``; kept by
+    ``unroll_maps``, not by the derivative transformations, whose programs get their own)."""
 
     def __init__(self, graph, inputs, outputs, output_shape, guard=()):
         self.graph, self.inputs = graph, list(inputs)

@@ -120,7 +120,7 @@ def kernel_ir(program, name="kernel", segment=SEGMENT, width=1):
     used = sorted({g.value[i][0] for w in widths for i in layouts[w][0] if g.op[i] == "input"},
                   key=inputs.__getitem__)
     scratch = max(max(len(layouts[w][2]), 1) * w for w in widths)
-    segments = {w: len(layouts[w][1]) for w in widths}
+    functions_of = {w: len(layouts[w][1]) for w in widths}  # segment functions per width
     size = len(program.outputs)
     sizes = dict(program.inputs)
     guard = [name for name in program.guard if sizes.get(name) and size]
@@ -150,7 +150,7 @@ def kernel_ir(program, name="kernel", segment=SEGMENT, width=1):
             head.append(f"  %sv{lane} = add i64 %sv, {lane}")
             head += _row_pointers(used, inputs, f"%sv{lane}", f"v{lane}", lane * k_in)
         head += [f"  call void @{name}.w{width}.seg{s}(ptr %rows, ptr %scratch, ptr %vout)"
-                 for s in range(segments[width])]
+                 for s in range(functions_of[width])]
         # the buffer (output-major, lanes inner) to the output rows of the states sv, sv + 1, ...
         head += [f"  %vbase = mul i64 %sv, {size}",
                  "  br label %vcopy",
@@ -185,7 +185,7 @@ def kernel_ir(program, name="kernel", segment=SEGMENT, width=1):
              "  %orow = getelementptr double, ptr %out, i64 %outoff",
              "  store ptr %orow, ptr %orows"]
     head += [f"  call void @{name}.w1.seg{s}(ptr %rows, ptr %scratch, ptr %orows)"
-             for s in range(segments[1])]
+             for s in range(functions_of[1])]
     end = "guard" if guard else "exit"
     head += ["  %s.next = add i64 %s, 1",
              "  %done = icmp eq i64 %s.next, %n",
