@@ -189,6 +189,26 @@ def _program(name="inverse_dynamics"):
     return program
 
 
+def test_optimised_code_made_in_the_background_is_kept_where_it_was_asked_for(cache_dir,
+                                                                             tmp_path):
+    """The directory is the one in use when the program was made: a ``set_directory`` (another
+    test, another user of the process) before the background compilation ends does not receive
+    the entry (before: it did, and a test that set its own empty cache found code in it)."""
+    model = sd.robots.load("ur5")
+    later = tmp_path / "later"
+    with native._WORKER["busy"]:  # the worker waits while the directory changes
+        args, want = _compile_into(cache_dir, model)
+        program = _program()
+        assert program.level == 0
+        program.optimise(wait=False)
+        cache.set_directory(later)
+    native.wait_for_optimisation()
+    assert program.level == 2 and program.error is None
+    assert f"{program.key}.o" in _entries(cache_dir)
+    assert not later.exists() or _entries(later) == []
+    np.testing.assert_allclose(sd.inverse_dynamics(model, *args), want, atol=1e-12)
+
+
 def test_a_directory_others_can_write_is_never_used(cache_dir):
     model = sd.robots.load("ur5")
     args, want = _compile_into(cache_dir, model)

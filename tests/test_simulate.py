@@ -631,10 +631,11 @@ def test_native_rollouts_switch_to_optimised_code_in_the_same_bits(tmp_path, mon
     took to make, level 2 is compiled in the background and used from the next call on, and
     the disk cache keeps it. The two give the same bits, so the switch changes nothing, even
     in the middle of a run."""
-    from screwdyn.execution import native
+    from screwdyn.execution import cache, native
     from screwdyn.execution import rollout as native_rollout
 
-    monkeypatch.setenv("SCREWDYN_CACHE_DIR", str(tmp_path))
+    native.wait_for_optimisation()  # nothing queued by an earlier test is still being made
+    monkeypatch.setattr(cache, "_STATE", dict(cache._STATE, directory=str(tmp_path)))
     monkeypatch.setattr(native_rollout, "_ROLLOUTS", native_rollout.Store("test rollouts"))
     model = arm3()
     pd = controllers.JointPD(model, kp=[20.0, 30.0, 10.0], kd=2.0, q_ref=[0.2, 0.1, 0.3])

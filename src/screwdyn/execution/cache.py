@@ -137,10 +137,11 @@ def _make_private(folder):
 
 
 @contextlib.contextmanager
-def _open_directory(create):
-    """The cache directory as an open file descriptor (entries are opened relative to it), or
-    None where it does not exist (and ``create`` is false) or is not safe (one warning)."""
-    folder = directory()
+def _open_directory(create, folder=None):
+    """The cache directory (``folder``, else ``directory()``) as an open file descriptor
+    (entries are opened relative to it), or None where it does not exist (and ``create`` is
+    false) or is not safe (one warning)."""
+    folder = directory() if folder is None else folder
     if not {os.open, os.unlink, os.rename, os.utime} <= os.supports_dir_fd:  # (replace: as rename)
         _warn(("platform", folder), "the program cache opens its entries relative to the checked "
               "directory (dir_fd), which this platform lacks, so it is not used")
@@ -239,23 +240,26 @@ def has(key):
         return data is not None and _parse(key, data) is not None
 
 
-def store_object(key, payload, description=None):
+def store_object(key, payload, description=None, folder=None):
     """Write ``payload`` under ``key`` with its ``description`` (atomically, mode 0600), then
-    prune the cache to its size limit; returns ``payload``. A directory that cannot be written,
-    or is not safe, gives one ``CacheWarning`` per process."""
+    prune the cache to its size limit; returns ``payload``. ``folder``: the cache directory to
+    write in, else ``directory()`` now (code compiled in the background passes the directory of
+    the call that asked for it, so a later ``set_directory`` does not receive it). A directory
+    that cannot be written, or is not safe, gives one ``CacheWarning`` per process."""
     payload = bytes(payload)
+    folder = directory() if folder is None else folder
     about = _describe(description)
     data = _header(key, about, payload) + hashlib.sha256(about + payload).digest() + payload
     try:
-        with _open_directory(create=True) as fd:
+        with _open_directory(create=True, folder=folder) as fd:
             if fd is None:
-                if not os.path.isdir(directory()):
-                    raise FileNotFoundError(f"cannot create {directory()!r}")
+                if not os.path.isdir(folder):
+                    raise FileNotFoundError(f"cannot create {folder!r}")
                 return payload  # not safe: warned
             _write(fd, key + ".o", data)
             prune(fd=fd)
     except OSError as error:
-        _warn(("write", directory()), f"cannot write the program cache in {directory()!r} "
+        _warn(("write", folder), f"cannot write the program cache in {folder!r} "
               f"({error}) (set SCREWDYN_CACHE_DIR to a writable directory to keep them)")
     return payload
 

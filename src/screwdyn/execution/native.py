@@ -68,6 +68,7 @@ class NativeProgram:
         self._program = None  # the traced graph.Program while the optimised code is made
         self._optimised = threading.Event()
         self._queued = False
+        self._folder = cache.directory()  # where its optimised code is kept, made later
         self.error = None
 
     def _install(self, obj, level):
@@ -130,7 +131,7 @@ class NativeProgram:
         try:
             obj = llvm.compile_object(self._source_ir(vector=True), LEVELS[-1])
             cache.store_object(_level_key(self.key, LEVELS[-1]), obj,
-                               self.description(LEVELS[-1]))
+                               self.description(LEVELS[-1]), folder=self._folder)
             self._install(obj, LEVELS[-1])
             self.optimise_time = time.perf_counter() - start
             self._program = None

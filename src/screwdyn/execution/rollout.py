@@ -193,8 +193,8 @@ class NativeRollout:
             try:
                 obj = llvm.compile_object(self._ir, 2)
                 if self._store is not None:
-                    key, about = self._store
-                    cache.store_object(key, obj, about)
+                    key, about, folder = self._store
+                    cache.store_object(key, obj, about, folder=folder)
                 self._install(obj, 2)
                 self.optimise_time = time.perf_counter() - start
             except Exception as error:  # noqa: BLE001  (the first code stays in use)
@@ -275,5 +275,5 @@ def get(key, memory_key, ns, nr, table, params, local, step, vector=True):
             ir = llvm.kernel_ir(program, width=width) + driver_ir(ns, nr, table, params, local)
             rollout = NativeRollout(llvm.compile_object(ir, 0), 0, ns, nr, table, params, local,
                                     "compiled", time.perf_counter() - start, ir=ir,
-                                    store=(disk_key, about) if disk_key else None)
+                                    store=(disk_key, about, cache.directory()) if disk_key else None)
         return _ROLLOUTS.put(memory_key, rollout)
