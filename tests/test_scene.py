@@ -46,6 +46,44 @@ def test_ball_comes_to_rest_on_a_support(support):
         0.5 * G, rel=1e-4)
 
 
+def _cans(scene):
+    can = collision.cylinder(0.05, 0.08)
+    scene.add_object("cube", collision.box((0.1, 0.1, 0.1)), mass=2.0, position=(0, 0, 0.1))
+    scene.add_object("can", can, mass=0.3, position=(0.02, -0.01, 0.28))
+    scene.add_object("can2", can, mass=0.2, position=(0.03, 0.0, 0.44))
+    return {("can2", "can"): 0.2, ("can", "cube"): 0.5, ("cube", "ground"): 2.5}
+
+
+def _log(scene):
+    scene.add_object("cube", collision.box((0.1, 0.1, 0.1)), mass=2.0, position=(0, 0, 0.1))
+    scene.add_object("log", collision.cylinder(0.05, 0.2), mass=0.5, position=(0, 0.02, 0.25),
+                     quaternion=(0.0, np.sqrt(0.5), 0.0, np.sqrt(0.5)))  # its axis along x
+    return {("log", "cube"): 0.5, ("cube", "ground"): 2.5}
+
+
+@pytest.mark.parametrize("build", [_cans, _log], ids=["cans", "log"])
+def test_cylinders_stand_on_a_box_and_on_each_other_and_lie_across_a_box(build):
+    """A can (a cylinder of radius 0.05 m, 0.16 m tall) standing on a 0.2 m cube on the
+    ground and a second can on the first (flat on flat: cylinder-cylinder); a log (radius 0.05
+    m, 0.4 m long) lying across a cube, overhanging it on both sides (its side on the face's
+    two edges: cylinder-box). For 1.5 s at 1 ms everything stays where it was put (0.1 mm)
+    and comes to rest; each support carries the weight above it (1e-3)."""
+    scene = sd.Scene("cylinders")
+    weights = build(scene)
+    model, contact, q0 = scene.build(mu=0.8)
+    traj = sd.simulate(model, q0, t_final=1.5, dt=1e-3, contact=contact,
+                       integrator="semi_implicit_euler", record_contact_forces=True)
+    assert traj.meta["backend"] == "native"
+    assert np.abs(traj.q - q0).max() < 1e-4
+    assert np.abs(traj.qd[-1]).max() < 1e-3
+    labels = traj.meta["contact"]["labels"]
+    force = traj.contact_force[-1, :, 2]
+    for (a, b), mass in weights.items():  # the vertical force between a and b
+        carried = sum(force[i] for i, label in enumerate(labels)
+                      if label.split("#")[0] in (f"{a}|{b}", f"{b}|{a}"))
+        assert abs(carried) == pytest.approx(mass * G, rel=1e-3), (a, b)
+
+
 def test_two_boxes_stand_and_backends_agree():
     """Two stacked cubes stand still; numpy, native code and JAX agree on the first steps (24
     candidate points: the native backend runs it)."""

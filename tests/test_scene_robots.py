@@ -197,7 +197,8 @@ def test_pendulum_comes_to_rest_on_a_box():
     ground carries both weights; the cube does not move. Twelve candidate points: native."""
     pendulum = sd.load_mjcf(_dm_control("pendulum"))
     scene = sd.Scene("pendulum_on_box")
-    with pytest.warns(UserWarning, match="pole/base\\|box"):  # its cylinder: ground only
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # every pair has a narrow phase (its cylinder too)
         scene.add_robot(pendulum, q=[0.6], exclude=[("pole", "ground")])
         scene.add_object("box", collision.box((0.1, 0.1, 0.1)), mass=2.0,
                          position=(0.4, 0, 0.1))
@@ -211,10 +212,11 @@ def test_pendulum_comes_to_rest_on_a_box():
     labels = traj.meta["contact"]["labels"]
     force = traj.contact_force[-1, :, 2]  # vertical (world z) components
     on = {what: sum(force[i] for i, label in enumerate(labels) if label.startswith(what))
-          for what in ("pole/mass|box", "box|ground", "pole/pole|box")}
+          for what in ("pole/mass|box", "box|ground", "pole/pole|box", "pole/base|box")}
     assert on["pole/mass|box"] == pytest.approx(1.0 * G, rel=1e-4)
     assert on["box|ground"] == pytest.approx(3.0 * G, rel=1e-4)
     assert on["pole/pole|box"] == pytest.approx(0.0, abs=1e-6)
+    assert on["pole/base|box"] == pytest.approx(0.0, abs=1e-6)  # the base's cylinder, far off
 
 
 def test_two_robots_need_prefixes_and_filters_hold():

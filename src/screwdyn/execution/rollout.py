@@ -275,5 +275,6 @@ def get(key, memory_key, ns, nr, table, params, local, step, vector=True):
             ir = llvm.kernel_ir(program, width=width) + driver_ir(ns, nr, table, params, local)
             rollout = NativeRollout(llvm.compile_object(ir, 0), 0, ns, nr, table, params, local,
                                     "compiled", time.perf_counter() - start, ir=ir,
-                                    store=(disk_key, about, cache.directory()) if disk_key else None)
+                                    store=None if not disk_key
+                                    else (disk_key, about, cache.directory()))
         return _ROLLOUTS.put(memory_key, rollout)

@@ -76,9 +76,24 @@ Pairs (a, b): K, method
                           contacts equal MuJoCo's mjc_BoxBox (depth, normal, points); deep ones
                           can differ: MuJoCo may take a deeper axis than the least overlap.
 
-Not supported (``ValueError`` naming the pair): cylinder against a box or a cylinder, plane as
-``a`` or against a plane, ellipsoids, meshes and height fields. Convex meshes would come from
-MuJoCo's (or coal's) collision, not from here.
+    cylinder-box      20  points of one surface inside the other, each at its own signed
+    cylinder-cylinder 22  distance and gradient (the other's signed distance: exact). The
+                          cylinder's (11): [0] the deepest point of its side line facing the
+                          other (``_on_line``), [1], [2] the two ends of the part of that line
+                          at least half as deep, with [0]'s normal (a side on a face or across a
+                          box rests on both); [3:7], [7:11] four rim points of each end face, 90
+                          degrees apart from the rim's deepest point (``_on_circle``). A box's
+                          (9): its 8 corners and the deepest point of its 12 edges; a second
+                          cylinder's: its 11. The deepest slot is the exact penetration depth
+                          where a point is deepest (a rim or corner on a face, a side on a face
+                          or an edge: MuJoCo's depth to its solver's 1e-6, and deeper than
+                          MuJoCo's where its solver stops short), and a lower bound of it where
+                          an edge crosses an edge (a rim across a box edge or another rim:
+                          down to 1/sqrt(2) of it): it never exceeds it
+
+Not supported (``ValueError`` naming the pair): plane as ``a`` or against a plane, ellipsoids,
+meshes and height fields. Convex meshes would come from MuJoCo's (or coal's) collision, not
+from here.
 """
 from dataclasses import dataclass
 from typing import Any, Tuple
@@ -95,8 +110,13 @@ _PARALLEL = 1e-10    # capsule-capsule: sin^2 of the angle below which the axes 
 _EDGE_SIN = 1e-6     # box-box: edge axes with |a_i x b_j| below this are skipped
 _FACE_BIAS = 1e-9    # box-box: an edge axis wins only if its overlap is less by this much (m)
 _GRID, _ROUNDS = 9, 21  # capsule-box: 9 samples a round, 21 rounds (bracket 4^-21 ~ 2e-13 of L)
+_FLAT = 1e-9         # cylinder-box/cylinder: a line's points this close to its least signed
+                     # distance (m) are on its flat part
 
 Pose = Tuple[Any, Any]
+#: a box's corners as signs of its half sizes, MuJoCo's order: bit 0 x, bit 1 y, bit 2 z
+_SIGNS = np.array([[1.0 if i & 1 else -1.0, 1.0 if i & 2 else -1.0, 1.0 if i & 4 else -1.0]
+                   for i in range(8)])
 
 
 @dataclass(frozen=True)
@@ -342,9 +362,7 @@ def _capsule_plane(xp, a, Ra, pa, b, Rb, pb):
 
 def _box_plane(xp, a, Ra, pa, b, Rb, pb):
     h = np.array(a.half_sizes)
-    signs = np.array([[1.0 if i & 1 else -1.0, 1.0 if i & 2 else -1.0, 1.0 if i & 4 else -1.0]
-                      for i in range(8)])  # MuJoCo's corner order: bit 0 x, bit 1 y, bit 2 z
-    corners = pa[:, None, :] + xp.sum(Ra[:, None, :, :] * (signs * h)[None, :, None, :], axis=-1)
+    corners = pa[:, None, :] + xp.sum(Ra[:, None, :, :] * (_SIGNS * h)[None, :, None, :], axis=-1)
     return _spheres_plane(xp, corners, 0.0, Rb, pb)
 
 
@@ -404,32 +422,182 @@ def _sphere_solid(xp, a, Ra, pa, b, Rb, pb):
     return p[:, None, :], n[:, None, :], d[:, None]
 
 
+def _search(xp, f, t, half, lo=None, hi=None):
+    """The t of least ``f(ts)`` (ts (N, G) -> values (N, G)) near ``t`` (N,): 9 samples spaced
+    over t +- half (clipped to [lo, hi] where given), then ``_ROUNDS`` rounds of 9 around the
+    best one of the last, each a quarter as wide (the best sample and its two neighbours
+    bracket the minimum of a convex f). One loop of a compiled program (``loops.loop``); the
+    first of equal values wins."""
+    grid = np.linspace(-1.0, 1.0, _GRID)
+    far = 1e300
+
+    def round_(_, search):
+        t, half = search
+        ts = t[..., None] + half[..., None] * grid
+        if lo is not None:
+            ts = xp.clip(ts, lo, hi)
+        v = f(ts)
+        best = xp.min(v, axis=-1)
+        t = xp.min(xp.where(v <= best[..., None], ts, far), axis=-1)
+        return t, half * (2.0 / (_GRID - 1))
+
+    return loop(xp, _ROUNDS, round_, (t, half), indexed=False)[0]
+
+
+def _on_line(xp, sdf_of, x0, u, L):
+    """The t in [-L, L] of least signed distance ``sdf_of`` along x0 + u t (local points of the
+    solid, x0 (N, 3), u (N, 3) unit): the signed distance of a convex set is convex along a
+    line, so ``_search`` brackets its minimum to ~4^-21 of the length."""
+    t = xp.zeros_like(x0[..., 0])
+    if L <= 0:
+        return t
+    return _search(xp, lambda ts: sdf_of(xp, x0[..., None, :] + u[..., None, :] * ts[..., None])[0],
+                   t, t + L, -L, L)
+
+
+def _sublevel_ends(xp, sdf_of, x0, u, t, L, level):
+    """The two ends (lo, hi) of the interval of [-L, L] around ``t`` (the minimum,
+    ``_on_line``) where the signed distance along x0 + u t is at most ``level`` (N,) (an
+    interval: convex along the line). Each end by ``_ROUNDS`` rounds of 9 samples from the
+    inside end of a bracket to its outside end: the samples within the level are a prefix,
+    and the bracket shrinks to the last of them and the next."""
+    grid = np.linspace(0.0, 1.0, _GRID)
+    last = float(_GRID - 1)
+
+    def round_(_, bracket):
+        inside, outside = bracket
+        width = outside - inside
+        ts = inside[..., None] + width[..., None] * grid
+        f = sdf_of(xp, x0[..., None, :] + u[..., None, :] * ts[..., None])[0]
+        count = xp.sum(xp.where(f <= level[..., None], 1.0, 0.0), axis=-1)
+        return (inside + width * (xp.maximum(count, 1.0) - 1.0) / last,
+                inside + width * xp.minimum(count, last) / last)
+
+    return [loop(xp, _ROUNDS, round_, (t, t * 0.0 + far), indexed=False)[0] for far in (-L, L)]
+
+
+def _on_circle(xp, sdf_of, c, e1, e2, r):
+    """The angle t of least signed distance ``sdf_of`` on the circle c + r (cos t e1 + sin t e2)
+    (local points of the solid; c, e1, e2 (N, 3)): 9 samples over the whole circle, then
+    ``_search``'s rounds (exact where the distance has one minimum on the circle near the
+    best sample, as for a circle meeting a convex solid's face, edge or curved side)."""
+    t = xp.zeros_like(c[..., 0])
+
+    def f(ts):
+        x = (c[..., None, :] + r * (xp.cos(ts)[..., None] * e1[..., None, :]
+                                    + xp.sin(ts)[..., None] * e2[..., None, :]))
+        return sdf_of(xp, x)[0]
+
+    return _search(xp, f, t, t + np.pi)
+
+
 def _capsule_solid(xp, a, Ra, pa, b, Rb, pb):
     """A capsule against a box or a cylinder: the segment's point of least signed distance,
     and its two end spheres."""
     sdf_of = _solid_sdf(b)
     L = a.half_length
-    x0 = _rot_t(xp, Rb, pa - pb)
-    u = _rot_t(xp, Rb, _col(Ra, 2))
-
-    # the signed distance of a convex set is convex along a line: the best of a grid's points
-    # and its two neighbours bracket the minimum; each round shrinks the bracket 4 times (one
-    # loop of a compiled program: ``loops.loop``)
-    grid = np.linspace(-1.0, 1.0, _GRID)
-
-    def round_(_, search):
-        t, half = search
-        ts = xp.clip(t[..., None] + half[..., None] * grid, -L, L)         # (N, G)
-        f = sdf_of(xp, x0[..., None, :] + u[..., None, :] * ts[..., None])[0]
-        best = xp.min(f, axis=-1)
-        t = xp.min(xp.where(f <= best[..., None], ts, 2.0 * L + 1.0), axis=-1)
-        return t, half * (2.0 / (_GRID - 1))
-
-    t = xp.zeros_like(x0[..., 0])
-    t, _ = loop(xp, _ROUNDS if L > 0 else 0, round_, (t, t + L), indexed=False)
+    t = _on_line(xp, sdf_of, _rot_t(xp, Rb, pa - pb), _rot_t(xp, Rb, _col(Ra, 2)), L)
     axis = _col(Ra, 2)
     centres = xp.stack([pa + axis * t[..., None], pa + axis * L, pa - axis * L], axis=1)
     return _spheres_solid(xp, centres, a.radius, Rb, pb, sdf_of)
+
+
+def _cylinder_into(xp, a, Ra, pa, b, Rb, pb, flip=False):
+    """Cylinder ``a``'s surface points that meet a box or cylinder ``b`` first, against ``b``'s
+    signed distance (``_points_into``; (N, 11) slots):
+
+    * [0]: the point of least signed distance on the side line facing ``b``
+      (its azimuth: away from ``b``'s distance gradient at the axis point of least distance,
+      the middle of the axis's flat part: a log across a box faces its face, not an edge);
+    * [1], [2]: the two ends of the part of that line at least half as deep (``_sublevel_ends``;
+      apart: within ``_FLAT`` of its least distance), with the normal of [0]: a side resting
+      on a face, or across a box, rests on both ends (the gradient of a point there, near the
+      face's edges, would be the side face's);
+    * [3:7], [7:11]: four rim points of each end face, 90 degrees apart, starting at the rim
+      point of least signed distance (``_on_circle``): the deepest rim points and a support
+      around them (a cylinder standing on a face, a rim on an edge)."""
+    sdf_of = _solid_sdf(b)
+    r, h = a.radius, a.half_length
+    x0 = _rot_t(xp, Rb, pa - pb)
+    axis = _rot_t(xp, Rb, _col(Ra, 2))
+    t = _on_line(xp, sdf_of, x0, axis, h)
+    flat = sdf_of(xp, x0 + axis * t[..., None])[0] + _FLAT
+    lo, hi = _sublevel_ends(xp, sdf_of, x0, axis, t, h, flat)
+    _, g = sdf_of(xp, x0 + axis * (0.5 * (lo + hi))[..., None])  # the middle of a flat part
+    g = g - axis * _dot(xp, g, axis)[..., None]
+    v, _ = _unit(xp, -g, _rot_t(xp, Rb, _col(Ra, 0)))   # towards b, across the axis
+    side = x0 + v * r
+    s = _on_line(xp, sdf_of, side, axis, h)
+    deepest = sdf_of(xp, side + axis * s[..., None])[0]
+    level = xp.maximum(deepest + _FLAT, 0.5 * deepest)  # inside: at least half as deep
+    points = [side + axis * s[..., None]]
+    points += [side + axis * e[..., None]
+               for e in _sublevel_ends(xp, sdf_of, side, axis, s, h, level)]
+    e1, e2 = _rot_t(xp, Rb, _col(Ra, 0)), _rot_t(xp, Rb, _col(Ra, 1))
+    for end in (h, -h):
+        c = x0 + axis * end
+        t0 = _on_circle(xp, sdf_of, c, e1, e2, r)
+        for k in range(4):
+            angle = t0 + k * (np.pi / 2)
+            points.append(c + r * (xp.cos(angle)[..., None] * e1 + xp.sin(angle)[..., None] * e2))
+    local = xp.stack(points, axis=1)                                  # (N, 11, 3) in b's frame
+    world = pb[:, None, :] + xp.sum(Rb[:, None, :, :] * local[..., None, :], axis=-1)
+    p, n, d = _points_into(xp, world, Rb, pb, b, flip)
+    ends = world[:, 1:3]
+    n_ends = xp.broadcast_to(n[:, 0:1], ends.shape)                  # the deepest point's
+    p_ends = ends + n_ends * ((-0.5 if flip else 0.5) * d[:, 1:3])[..., None]
+    return (xp.concatenate([p[:, :1], p_ends, p[:, 3:]], axis=1),
+            xp.concatenate([n[:, :1], n_ends, n[:, 3:]], axis=1), d)
+
+
+def _points_into(xp, points, Rb, pb, b, flip):
+    """Surface points of one geometry (world, (N, K, 3)) against the solid ``b`` at (Rb, pb):
+    (points in the middle of the overlap, normals, depths = minus each point's signed
+    distance). Normals point from ``b`` towards the points (``flip``: the other way)."""
+    p, n, d = _spheres_solid(xp, points, 0.0, Rb, pb, _solid_sdf(b))
+    return p, (-n if flip else n), d
+
+
+def _box_points(xp, b, Rb, pb, a, Ra, pa):
+    """The points of box ``b``'s surface that meet cylinder ``a`` first (world, (N, 9, 3)): its
+    8 corners, then the point of least signed distance to ``a`` over its 12 edges (one search
+    per edge, ``_on_line``: an edge crossing the cylinder's side or rim with both corners
+    outside)."""
+    h = np.array(b.half_sizes)
+    corners = pb[:, None, :] + xp.sum(Rb[:, None, :, :] * (_SIGNS * h)[None, :, None, :], axis=-1)
+    centres, spans = [], []
+    for k in range(3):  # the 4 edges along axis k: the other two coordinates at +-h
+        i, j = (k + 1) % 3, (k + 2) % 3
+        for si in (-1.0, 1.0):
+            for sj in (-1.0, 1.0):
+                c = np.zeros(3)
+                c[i], c[j] = si * h[i], sj * h[j]
+                centres.append(c)
+                spans.append(np.eye(3)[k] * h[k])
+    Rab = xp.sum(Ra[..., :, :, None] * Rb[..., :, None, :], axis=-3)          # Ra^T Rb
+    x0 = (_rot_t(xp, Ra, pb - pa)[:, None, :]
+          + xp.sum(Rab[:, None, :, :] * np.array(centres)[None, :, None, :], axis=-1))
+    u = xp.sum(Rab[:, None, :, :] * np.array(spans)[None, :, None, :], axis=-1)  # (N, 12, 3)
+    sdf_of = _solid_sdf(a)
+    t = _on_line(xp, sdf_of, x0, u, 1.0)
+    local = x0 + u * t[..., None]                                         # (N, 12, 3) in a's
+    f = sdf_of(xp, local)[0]
+    flags, _ = _first_min(xp, [f[:, e] for e in range(12)])
+    deepest = _pick(xp, flags, [local[:, e] for e in range(12)])
+    edge = pa + _rot(xp, Ra, deepest)
+    return xp.concatenate([corners, edge[:, None, :]], axis=1)
+
+
+def _cylinder_solid(xp, a, Ra, pa, b, Rb, pb):
+    """A cylinder against a box or a cylinder: ``a``'s points that meet ``b`` first
+    (``_cylinder_into``: 11 slots), then ``b``'s that meet ``a`` (a box's corners and deepest
+    edge point, ``_box_points``: 9; a cylinder's, ``_cylinder_into``: 11), normals flipped."""
+    first = _cylinder_into(xp, a, Ra, pa, b, Rb, pb)
+    if b.kind == "box":
+        second = _points_into(xp, _box_points(xp, b, Rb, pb, a, Ra, pa), Ra, pa, a, True)
+    else:
+        second = _cylinder_into(xp, b, Rb, pb, a, Ra, pa, flip=True)
+    return tuple(xp.concatenate([x, y], axis=1) for x, y in zip(first, second))
 
 
 def _liang_barsky(xp, P, Q, planes):
@@ -598,6 +766,8 @@ _PAIRS = {
     ("sphere", "cylinder"): (_sphere_solid, 1),
     ("capsule", "cylinder"): (_capsule_solid, 3),
     ("box", "box"): (_box_box, 8),
+    ("cylinder", "box"): (_cylinder_solid, 20),
+    ("cylinder", "cylinder"): (_cylinder_solid, 22),
 }
 
 

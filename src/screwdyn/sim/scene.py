@@ -84,7 +84,6 @@ class Scene:
         self._robots = []  # (model, prefix, q) of each add_robot
         self._excluded = set()  # frozensets of two shape names that never touch
         self._excluded_links = set()  # frozensets of two link names whose shapes never touch
-        self._from_files = set()  # names of the shapes read from a robot's file
         self._constraints, self._tendons, self._couple = [], [], False
 
     def add_object(self, name, shape, mass, position=(0.0, 0.0, 0.0),
@@ -145,10 +144,7 @@ class Scene:
         link whose shape dips into the floor it is mounted on); ``srdf``: an SRDF file whose
         ``<disable_collisions link1= link2=>`` pairs never touch (MoveIt's list of adjacent
         and never-colliding links); an MJCF model's own
-        filters hold between its geoms (contype/conaffinity bit masks, ``<exclude>``). A
-        cylinder touches the ground, spheres and capsules (``collision`` has no cylinder-box or
-        cylinder-cylinder method): its other pairs are left out with a ``UserWarning`` when
-        the scene is resolved.
+        filters hold between its geoms (contype/conaffinity bit masks, ``<exclude>``).
 
         Errors: ``ModelError`` when the model has no file (built in code, loaded from a
         string; use ``shapes=False`` and ``add_shape``), when its file (or ``links``) gives no
@@ -193,7 +189,6 @@ class Scene:
             self.add_shape(prefix + link, shape, xyz=p, rotation=R, name=name)
             added.append((name, prefix + link, bits))
         names = [a[0] for a in added]
-        self._from_files.update(names)
         for i, (a, link_a, bits_a) in enumerate(added):
             for b, link_b, bits_b in added[i + 1:]:
                 if (not self_collision or not (bits_a[0] & bits_b[1] or bits_b[0] & bits_a[1])
@@ -295,8 +290,7 @@ class Scene:
                                 for y in by_link.get(b, ()))
         contact = ShapeContact(shapes=tuple(self.shapes), ground=ground,
                                solver=RigidContact(mu=mu, height=height, **solver),
-                               exclude=frozenset(excluded),
-                               unsupported="warn" if self._from_files else "error")
+                               exclude=frozenset(excluded))
         return model, contact, q0
 
 
@@ -444,18 +438,12 @@ class ShapeContact:
     sequence of ``Shape``), ``ground`` (whether the plane z = ``solver.height`` takes part),
     ``solver`` (a ``RigidContact``: mu, the stabilisation, the sweeps; its ``points`` unused).
     ``exclude``: pairs of shape names (frozensets of two; ``"ground"`` names the ground
-    plane) that never touch. ``unsupported``:
-    what a pair the narrow phase has no method for (a cylinder against a box or a cylinder)
-    does:
-    ``"error"`` (``ValueError`` naming it) or ``"warn"`` (left out, with a ``UserWarning``;
-    ``Scene.build`` sets it for scenes with robots' shapes).
-    ``Settings.contact`` takes it; ``Scene.build`` makes it."""
+    plane) that never touch. ``Settings.contact`` takes it; ``Scene.build`` makes it."""
 
     shapes: tuple
     ground: bool = True
     solver: RigidContact = RigidContact()
     exclude: frozenset = frozenset()
-    unsupported: str = "error"
 
     def resolve(self, model):
         return ShapeContactModel(model, self)
@@ -471,18 +459,11 @@ class ShapeContactModel(SolvedContact):
         shapes = []
         for s in settings.shapes:
             shapes.append((s, model.link_index(s.link)))  # ModelError for a missing link
-        if settings.unsupported not in ("error", "warn"):
-            raise ValueError(f"ShapeContact.unsupported must be 'error' or 'warn', got "
-                             f"{settings.unsupported!r}")
         exclude = settings.exclude
         self.pairs = []  # (shape a, link a, shape b or None (the ground), link b or -1)
-        unsupported = []
         for i, (a, la) in enumerate(shapes):
             for b, lb in shapes[i + 1:]:
                 if self._may_touch(la, lb) and frozenset((a.name, b.name)) not in exclude:
-                    if settings.unsupported == "warn" and not _supported(a.shape, b.shape):
-                        unsupported.append(f"{a.name}|{b.name}")
-                        continue
                     self.pairs.append((a, la, b, lb))
             if (settings.ground and model.links[la].body >= 0  # a fixed shape: no contact
                     and frozenset((a.name, "ground")) not in exclude):
@@ -494,11 +475,6 @@ class ShapeContactModel(SolvedContact):
         self._labels = tuple(f"{a.name}|{'ground' if b is None else b.name}#{k}"
                              for (a, _, b, _), K in zip(self.pairs, self.counts)
                              for k in range(K))
-        if unsupported:
-            warnings.warn(f"{len(unsupported)} pair(s) of shapes have no narrow phase (a cylinder "
-                          "touches only the ground, spheres and capsules) and are left out: "
-                          f"{', '.join(unsupported[:6])}{', ...' if len(unsupported) > 6 else ''}",
-                          UserWarning, stacklevel=3)
 
     @property
     def labels(self):
@@ -607,14 +583,6 @@ class ShapeContactModel(SolvedContact):
     def describe(self, p):
         return dict(super().describe(p), pairs=[f"{a.name}|{'ground' if b is None else b.name}"
                                                 for a, _, b, _ in self.pairs])
-
-
-def _supported(a, b):
-    try:
-        collision.contact_count(a, b)
-    except ValueError:
-        return False
-    return True
 
 
 def _frames(xp, n):
