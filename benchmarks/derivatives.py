@@ -15,7 +15,11 @@ meshes stripped, joints in Pinocchio's order):
    (of every thread: so each candidate runs once first and the optimised code it queues is
    waited for), median of interleaved rounds (``latency.interleaved``); in brackets our time
    over Pinocchio's (lower is better);
-3. **batch of 1,000**: one call on (1000, n) arrays against a Pinocchio loop, per state;
+3. **batch of 1,000**: one call on (1000, n) arrays against a Pinocchio loop, per state: the
+   loop alone (each state's matrices left in Pinocchio's ``Data``, overwritten by the next),
+   and the loop that keeps them (copied into a (1000, 3, nv, nv) array made once, as our call
+   returns them; Pinocchio's M and M^-1 upper triangles only, ours whole); in brackets our
+   time over each;
 4. **first call**: in a fresh process with an empty program cache, the seconds to the first
    result of each (tracing, compiling, running);
 5. **jit(grad)** (``--grad``): a scalar of forward dynamics on Talos with its inertial parameters
@@ -115,11 +119,24 @@ def timings(robot, pin, rounds, batch):
                 f(pm, pd, q[k], qd[k], u[k])
         return run
 
+    out = np.empty((batch, 3, model.nv, model.nv))
+
+    def kept(f, names):  # the loop a user writes to keep each state's matrices
+        def run():
+            for k in range(batch):
+                f(pm, pd, q[k], qd[k], u[k])
+                for j, name in enumerate(names):
+                    out[k, j] = getattr(pd, name)
+        return run
+
     batched = {
         "ID, public call": lambda: sd.dynamics_derivatives(model, q, qd, qdd=u),
         "ID, Pinocchio loop": loop(pin.computeRNEADerivatives),
+        "ID, Pinocchio loop, kept": kept(pin.computeRNEADerivatives, ("dtau_dq", "dtau_dv", "M")),
         "FD, public call": lambda: sd.dynamics_derivatives(model, q, qd, tau=u),
         "FD, Pinocchio loop": loop(pin.computeABADerivatives),
+        "FD, Pinocchio loop, kept": kept(pin.computeABADerivatives,
+                                         ("ddq_dq", "ddq_dv", "Minv")),
     }
     for f in batched.values():  # a first batch queues optimised code: measure after it
         f()
@@ -221,11 +238,12 @@ def print_result(name, entry):
             continue
         print(f"  {table}:")
         for kind in ("ID", "FD"):
-            ref = [v for k, v in rows.items() if k.startswith(kind) and "Pinocchio" in k][0]
+            refs = [v for k, v in rows.items() if k.startswith(kind) and "Pinocchio" in k]
             for k, v in rows.items():
                 if k.startswith(kind):
-                    print(f"    {k:<24} {v:9.2f}" + ("" if "Pinocchio" in k else
-                                                       f"  ({v / ref:.2f}x)"))
+                    ratios = " / ".join(f"{v / ref:.2f}x" for ref in refs)
+                    print(f"    {k:<30} {v:9.2f}" + ("" if "Pinocchio" in k else
+                                                       f"  ({ratios})"))
 
 
 if __name__ == "__main__":

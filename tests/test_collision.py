@@ -4,6 +4,8 @@ Each scene has two bodies: ``a`` on a free joint, ``b`` a mocap body (so the pai
 pose is set directly); mj_forward gives ``d.contact``: MuJoCo's normal points from geom1 to geom2
 (here flipped to b -> a when geom1 is a's) and dist = -depth.
 """
+import functools
+
 import numpy as np
 import pytest
 
@@ -11,7 +13,9 @@ from screwdyn.sim import collision as C
 
 mujoco = pytest.importorskip("mujoco")
 
-def _geom_xml(g):
+def _geom_xml(g, mesh="m"):
+    if g.kind == "convex":
+        return f'type="mesh" mesh="{mesh}"'
     if g.kind == "sphere":
         return f'type="sphere" size="{g.radius!r}"'
     if g.kind in ("capsule", "cylinder"):
@@ -21,13 +25,19 @@ def _geom_xml(g):
     return 'type="plane" size="0 0 1"'
 
 
+def _vertex_text(g):
+    return " ".join(f"{x:.17g}" for v in g.vertices for x in v)
+
+
 class Scene:
     """MuJoCo model of geometry a (free body) and b (mocap body), with ``margin`` on both."""
 
     def __init__(self, a, b, margin=0.0):
-        xml = f"""<mujoco><worldbody>
-          <body name="a"><freejoint/><geom {_geom_xml(a)} margin="{margin}"/></body>
-          <body name="b" mocap="true"><geom {_geom_xml(b)} margin="{margin}"/></body>
+        meshes = "".join(f'<mesh name="{name}" vertex="{_vertex_text(g)}"/>'
+                         for name, g in (("ma", a), ("mb", b)) if g.kind == "convex")
+        xml = f"""<mujoco><asset>{meshes}</asset><worldbody>
+          <body name="a"><freejoint/><geom {_geom_xml(a, "ma")} margin="{margin}"/></body>
+          <body name="b" mocap="true"><geom {_geom_xml(b, "mb")} margin="{margin}"/></body>
         </worldbody></mujoco>"""
         self.m = mujoco.MjModel.from_xml_string(xml)
         self.d = mujoco.MjData(self.m)
@@ -76,9 +86,21 @@ def _box_sdf(x, h):
     return np.linalg.norm(np.maximum(q, 0), axis=-1) + np.minimum(q.max(axis=-1), 0)
 
 
+@functools.lru_cache(maxsize=None)
+def _hull_planes(g):
+    from scipy.spatial import ConvexHull
+
+    return ConvexHull(np.array(g.vertices)).equations
+
+
 def _sdf(g, R, p, x):
-    """Signed distance (m) of world points x (..., 3) to geometry g at (R, p) (brute force)."""
+    """Signed distance (m) of world points x (..., 3) to geometry g at (R, p) (brute force; a
+    convex polytope's inside and on its surface only: the largest of its hull's plane
+    distances, from scipy's hull of its corners)."""
     y = (x - p) @ R
+    if g.kind == "convex":
+        planes = _hull_planes(g)
+        return (y @ planes[:, :3].T + planes[:, 3]).max(axis=-1)
     if g.kind == "sphere":
         return np.linalg.norm(y, axis=-1) - g.radius
     if g.kind == "capsule":
@@ -228,12 +250,25 @@ def test_capsule_solid_matches_mujoco_and_the_brute_force_minimum(b, point_tol, 
     assert shallow >= 15
 
 
+def _float32_points(points):
+    """Points MuJoCo stores exactly (it keeps a mesh's vertices in float32)."""
+    return np.asarray(points, dtype=np.float32).astype(float)
+
+
+_rng = np.random.default_rng(31)
+_dirs = _rng.normal(size=(16, 3))
+CONVEX = C.convex(_float32_points(_dirs / np.linalg.norm(_dirs, axis=1)[:, None]
+                                  * [0.3, 0.2, 0.25]))   # 16 points on an ellipsoid
+CONVEX2 = C.convex(_float32_points(_rng.uniform(-1, 1, (12, 3)) * [0.2, 0.3, 0.15]))
 CYLINDER_PAIRS = [(CYLINDER, BOX2), (BOX2, CYLINDER), (CYLINDER, CYLINDER2)]
+CONVEX_PAIRS = [(CONVEX, BOX2), (CYLINDER, CONVEX), (CONVEX, CONVEX2)]
 
 
 def _support(g, R, p, n):
     """max over geometry g at (R, p) of n . x, for world directions n (3,) (m)."""
     m = R.T @ n
+    if g.kind == "convex":
+        return n @ p + (np.array(g.vertices) @ m).max()
     if g.kind == "box":
         return n @ p + np.abs(m) @ np.array(g.half_sizes)
     return n @ p + abs(m[2]) * g.half_length + g.radius * np.hypot(m[0], m[1])
@@ -255,10 +290,14 @@ def _slot_is_a_point_of_one_surface_inside_the_other(a, Ra, pa, b, Rb, pb, P, N,
     return on_a | on_b
 
 
-@pytest.mark.parametrize("a,b", CYLINDER_PAIRS, ids=[f"{a.kind}-{b.kind}" for a, b in
-                                                     CYLINDER_PAIRS])
-def test_cylinder_pairs_are_points_inside_and_bound_mujocos_depth(a, b):
-    """A cylinder against a box or a cylinder: every slot is a point of one surface inside the
+POINT_PAIRS = CYLINDER_PAIRS + CONVEX_PAIRS
+
+
+@pytest.mark.parametrize("a,b", POINT_PAIRS, ids=[f"{a.kind}-{b.kind}" for a, b in
+                                                  POINT_PAIRS])
+def test_point_pairs_are_points_inside_and_bound_mujocos_depth(a, b):
+    """A cylinder against a box or a cylinder, a convex polytope against a box, a cylinder or
+    another polytope (MuJoCo: its mesh geoms, the same hulls): every slot is a point of one surface inside the
     other, at its exact depth (brute-force signed distances). A point's depth never exceeds
     the exact penetration depth (the least overlap of the two shapes' supports over all
     directions): checked along MuJoCo's normal and along ours. Where the deepest feature is a
@@ -271,7 +310,7 @@ def test_cylinder_pairs_are_points_inside_and_bound_mujocos_depth(a, b):
     neither do we."""
     rng = np.random.default_rng(11)
     scene = Scene(a, b)
-    n = 400
+    n = 800 if "convex" in (a.kind, b.kind) else 400  # the polytopes are smaller
     pa, qa, pb, qb = _poses(rng, n, 0.5, 0.5)
     P, N, D = _ours(a, b, pa, qa, pb, qb)
     K = C.contact_count(a, b)
@@ -281,7 +320,9 @@ def test_cylinder_pairs_are_points_inside_and_bound_mujocos_depth(a, b):
     seen, differences = 0, []
     for i in range(n):
         Ra, Rb = _mat(qa[i]), _mat(qb[i])
-        real = D[i] > -0.3  # slots within 0.3 m: every slot of a touching pair
+        # slots within 0.3 m: every slot of a touching pair (with a polytope: the slots inside,
+        # where the brute-force signed distance is exact)
+        real = D[i] > (1e-9 if "convex" in (a.kind, b.kind) else -0.3)
         ok = _slot_is_a_point_of_one_surface_inside_the_other(a, Ra, pa[i], b, Rb, pb[i],
                                                               P[i], N[i], D[i])
         assert ok[real].all(), (i, np.nonzero(real & ~ok))
@@ -298,8 +339,110 @@ def test_cylinder_pairs_are_points_inside_and_bound_mujocos_depth(a, b):
         if depth < 0.05:  # deeper, a point's depth is bounded by the other's inner radius
             assert ours >= np.sqrt(0.5) * depth - 1e-6
             differences.append(abs(ours - depth))
-    assert seen >= 60 and len(differences) >= 20
+    assert seen >= 40 and len(differences) >= 20
     assert np.mean(np.array(differences) < 1e-6) >= 0.4  # MuJoCo's depth
+
+
+def test_the_hull_of_a_box_is_the_box():
+    """A box's corners with points inside it and on its faces and edges: the hull keeps the 8
+    corners, 6 faces (their coplanar triangles merged) and 12 edges; its signed distance is the
+    box's (brute force here, inside and out, to 1e-14), and so are its contacts with a sphere,
+    a capsule and the ground (the box's are MuJoCo's); as a box's partner, a cylinder sees the
+    same points."""
+    rng = np.random.default_rng(2)
+    h = np.array(BOX.half_sizes)
+    signs = np.array([[x, y, z] for x in (-1, 1) for y in (-1, 1) for z in (-1, 1)])
+    on_faces = rng.uniform(-1, 1, (20, 3))
+    on_faces[np.arange(20), rng.integers(0, 3, 20)] = 1.0
+    points = np.r_[signs, rng.uniform(-1, 1, (30, 3)), on_faces, [[1, 1, 0], [0, -1, 1]]] * h
+    hull = C.convex(points)
+    assert len(hull.vertices) == 8 and len(hull.planes) == 6 and len(hull.edges) == 12
+    assert sorted(map(tuple, np.sign(hull.vertices))) == sorted(map(tuple, signs))
+    x = rng.uniform(-0.8, 0.8, (3000, 3))
+    sdf, grad = C._convex_sdf(np, x, hull)
+    np.testing.assert_allclose(sdf, _box_sdf(x, h), rtol=0, atol=1e-14)
+    np.testing.assert_allclose(np.linalg.norm(grad, axis=-1), 1.0, atol=1e-12)
+    pa, qa, pb, qb = _poses(rng, 300, 0.4, 0.4)
+    for other in (SPHERE, CAPSULE, PLANE):
+        if other.kind == "plane":
+            qb = np.tile([1.0, 0, 0, 0], (300, 1))
+        ours = _ours(hull, other, pa, qa, pb, qb)
+        boxes = _ours(BOX, other, pa, qa, pb, qb)
+        np.testing.assert_allclose(ours[2].max(axis=1), boxes[2].max(axis=1), rtol=0,
+                                   atol=1e-12)
+
+
+@pytest.mark.parametrize("a,b", [(CONVEX, PLANE), (SPHERE, CONVEX), (CAPSULE, CONVEX)],
+                         ids=["convex-plane", "sphere-convex", "capsule-convex"])
+def test_convex_against_the_ground_a_sphere_and_a_capsule_is_mujocos(a, b):
+    """A convex polytope (16 points on an ellipsoid: MuJoCo's mesh geom, the same hull)
+    against the ground (its corners: the deepest is MuJoCo's, 1e-7: MuJoCo keeps a mesh in
+    float32 around its centre of mass), a sphere and a capsule (the exact signed distance of
+    the centre, or of the segment's nearest point: the sphere's is MuJoCo's general convex
+    solver's to its 1e-6 in contacts up to 5 cm deep; the capsule's is the distance of the
+    segment to the hull found by a QP (1e-7), and at least MuJoCo's, whose capsule-mesh
+    contacts are sometimes shallower, by centimetres here)."""
+    rng = np.random.default_rng(12)
+    scene = Scene(a, b)
+    n = 400
+    pa, qa, pb, qb = _poses(rng, n, 0.4, 0.4)
+    if b.kind == "plane":
+        pb, qb = np.zeros((n, 3)), np.tile([1.0, 0, 0, 0], (n, 1))
+    P, N, D = _ours(a, b, pa, qa, pb, qb)
+    assert D.shape == (n, C.contact_count(a, b))
+    assert np.all(np.isfinite(P)) and np.allclose(np.linalg.norm(N, axis=-1), 1.0)
+    tol = 1e-7 if b.kind == "plane" else 1e-6
+    seen = 0
+    for i in range(n):
+        mj = scene.contacts(pa[i], qa[i], pb[i], qb[i])
+        if not mj:
+            assert D[i].max() < tol
+            continue
+        pos, normal, depth = max(mj, key=lambda c: c[2])
+        if b.kind != "plane" and depth > 0.05:  # deep inside: MuJoCo's solver, another measure
+            continue
+        seen += 1
+        k = int(np.argmax(D[i]))
+        if a.kind == "capsule":  # MuJoCo's capsule-mesh contacts can be shallower: the QP
+            exact = a.radius - _segment_hull_distance(b, _mat(qb[i]), pb[i], pa[i],
+                                                      _mat(qa[i])[:, 2] * a.half_length)
+            assert D[i, k] == pytest.approx(exact, abs=1e-7)
+            assert D[i, k] >= depth - 1e-6
+            continue
+        assert D[i, k] == pytest.approx(depth, abs=tol)
+        np.testing.assert_allclose(N[i, k], normal, atol=1e-5)
+    assert seen >= 30
+
+
+def _segment_hull_distance(g, R, p, c, half):
+    """The distance (m) from the segment c +- half (world) to convex polytope g at (R, p): the
+    least |V l - x(t)| over the convex combinations l of its corners and t in [-1, 1], by
+    scipy's SLSQP (brute force, independent of the library)."""
+    from scipy.optimize import minimize
+
+    V = p + np.array(g.vertices) @ R.T
+    m = len(V)
+
+    def f(z):
+        return np.sum((V.T @ z[:m] - (c + half * z[m])) ** 2)
+
+    best = np.inf
+    for t0 in (-1.0, 0.0, 1.0):
+        r = minimize(f, np.r_[np.ones(m) / m, t0], method="SLSQP",
+                     bounds=[(0, 1)] * m + [(-1, 1)],
+                     constraints=({"type": "eq", "fun": lambda z: z[:m].sum() - 1},),
+                     options=dict(ftol=1e-16, maxiter=1000))
+        best = min(best, r.fun)
+    return np.sqrt(best)
+
+
+def test_convex_points_are_refused_when_they_span_no_volume():
+    with pytest.raises(ValueError, match=r"\(n >= 4, 3\) finite numbers.*\(3, 3\)"):
+        C.convex(np.eye(3))
+    with pytest.raises(ValueError, match="finite"):
+        C.convex([[0, 0, 0], [1, 0, 0], [0, 1, 0], [0, 0, np.nan]])
+    with pytest.raises(ValueError, match="span no volume .they lie on one plane or line."):
+        C.convex([[0, 0, 0], [1, 0, 0], [0, 1, 0], [1, 1, 0], [0.5, 0.5, 0]])
 
 
 def test_cylinders_resting_give_their_exact_supports():
@@ -527,6 +670,11 @@ def test_counts_order_and_unsupported_pairs():
          ("cylinder", "box"): 20, ("cylinder", "cylinder"): 22}
     geoms = {"sphere": SPHERE, "capsule": CAPSULE, "box": BOX, "cylinder": CYLINDER,
              "plane": PLANE}
+    for a, b, k in ((CONVEX, PLANE, 16), (SPHERE, CONVEX, 1), (CAPSULE, CONVEX, 3),
+                    (CYLINDER, CONVEX, 28), (CONVEX, BOX, 26), (CONVEX, CONVEX2, 16 + 10 + 2)):
+        assert len(CONVEX.vertices) == 16 and len(CONVEX2.vertices) == 10
+        assert C.contact_count(a, b) == k
+        assert b.kind == "plane" or C.contact_count(b, a) == k
     for (ka, kb), k in K.items():
         assert C.contact_count(geoms[ka], geoms[kb]) == k
         if kb != "plane":
@@ -544,7 +692,7 @@ def test_counts_order_and_unsupported_pairs():
 
 
 PORTABLE = [(BOX, BOX2), (CAPSULE, BOX), (CAPSULE, CAPSULE2), (CYLINDER, PLANE), (SPHERE, BOX),
-            (CAPSULE, CYLINDER), (CYLINDER, BOX2), (CYLINDER, CYLINDER2)]
+            (CAPSULE, CYLINDER), (CYLINDER, BOX2), (CYLINDER, CYLINDER2), (CONVEX, PLANE)]
 
 
 @pytest.mark.parametrize("a,b", PORTABLE, ids=[f"{a.kind}-{b.kind}" for a, b in PORTABLE])
@@ -582,7 +730,7 @@ def test_jax_jit_gives_the_same_numbers(a, b):
 
 
 TRACED = PORTABLE[:3] + [(SPHERE, CAPSULE), (CYLINDER, SPHERE), (CYLINDER, BOX2),
-                         (CYLINDER, CYLINDER2)]
+                         (CYLINDER, CYLINDER2), (CONVEX, PLANE), (SPHERE, CONVEX)]
 
 
 @pytest.mark.parametrize("a,b", TRACED, ids=[f"{a.kind}-{b.kind}" for a, b in TRACED])

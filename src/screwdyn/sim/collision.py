@@ -1,4 +1,5 @@
-"""Narrow phase between primitive geometries: contact points, normals and depths of a pair.
+"""Narrow phase between primitive geometries and convex polytopes: contact points, normals and
+depths of a pair.
 
 ``collide(xp, a, pose_a, b, pose_b)`` is pure and array-generic: the same code runs with ``xp`` =
 ``numpy``, ``jax.numpy`` and screwdyn's tracer namespace (``screwdyn.execution.trace.xp``). It has
@@ -13,6 +14,8 @@ Geometries (sizes in m, Python floats: they are part of the program's structure)
                                    inflated by radius (MuJoCo's capsule)
     box(half_sizes)                |x_i| <= half_sizes[i] in its frame
     cylinder(radius, half_length)  x^2 + y^2 <= radius^2, |z| <= half_length (axis z)
+    convex(points)                 the convex hull of points (n >= 4, 3) of its frame (a mesh's
+                                   vertices: a non-convex mesh becomes its hull)
     plane()                        the half-space z <= 0 of its frame (surface z = 0, normal +z),
                                    infinite; only as the second geometry ``b`` of a pair
 
@@ -20,7 +23,8 @@ Conventions
 
 * Poses are world arrays with a leading batch axis: ``pose = (R, p)``, ``R`` (N, 3, 3) the
   geometry frame's rotation (columns: its axes in world coordinates), ``p`` (N, 3) its origin (m).
-* Outputs, K slots per pair (K depends only on the kinds, see ``contact_count``):
+* Outputs, K slots per pair (K depends only on the kinds and a polytope's corners, see
+  ``contact_count``):
   ``points`` (N, K, 3) world (m): the middle of the overlap, halfway between the two surfaces along
   the normal (MuJoCo's ``contact.pos``); ``normals`` (N, K, 3) unit, world, pointing from ``b`` to
   ``a`` (the direction ``a`` must move to separate; MuJoCo's ``contact.frame[0:3]`` points from its
@@ -91,9 +95,24 @@ Pairs (a, b): K, method
                           an edge crosses an edge (a rim across a box edge or another rim:
                           down to 1/sqrt(2) of it): it never exceeds it
 
+    convex-plane       m  the polytope's m corners, each with its signed distance (exact)
+    sphere-convex      1  exact: the polytope's signed distance at the centre and its gradient
+                          (``_convex_sdf``: inside, the largest face-plane distance; outside,
+                          the least distance to a face holding the projection, or to an edge)
+    capsule-convex     3  as capsule-box, with the polytope's signed distance
+    cylinder-convex  12+m as cylinder-box, the polytope's m corners for the box's 8
+    convex-box      m+10  each one's corners and deepest edge point against the other's signed
+    convex-convex m+m'+2  distance, as cylinder-box (exact where a point is deepest, a lower
+                          bound where edges cross); the searches along edges, lines and rims
+                          minimise the largest face-plane distance (the signed distance inside,
+                          a few operations a face), and the points found are measured exactly
+
+A convex polytope costs its corners in slots and its faces and edges in each signed distance:
+give coarse hulls (tens of corners; a robot link's collision mesh has 100 to 150, MuJoCo
+collides those with a general convex solver, which this module does not have).
+
 Not supported (``ValueError`` naming the pair): plane as ``a`` or against a plane, ellipsoids,
-meshes and height fields. Convex meshes would come from MuJoCo's (or coal's) collision, not
-from here.
+height fields.
 """
 from dataclasses import dataclass
 from typing import Any, Tuple
@@ -150,12 +169,27 @@ class Cylinder:
 
 
 @dataclass(frozen=True)
+class Convex:
+    """The convex hull of points (``collision.convex``): its corners (m, (m, 3)), the planes
+    of its faces (unit outward normal and offset: n . x <= d inside), its edges (pairs of
+    corner indices between two faces), each face's boundary (a point of each of its edges and
+    the edge's outward normal in the face's plane) and its triangles (outward; for its mass
+    properties). Tuples of floats: part of a program's structure, as every size."""
+    vertices: Tuple[Tuple[float, float, float], ...]
+    planes: Tuple[Tuple[float, float, float, float], ...]
+    edges: Tuple[Tuple[int, int], ...]
+    boundaries: Tuple[Tuple[Tuple[float, ...], ...], ...]
+    triangles: Tuple[Tuple[float, ...], ...]   # 9 coordinates each (m), outward
+    kind = "convex"
+
+
+@dataclass(frozen=True)
 class Plane:
     """The half-space z <= 0 of its frame (surface z = 0, outward normal +z), infinite."""
     kind = "plane"
 
 
-Geometry = Any  # Sphere | Capsule | Box | Cylinder | Plane
+Geometry = Any  # Sphere | Capsule | Box | Cylinder | Convex | Plane
 
 
 def sphere(radius: float) -> Sphere:
@@ -177,6 +211,62 @@ def box(half_sizes) -> Box:
 def cylinder(radius: float, half_length: float) -> Cylinder:
     """A cylinder of ``radius`` (m) about its frame's z axis, |z| <= ``half_length`` (m)."""
     return Cylinder(float(radius), float(half_length))
+
+
+def convex(points) -> Convex:
+    """The convex hull of ``points`` (n >= 4, 3) (m, in the shape's frame), e.g. a mesh's
+    vertices: a non-convex mesh becomes its hull (what MuJoCo collides for a mesh geom too).
+    ValueError for points that are not (n, 3) finite numbers or span no volume (all on one
+    plane or line). Coplanar triangles of the hull are merged into one face, and the points
+    inside it or on its faces and edges are dropped."""
+    P = np.asarray(points, dtype=float)
+    if P.ndim != 2 or P.shape[-1] != 3 or len(P) < 4 or not np.all(np.isfinite(P)):
+        raise ValueError(f"collision.convex: points must be (n >= 4, 3) finite numbers (m), "
+                         f"got shape {P.shape}")
+    from scipy.spatial import ConvexHull, QhullError
+
+    try:
+        hull = ConvexHull(P)
+    except QhullError:
+        raise ValueError(f"collision.convex: the {len(P)} points span no volume (they lie on "
+                         "one plane or line)") from None
+    size = float(np.ptp(P, axis=0).max())
+    planes, face_of = [], []
+    for row in hull.equations:  # n . x + c <= 0 inside: the plane (n, d = -c)
+        for k, other in enumerate(planes):
+            if (np.abs(other[:3] - row[:3]).max() < 1e-9
+                    and abs(other[3] + row[3]) < 1e-9 * size):
+                face_of.append(k)
+                break
+        else:
+            face_of.append(len(planes))
+            planes.append(np.r_[row[:3], -row[3]])
+    triangles, by_edge = [], {}
+    for simplex, row, face in zip(hull.simplices, hull.equations, face_of):
+        a, b, c = P[simplex]
+        t = simplex if np.cross(b - a, c - a) @ row[:3] > 0 else simplex[[0, 2, 1]]
+        triangles.append(t)
+        for i, j in ((t[0], t[1]), (t[1], t[2]), (t[2], t[0])):
+            by_edge.setdefault((min(i, j), max(i, j)), set()).add(face)
+    edges = sorted(e for e, faces in by_edge.items() if len(faces) == 2)
+    corners = sorted({i for e in edges for i in e})
+    index = {v: k for k, v in enumerate(corners)}
+    centres = [np.mean([P[i] for t, f in zip(triangles, face_of) if f == face for i in t],
+                       axis=0) for face in range(len(planes))]
+    boundaries = [[] for _ in planes]
+    for i, j in edges:
+        for face in by_edge[i, j]:
+            m = np.cross(P[j] - P[i], planes[face][:3])
+            m = m / np.linalg.norm(m)
+            if (centres[face] - P[i]) @ m > 0:
+                m = -m
+            boundaries[face].append(tuple(P[i]) + tuple(m))
+    return Convex(vertices=tuple(tuple(P[i]) for i in corners),
+                  planes=tuple(tuple(float(x) for x in p) for p in planes),
+                  edges=tuple((index[i], index[j]) for i, j in edges),
+                  boundaries=tuple(tuple(b) for b in boundaries),
+                  triangles=tuple(tuple(float(x) for x in P[t].reshape(-1))
+                                  for t in triangles))
 
 
 def plane() -> Plane:
@@ -317,12 +407,63 @@ def _cylinder_sdf(xp, x, radius, half_length):
     return sdf, xp.where(ok[..., None], grad_out, grad_in)
 
 
+def _convex_sdf(xp, x, g):
+    """Signed distance (m) of local points x (..., 3) to the convex polytope g (``Convex``) and
+    its unit gradient (local). Inside: the largest of the faces' plane distances (exact), the
+    gradient that face's normal (the first on ties). Outside: the least distance to a face
+    whose plane holds the point's projection inside the face, or to an edge (the corners are
+    edges' ends), exact; the gradient from the nearest point to x."""
+    inside, grad_in = _plane_sdf(xp, x, g)
+    s = [x[..., 0] * n0 + x[..., 1] * n1 + x[..., 2] * n2 - d for n0, n1, n2, d in g.planes]
+    distances, nearest = [], []
+    for (n0, n1, n2, d), boundary, sf in zip(g.planes, g.boundaries, s):
+        ok = sf >= 0.0
+        for b in boundary:  # the projection within each edge of the face
+            ok = ok & ((x[..., 0] - b[0]) * b[3] + (x[..., 1] - b[1]) * b[4]
+                       + (x[..., 2] - b[2]) * b[5] <= 0.0)
+        distances.append(xp.where(ok, sf, np.inf))
+        nearest.append(x - np.array([n0, n1, n2]) * sf[..., None])
+    V = np.array(g.vertices)
+    for i, j in g.edges:
+        a, e = V[i], V[j] - V[i]
+        t = xp.clip(_dot(xp, x - a, e) / float(e @ e), 0.0, 1.0)
+        c = a + e * t[..., None]
+        distances.append(_norm(xp, x - c))
+        nearest.append(c)
+    flags, outside = _first_min(xp, distances)
+    c = _pick(xp, flags, nearest)
+    grad_out = (x - c) / xp.maximum(outside, _TINY)[..., None]
+    out = inside > 0.0
+    return xp.where(out, outside, inside), xp.where(out[..., None], grad_out, grad_in)
+
+
+def _plane_sdf(xp, x, g):
+    """The largest of convex polytope g's plane distances at local points x (..., 3), and its
+    face's normal: its signed distance inside (exact) and a lower bound of it outside, convex
+    along a line, and a few operations a face (the searches' objective: ``_search_sdf``)."""
+    s = [x[..., 0] * n0 + x[..., 1] * n1 + x[..., 2] * n2 - d for n0, n1, n2, d in g.planes]
+    flags, least = _first_min(xp, [-v for v in s])
+    zero = xp.zeros_like(x)
+    return -least, _pick(xp, flags, [zero + np.array(p[:3]) for p in g.planes])
+
+
+def _search_sdf(b):
+    """What the searches on lines and circles minimise against ``b``: its signed distance
+    (``_solid_sdf``), for a convex polytope the largest plane distance (``_plane_sdf``: the
+    same inside, where contacts are; the point found is then measured exactly)."""
+    if b.kind == "convex":
+        return lambda xp, x: _plane_sdf(xp, x, b)
+    return _solid_sdf(b)
+
+
 def _solid_sdf(b):
-    """The signed distance function (xp, local points) -> (sdf, unit gradient) of a box or a
-    cylinder ``b``."""
+    """The signed distance function (xp, local points) -> (sdf, unit gradient) of a box, a
+    cylinder or a convex polytope ``b``."""
     if b.kind == "box":
         h = np.array(b.half_sizes)
         return lambda xp, x: _box_sdf(xp, x, h)
+    if b.kind == "convex":
+        return lambda xp, x: _convex_sdf(xp, x, b)
     return lambda xp, x: _cylinder_sdf(xp, x, b.radius, b.half_length)
 
 
@@ -516,7 +657,7 @@ def _cylinder_into(xp, a, Ra, pa, b, Rb, pb, flip=False):
     * [3:7], [7:11]: four rim points of each end face, 90 degrees apart, starting at the rim
       point of least signed distance (``_on_circle``): the deepest rim points and a support
       around them (a cylinder standing on a face, a rim on an edge)."""
-    sdf_of = _solid_sdf(b)
+    sdf_of = _search_sdf(b)  # the final points measured exactly: _points_into
     r, h = a.radius, a.half_length
     x0 = _rot_t(xp, Rb, pa - pb)
     axis = _rot_t(xp, Rb, _col(Ra, 2))
@@ -558,46 +699,62 @@ def _points_into(xp, points, Rb, pb, b, flip):
     return p, (-n if flip else n), d
 
 
-def _box_points(xp, b, Rb, pb, a, Ra, pa):
-    """The points of box ``b``'s surface that meet cylinder ``a`` first (world, (N, 9, 3)): its
-    8 corners, then the point of least signed distance to ``a`` over its 12 edges (one search
-    per edge, ``_on_line``: an edge crossing the cylinder's side or rim with both corners
-    outside)."""
-    h = np.array(b.half_sizes)
-    corners = pb[:, None, :] + xp.sum(Rb[:, None, :, :] * (_SIGNS * h)[None, :, None, :], axis=-1)
-    centres, spans = [], []
-    for k in range(3):  # the 4 edges along axis k: the other two coordinates at +-h
-        i, j = (k + 1) % 3, (k + 2) % 3
-        for si in (-1.0, 1.0):
-            for sj in (-1.0, 1.0):
-                c = np.zeros(3)
-                c[i], c[j] = si * h[i], sj * h[j]
-                centres.append(c)
-                spans.append(np.eye(3)[k] * h[k])
+def _corners(g):
+    """A box's or a convex polytope's corners (m, 3) and edges [(i, j)] in its frame."""
+    if g.kind == "box":
+        edges = [(i, i | 1 << k) for i in range(8) for k in range(3) if not i & 1 << k]
+        return _SIGNS * np.array(g.half_sizes), edges
+    return np.array(g.vertices), list(g.edges)
+
+
+def _polytope_points(xp, b, Rb, pb, a, Ra, pa):
+    """The points of a box's or convex polytope's surface (``b``) that meet the solid ``a``
+    first (world, (N, m + 1, 3)): its m corners, then the point of least signed distance to
+    ``a`` over its edges (one search per edge, ``_on_line``: an edge crossing ``a``'s side or
+    rim with both corners outside)."""
+    V, edges = _corners(b)
+    corners = pb[:, None, :] + xp.sum(Rb[:, None, :, :] * V[None, :, None, :], axis=-1)
+    centres = np.array([(V[i] + V[j]) / 2 for i, j in edges])
+    spans = np.array([(V[j] - V[i]) / 2 for i, j in edges])
     Rab = xp.sum(Ra[..., :, :, None] * Rb[..., :, None, :], axis=-3)          # Ra^T Rb
     x0 = (_rot_t(xp, Ra, pb - pa)[:, None, :]
-          + xp.sum(Rab[:, None, :, :] * np.array(centres)[None, :, None, :], axis=-1))
-    u = xp.sum(Rab[:, None, :, :] * np.array(spans)[None, :, None, :], axis=-1)  # (N, 12, 3)
-    sdf_of = _solid_sdf(a)
+          + xp.sum(Rab[:, None, :, :] * centres[None, :, None, :], axis=-1))
+    u = xp.sum(Rab[:, None, :, :] * spans[None, :, None, :], axis=-1)   # (N, E, 3) in a's
+    sdf_of = _search_sdf(a)  # the deepest edge point measured exactly later
     t = _on_line(xp, sdf_of, x0, u, 1.0)
-    local = x0 + u * t[..., None]                                         # (N, 12, 3) in a's
+    local = x0 + u * t[..., None]
     f = sdf_of(xp, local)[0]
-    flags, _ = _first_min(xp, [f[:, e] for e in range(12)])
-    deepest = _pick(xp, flags, [local[:, e] for e in range(12)])
+    flags, _ = _first_min(xp, [f[:, e] for e in range(len(edges))])
+    deepest = _pick(xp, flags, [local[:, e] for e in range(len(edges))])
     edge = pa + _rot(xp, Ra, deepest)
     return xp.concatenate([corners, edge[:, None, :]], axis=1)
 
 
 def _cylinder_solid(xp, a, Ra, pa, b, Rb, pb):
-    """A cylinder against a box or a cylinder: ``a``'s points that meet ``b`` first
-    (``_cylinder_into``: 11 slots), then ``b``'s that meet ``a`` (a box's corners and deepest
-    edge point, ``_box_points``: 9; a cylinder's, ``_cylinder_into``: 11), normals flipped."""
+    """A cylinder against a box, a cylinder or a convex polytope: ``a``'s points that meet ``b`` first
+    (``_cylinder_into``: 11 slots), then ``b``'s that meet ``a`` (a box's or a polytope's
+    corners and deepest edge point, ``_polytope_points``: 9 for a box; a cylinder's,
+    ``_cylinder_into``: 11), normals flipped."""
     first = _cylinder_into(xp, a, Ra, pa, b, Rb, pb)
-    if b.kind == "box":
-        second = _points_into(xp, _box_points(xp, b, Rb, pb, a, Ra, pa), Ra, pa, a, True)
-    else:
+    if b.kind == "cylinder":
         second = _cylinder_into(xp, b, Rb, pb, a, Ra, pa, flip=True)
+    else:
+        second = _points_into(xp, _polytope_points(xp, b, Rb, pb, a, Ra, pa), Ra, pa, a, True)
     return tuple(xp.concatenate([x, y], axis=1) for x, y in zip(first, second))
+
+
+def _polytope_solid(xp, a, Ra, pa, b, Rb, pb):
+    """A convex polytope against a box or a convex polytope: each one's corners and deepest
+    edge point (``_polytope_points``) against the other's signed distance."""
+    first = _points_into(xp, _polytope_points(xp, a, Ra, pa, b, Rb, pb), Rb, pb, b, False)
+    second = _points_into(xp, _polytope_points(xp, b, Rb, pb, a, Ra, pa), Ra, pa, a, True)
+    return tuple(xp.concatenate([x, y], axis=1) for x, y in zip(first, second))
+
+
+def _convex_plane(xp, a, Ra, pa, b, Rb, pb):
+    V = np.array(a.vertices)
+    corners = pa[:, None, :] + xp.sum(Ra[:, None, :, :] * V[None, :, None, :], axis=-1)
+    return _spheres_plane(xp, corners, 0.0, Rb, pb)
 
 
 def _liang_barsky(xp, P, Q, planes):
@@ -768,6 +925,12 @@ _PAIRS = {
     ("box", "box"): (_box_box, 8),
     ("cylinder", "box"): (_cylinder_solid, 20),
     ("cylinder", "cylinder"): (_cylinder_solid, 22),
+    ("convex", "plane"): (_convex_plane, lambda a, b: len(a.vertices)),
+    ("sphere", "convex"): (_sphere_solid, 1),
+    ("capsule", "convex"): (_capsule_solid, 3),
+    ("cylinder", "convex"): (_cylinder_solid, lambda a, b: 12 + len(b.vertices)),
+    ("convex", "box"): (_polytope_solid, lambda a, b: len(a.vertices) + 10),
+    ("convex", "convex"): (_polytope_solid, lambda a, b: len(a.vertices) + len(b.vertices) + 2),
 }
 
 
@@ -785,8 +948,11 @@ def _lookup(a, b):
 
 def contact_count(a: Geometry, b: Geometry) -> int:
     """K, the number of contact slots ``collide`` returns for the pair (a, b) (ValueError if
-    the pair is not supported)."""
-    return _lookup(a, b)[0][1]
+    the pair is not supported): fixed by the kinds, and a convex polytope's corners."""
+    (_, count), swapped = _lookup(a, b)
+    if callable(count):
+        return count(*((b, a) if swapped else (a, b)))
+    return count
 
 
 def collide(xp, a: Geometry, pose_a: Pose, b: Geometry, pose_b: Pose, margin=None):
@@ -799,7 +965,7 @@ def collide(xp, a: Geometry, pose_a: Pose, b: Geometry, pose_b: Pose, margin=Non
 
     Returns ``(points (N, K, 3), normals (N, K, 3), depths (N, K))``: world points in the middle
     of the overlap (m), unit world normals pointing from ``b`` to ``a``, penetration depths (m;
-    negative: apart). K = ``contact_count(a, b)``, fixed by the kinds. See the module docstring
+    negative: apart). K = ``contact_count(a, b)``. See the module docstring
     for each pair's method. Raises ValueError for an unsupported pair.
     """
     (fn, _k), swapped = _lookup(a, b)

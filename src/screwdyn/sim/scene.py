@@ -70,7 +70,33 @@ def solid_inertia(shape, mass):
         r, h = shape.radius, 2 * shape.half_length  # a capsule as its cylinder (close enough)
         side = mass * (3 * r * r + h * h) / 12
         return np.diag([side, side, 0.5 * mass * r * r])
+    if isinstance(shape, collision.Convex):
+        volume, _, second = _polyhedron(shape)
+        return (np.trace(second) * np.eye(3) - second) * mass / volume
     raise ValueError(f"no solid inertia for {shape!r}: give inertia=")
+
+
+def solid_centre(shape):
+    """The centre of mass (3,) (m) of a solid ``shape`` of uniform density, in its frame: the
+    origin, but for a convex polytope (its points' frame) the hull's centroid."""
+    if isinstance(shape, collision.Convex):
+        return _polyhedron(shape)[1]
+    return np.zeros(3)
+
+
+def _polyhedron(shape):
+    """Volume (m^3), centroid (3,) and second moment about the centroid (3, 3) (m^5) of a
+    convex polytope's solid, from its outward triangles: the tetrahedra they make with the
+    origin (signed volumes det/6; their integral of x x^T is det/120 (a a^T + b b^T + c c^T +
+    s s^T), s = a + b + c)."""
+    t = np.array(shape.triangles).reshape(-1, 3, 3)
+    a, b, c = t[:, 0], t[:, 1], t[:, 2]
+    det = np.einsum("ij,ij->i", a, np.cross(b, c))
+    volume = det.sum() / 6.0
+    s = a + b + c
+    centre = (det[:, None] * s).sum(axis=0) / (24.0 * volume)
+    second = sum(np.einsum("i,ij,ik->jk", det, v, v) for v in (a, b, c, s)) / 120.0
+    return volume, centre, second - volume * np.outer(centre, centre)
 
 
 class Scene:
@@ -89,12 +115,14 @@ class Scene:
     def add_object(self, name, shape, mass, position=(0.0, 0.0, 0.0),
                    quaternion=(0.0, 0.0, 0.0, 1.0), inertia=None):
         """A free body ``name`` of ``mass`` (kg) with the collision ``shape`` centred on its
-        frame, starting at ``position`` (m) and ``quaternion`` (x, y, z, w) in the world; its
-        inertia that of the solid shape unless given (3x3, kg m^2, about its centre)."""
+        frame (a convex polytope: where its points are), starting at ``position`` (m) and
+        ``quaternion`` (x, y, z, w) in the world; its centre of mass and inertia those of the
+        solid shape of uniform density unless ``inertia`` is given (3x3, kg m^2, about the
+        centre of mass)."""
         positive(mass, f"Scene.add_object({name!r}) mass")
         pose = _pose(position, quaternion, f"Scene.add_object({name!r})")  # checked first
         inertia = solid_inertia(shape, mass) if inertia is None else inertia
-        self.builder.add_link(name, mass=mass, inertia=inertia)
+        self.builder.add_link(name, mass=mass, com=solid_centre(shape), inertia=inertia)
         self.builder.add_joint(f"{name}_free", "free", "world", name)
         self._poses[name] = pose
         self.add_shape(name, shape, name=name)
@@ -103,9 +131,9 @@ class Scene:
         """The collision ``shape`` on ``link`` at ``xyz`` (m) and ``rotation`` (3x3) in the
         link's frame."""
         if not isinstance(shape, (collision.Sphere, collision.Capsule, collision.Box,
-                                  collision.Cylinder)):
-            raise ValueError(f"a shape is a collision.sphere, capsule, box or cylinder, got "
-                             f"{shape!r}")
+                                  collision.Cylinder, collision.Convex)):
+            raise ValueError(f"a shape is a collision.sphere, capsule, box, cylinder or convex, "
+                             f"got {shape!r}")
         R = np.eye(3) if rotation is None else np.asarray(rotation, dtype=float).reshape(3, 3)
         name = name or f"{link}/{type(shape).__name__.lower()}{len(self.shapes)}"
         self.shapes.append(Shape(name, link, shape, tuple(R.ravel().tolist()),
@@ -363,7 +391,8 @@ def _robot_shapes(model, links, where):
         warnings.warn(f"{where}: collision {' and '.join(kinds)} geometry on {len(names)} "
                       f"link(s) ({', '.join(names[:6])}{', ...' if len(names) > 6 else ''}) of "
                       f"{geometry.source} is ignored (only primitives collide: add_shape on "
-                      "those links)", UserWarning, stacklevel=3)
+                      "those links, e.g. a coarse hull, collision.convex(points))", UserWarning,
+                      stacklevel=3)
     out, count = [], {}
     for s in keep:
         k = count[s.link] = count.get(s.link, 0) + 1
