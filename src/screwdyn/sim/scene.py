@@ -572,9 +572,25 @@ class ShapeContactModel(SolvedContact):
         return xp.concatenate([pts for pts, _, _ in self._contacts(xp, p, T)], axis=1)
 
     def deepest(self, model, p, T):
+        """(depth (m), label, where): the deepest candidate point, or a shape's centre inside
+        another shape (two shapes overlapping deeply can have shallow points: a cylinder in a
+        box, two coinciding boxes) when that is deeper."""
         depth = np.asarray(self.depths(np, p, T))
         worst = np.unravel_index(np.argmax(depth), depth.shape)
-        return float(depth[worst]), self.labels[worst[-1]]
+        found = (float(depth[worst]), self.labels[worst[-1]], None)
+        centre = collision.sphere(0.0)
+        for a, la, b, lb in self.pairs:
+            if b is None:
+                continue
+            for x, lx, y, ly in ((a, la, b, lb), (b, lb, a, la)):
+                R, origin = self._pose(np, T, x, lx)
+                c = origin + np.einsum("nij,j->ni", R, _centre(x.shape))
+                inside = collision.collide(np, centre, (R, c), y.shape,
+                                           self._pose(np, T, y, ly))[2][..., 0]
+                if inside.max() > found[0]:
+                    found = (float(inside.max()), f"{x.name}|{y.name}",
+                             f"the centre of {x.name!r} is inside {y.name!r}")
+        return found
 
     def rows(self, xp, p, q, T):
         """(J (N, 3K, nv), depth (N, K), frames (N, K, 3, 3)) of every candidate point: the
@@ -612,6 +628,13 @@ class ShapeContactModel(SolvedContact):
     def describe(self, p):
         return dict(super().describe(p), pairs=[f"{a.name}|{'ground' if b is None else b.name}"
                                                 for a, _, b, _ in self.pairs])
+
+
+def _centre(shape):
+    """A point inside a shape, in its frame: its origin, a polytope's mean corner."""
+    if isinstance(shape, collision.Convex):
+        return np.mean(np.array(shape.vertices), axis=0)
+    return np.zeros(3)
 
 
 def _frames(xp, n):
