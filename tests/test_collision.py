@@ -437,6 +437,9 @@ def _segment_hull_distance(g, R, p, c, half):
 
 
 def test_convex_points_are_refused_when_they_span_no_volume():
+    many = np.random.default_rng(3).normal(size=(400, 3))
+    with pytest.warns(UserWarning, match=r"the hull has \d+ corners \(more than 64\)"):
+        C.convex(many / np.linalg.norm(many, axis=1)[:, None])
     with pytest.raises(ValueError, match=r"\(n >= 4, 3\) finite numbers.*\(3, 3\)"):
         C.convex(np.eye(3))
     with pytest.raises(ValueError, match="finite"):

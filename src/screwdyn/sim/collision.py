@@ -123,6 +123,8 @@ from .loops import loop
 
 #: the depth (m) of a slot that carries no contact
 NO_CONTACT = -1.0e6
+#: ``convex`` warns about hulls with more corners than this (each is a contact slot)
+COARSE_CORNERS = 64
 
 _TINY = 1e-12        # guards of divisions and normalisations
 _PARALLEL = 1e-10    # capsule-capsule: sin^2 of the angle below which the axes are parallel
@@ -261,6 +263,14 @@ def convex(points) -> Convex:
             if (centres[face] - P[i]) @ m > 0:
                 m = -m
             boundaries[face].append(tuple(P[i]) + tuple(m))
+    if len(corners) > COARSE_CORNERS:
+        import warnings
+
+        warnings.warn(f"collision.convex: the hull has {len(corners)} corners (more than "
+                      f"{COARSE_CORNERS}): a pair with it has that many contact slots and each "
+                      f"signed distance {len(planes)} faces and {len(edges)} edges, so a scene "
+                      "with it compiles and steps slowly; a coarser hull (tens of corners) "
+                      "keeps it fast", UserWarning, stacklevel=2)
     return Convex(vertices=tuple(tuple(P[i]) for i in corners),
                   planes=tuple(tuple(float(x) for x in p) for p in planes),
                   edges=tuple((index[i], index[j]) for i, j in edges),
