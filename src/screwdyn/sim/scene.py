@@ -116,9 +116,9 @@ class Scene:
                    quaternion=(0.0, 0.0, 0.0, 1.0), inertia=None):
         """A free body ``name`` of ``mass`` (kg) with the collision ``shape`` centred on its
         frame (a convex polytope: where its points are), starting at ``position`` (m) and
-        ``quaternion`` (x, y, z, w) in the world; its centre of mass and inertia those of the
-        solid shape of uniform density unless ``inertia`` is given (3x3, kg m^2, about the
-        centre of mass)."""
+        ``quaternion`` (x, y, z, w) in the world; its centre of mass that of the solid shape
+        of uniform density, and its inertia too unless ``inertia`` is given (3x3, kg m^2, about
+        the centre of mass)."""
         positive(mass, f"Scene.add_object({name!r}) mass")
         pose = _pose(position, quaternion, f"Scene.add_object({name!r})")  # checked first
         inertia = solid_inertia(shape, mass) if inertia is None else inertia
