@@ -297,17 +297,19 @@ POINT_PAIRS = CYLINDER_PAIRS + CONVEX_PAIRS
                                                   POINT_PAIRS])
 def test_point_pairs_are_points_inside_and_bound_mujocos_depth(a, b):
     """A cylinder against a box or a cylinder, a convex polytope against a box, a cylinder or
-    another polytope (MuJoCo: its mesh geoms, the same hulls): every slot is a point of one surface inside the
-    other, at its exact depth (brute-force signed distances). A point's depth never exceeds
+    another polytope (MuJoCo: its mesh geoms, the same hulls): every slot is a point of one
+    surface inside the other, at its exact depth (brute-force signed distances). A point's depth never exceeds
     the exact penetration depth (the least overlap of the two shapes' supports over all
     directions): checked along MuJoCo's normal and along ours. Where the deepest feature is a
     point (a rim point or a corner on a face, a side line on a face or an edge) our deepest
     slot is that exact depth and MuJoCo's (shallow contacts, < 5 cm), within 1e-6 m (its
     general convex solver stops there, and on these curved shapes it is sometimes less deep than
     the exact depth); an edge crossing an edge (a rim across a box edge or another rim) is seen
-    by its deepest point, down to 1/sqrt(2) of the exact depth (about half of the random shallow
-    contacts of a cylinder and a box, a few of two cylinders). MuJoCo finds no contact:
-    neither do we."""
+    by its deepest point: at least 1/sqrt(2) of the exact depth for the right-angled edges of
+    boxes and cylinders, less for a polytope's sharper edges (0.54 of it at worst in 2,000
+    random poses of these two polytopes; here, at least half); about half of the random shallow
+    contacts of a cylinder and a box, a few of two cylinders. MuJoCo finds no contact: neither
+    do we."""
     rng = np.random.default_rng(11)
     scene = Scene(a, b)
     n = 800 if "convex" in (a.kind, b.kind) else 400  # the polytopes are smaller
@@ -337,7 +339,8 @@ def test_point_pairs_are_points_inside_and_bound_mujocos_depth(a, b):
         for direction in (normal, N[i, k]):
             assert ours <= _overlap(a, Ra, pa[i], b, Rb, pb[i], direction) + 1e-9
         if depth < 0.05:  # deeper, a point's depth is bounded by the other's inner radius
-            assert ours >= np.sqrt(0.5) * depth - 1e-6
+            assert ours >= (0.5 if "convex" in (a.kind, b.kind) else np.sqrt(0.5)) * depth \
+                - 1e-6
             differences.append(abs(ours - depth))
     assert seen >= 40 and len(differences) >= 20
     assert np.mean(np.array(differences) < 1e-6) >= 0.4  # MuJoCo's depth

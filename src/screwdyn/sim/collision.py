@@ -92,8 +92,9 @@ Pairs (a, b): K, method
                           where a point is deepest (a rim or corner on a face, a side on a face
                           or an edge: MuJoCo's depth to its solver's 1e-6, and deeper than
                           MuJoCo's where its solver stops short), and a lower bound of it where
-                          an edge crosses an edge (a rim across a box edge or another rim:
-                          down to 1/sqrt(2) of it): it never exceeds it
+                          an edge crosses an edge (a rim across a box edge or another rim: down
+                          to 1/sqrt(2) of it across right-angled edges, less across a
+                          polytope's sharper ones): it never exceeds it
 
     convex-plane       m  the polytope's m corners, each with its signed distance (exact)
     sphere-convex      1  exact: the polytope's signed distance at the centre and its gradient
