@@ -424,8 +424,8 @@ def _convex_sdf(xp, x, g):
     gradient that face's normal (the first on ties). Outside: the least distance to a face
     whose plane holds the point's projection inside the face, or to an edge (the corners are
     edges' ends), exact; the gradient from the nearest point to x."""
-    inside, grad_in = _plane_sdf(xp, x, g)
-    s = [x[..., 0] * n0 + x[..., 1] * n1 + x[..., 2] * n2 - d for n0, n1, n2, d in g.planes]
+    s = _plane_distances(x, g)
+    inside, grad_in = _largest_plane(xp, x, g, s)
     distances, nearest = [], []
     for (n0, n1, n2, d), boundary, sf in zip(g.planes, g.boundaries, s):
         ok = sf >= 0.0
@@ -448,14 +448,25 @@ def _convex_sdf(xp, x, g):
     return xp.where(out, outside, inside), xp.where(out[..., None], grad_out, grad_in)
 
 
+def _plane_distances(x, g):
+    """Local points x (..., 3) against each face plane of convex polytope g: n . x - d, a list
+    (one (...) array per face)."""
+    return [x[..., 0] * n0 + x[..., 1] * n1 + x[..., 2] * n2 - d for n0, n1, n2, d in g.planes]
+
+
+def _largest_plane(xp, x, g, s):
+    """The largest of the plane distances ``s`` (``_plane_distances``) and its face's normal
+    (the first on ties)."""
+    flags, least = _first_min(xp, [-v for v in s])
+    zero = xp.zeros_like(x)
+    return -least, _pick(xp, flags, [zero + np.array(p[:3]) for p in g.planes])
+
+
 def _plane_sdf(xp, x, g):
     """The largest of convex polytope g's plane distances at local points x (..., 3), and its
     face's normal: its signed distance inside (exact) and a lower bound of it outside, convex
     along a line, and a few operations a face (the searches' objective: ``_search_sdf``)."""
-    s = [x[..., 0] * n0 + x[..., 1] * n1 + x[..., 2] * n2 - d for n0, n1, n2, d in g.planes]
-    flags, least = _first_min(xp, [-v for v in s])
-    zero = xp.zeros_like(x)
-    return -least, _pick(xp, flags, [zero + np.array(p[:3]) for p in g.planes])
+    return _largest_plane(xp, x, g, _plane_distances(x, g))
 
 
 def _search_sdf(b):
@@ -512,10 +523,16 @@ def _capsule_plane(xp, a, Ra, pa, b, Rb, pb):
     return _spheres_plane(xp, ends, a.radius, Rb, pb)
 
 
-def _box_plane(xp, a, Ra, pa, b, Rb, pb):
-    h = np.array(a.half_sizes)
-    corners = pa[:, None, :] + xp.sum(Ra[:, None, :, :] * (_SIGNS * h)[None, :, None, :], axis=-1)
-    return _spheres_plane(xp, corners, 0.0, Rb, pb)
+def _to_world(xp, R, p, local):
+    """Points of a frame at (R (N, 3, 3), p (N, 3)) given in it, local (K, 3) or (N, K, 3), in
+    the world: (N, K, 3)."""
+    return p[:, None, :] + xp.sum(R[:, None, :, :] * local[..., None, :], axis=-1)
+
+
+def _polytope_plane(xp, a, Ra, pa, b, Rb, pb):
+    """A box's or a convex polytope's corners against the plane (``_corners``: a box's in
+    MuJoCo's order)."""
+    return _spheres_plane(xp, _to_world(xp, Ra, pa, _corners(a)[0]), 0.0, Rb, pb)
 
 
 def _cylinder_plane(xp, a, Ra, pa, b, Rb, pb):
@@ -692,8 +709,7 @@ def _cylinder_into(xp, a, Ra, pa, b, Rb, pb, flip=False):
         for k in range(4):
             angle = t0 + k * (np.pi / 2)
             points.append(c + r * (xp.cos(angle)[..., None] * e1 + xp.sin(angle)[..., None] * e2))
-    local = xp.stack(points, axis=1)                                  # (N, 11, 3) in b's frame
-    world = pb[:, None, :] + xp.sum(Rb[:, None, :, :] * local[..., None, :], axis=-1)
+    world = _to_world(xp, Rb, pb, xp.stack(points, axis=1))          # (N, 11, 3) from b's frame
     p, n, d = _points_into(xp, world, Rb, pb, b, flip)
     ends = world[:, 1:3]
     n_ends = xp.broadcast_to(n[:, 0:1], ends.shape)                  # the deepest point's
@@ -724,7 +740,7 @@ def _polytope_points(xp, b, Rb, pb, a, Ra, pa):
     ``a`` over its edges (one search per edge, ``_on_line``: an edge crossing ``a``'s side or
     rim with both corners outside)."""
     V, edges = _corners(b)
-    corners = pb[:, None, :] + xp.sum(Rb[:, None, :, :] * V[None, :, None, :], axis=-1)
+    corners = _to_world(xp, Rb, pb, V)
     centres = np.array([(V[i] + V[j]) / 2 for i, j in edges])
     spans = np.array([(V[j] - V[i]) / 2 for i, j in edges])
     Rab = xp.sum(Ra[..., :, :, None] * Rb[..., :, None, :], axis=-3)          # Ra^T Rb
@@ -741,31 +757,23 @@ def _polytope_points(xp, b, Rb, pb, a, Ra, pa):
     return xp.concatenate([corners, edge[:, None, :]], axis=1)
 
 
-def _cylinder_solid(xp, a, Ra, pa, b, Rb, pb):
-    """A cylinder against a box, a cylinder or a convex polytope: ``a``'s points that meet ``b`` first
-    (``_cylinder_into``: 11 slots), then ``b``'s that meet ``a`` (a box's or a polytope's
-    corners and deepest edge point, ``_polytope_points``: 9 for a box; a cylinder's,
-    ``_cylinder_into``: 11), normals flipped."""
-    first = _cylinder_into(xp, a, Ra, pa, b, Rb, pb)
-    if b.kind == "cylinder":
-        second = _cylinder_into(xp, b, Rb, pb, a, Ra, pa, flip=True)
-    else:
-        second = _points_into(xp, _polytope_points(xp, b, Rb, pb, a, Ra, pa), Ra, pa, a, True)
+def _surface_into(xp, g, R, p, other, Ro, po, flip=False):
+    """The points of g's surface that meet ``other`` first against ``other``'s signed
+    distance (points, normals from ``other`` to g (``flip``: the other way), depths): a
+    cylinder's (``_cylinder_into``: 11), a box's or a polytope's corners and deepest edge point
+    (``_polytope_points``: m + 1)."""
+    if g.kind == "cylinder":
+        return _cylinder_into(xp, g, R, p, other, Ro, po, flip)
+    return _points_into(xp, _polytope_points(xp, g, R, p, other, Ro, po), Ro, po, other, flip)
+
+
+def _points_solid(xp, a, Ra, pa, b, Rb, pb):
+    """A cylinder or a convex polytope against a box, a cylinder or a convex polytope: ``a``'s
+    surface points that meet ``b`` first against ``b``'s signed distance, then ``b``'s against
+    ``a``'s, normals flipped (``_surface_into``)."""
+    first = _surface_into(xp, a, Ra, pa, b, Rb, pb)
+    second = _surface_into(xp, b, Rb, pb, a, Ra, pa, flip=True)
     return tuple(xp.concatenate([x, y], axis=1) for x, y in zip(first, second))
-
-
-def _polytope_solid(xp, a, Ra, pa, b, Rb, pb):
-    """A convex polytope against a box or a convex polytope: each one's corners and deepest
-    edge point (``_polytope_points``) against the other's signed distance."""
-    first = _points_into(xp, _polytope_points(xp, a, Ra, pa, b, Rb, pb), Rb, pb, b, False)
-    second = _points_into(xp, _polytope_points(xp, b, Rb, pb, a, Ra, pa), Ra, pa, a, True)
-    return tuple(xp.concatenate([x, y], axis=1) for x, y in zip(first, second))
-
-
-def _convex_plane(xp, a, Ra, pa, b, Rb, pb):
-    V = np.array(a.vertices)
-    corners = pa[:, None, :] + xp.sum(Ra[:, None, :, :] * V[None, :, None, :], axis=-1)
-    return _spheres_plane(xp, corners, 0.0, Rb, pb)
 
 
 def _liang_barsky(xp, P, Q, planes):
@@ -924,7 +932,7 @@ def _box_box(xp, a, Ra, pa, b, Rb, pb):
 _PAIRS = {
     ("sphere", "plane"): (_sphere_plane, 1),
     ("capsule", "plane"): (_capsule_plane, 2),
-    ("box", "plane"): (_box_plane, 8),
+    ("box", "plane"): (_polytope_plane, 8),
     ("cylinder", "plane"): (_cylinder_plane, 8),
     ("sphere", "sphere"): (_sphere_sphere, 1),
     ("sphere", "capsule"): (_sphere_capsule, 1),
@@ -934,14 +942,14 @@ _PAIRS = {
     ("sphere", "cylinder"): (_sphere_solid, 1),
     ("capsule", "cylinder"): (_capsule_solid, 3),
     ("box", "box"): (_box_box, 8),
-    ("cylinder", "box"): (_cylinder_solid, 20),
-    ("cylinder", "cylinder"): (_cylinder_solid, 22),
-    ("convex", "plane"): (_convex_plane, lambda a, b: len(a.vertices)),
+    ("cylinder", "box"): (_points_solid, 20),
+    ("cylinder", "cylinder"): (_points_solid, 22),
+    ("convex", "plane"): (_polytope_plane, lambda a, b: len(a.vertices)),
     ("sphere", "convex"): (_sphere_solid, 1),
     ("capsule", "convex"): (_capsule_solid, 3),
-    ("cylinder", "convex"): (_cylinder_solid, lambda a, b: 12 + len(b.vertices)),
-    ("convex", "box"): (_polytope_solid, lambda a, b: len(a.vertices) + 10),
-    ("convex", "convex"): (_polytope_solid, lambda a, b: len(a.vertices) + len(b.vertices) + 2),
+    ("cylinder", "convex"): (_points_solid, lambda a, b: 12 + len(b.vertices)),
+    ("convex", "box"): (_points_solid, lambda a, b: len(a.vertices) + 10),
+    ("convex", "convex"): (_points_solid, lambda a, b: len(a.vertices) + len(b.vertices) + 2),
 }
 
 

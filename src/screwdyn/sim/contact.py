@@ -185,12 +185,12 @@ class Contact:
         return self.positions(xp, p, T)[0]
 
     def deepest(self, model, p, T):
-        """(depth (m), label): the deepest penetration of a contact sphere into the ground at
-        the link poses T (N, nlinks, 4, 4) (numpy; negative: none touches), and its point's
-        label: what ``simulate`` checks before step 0."""
+        """(depth (m), label, None): the deepest penetration of a contact sphere into the
+        ground at the link poses T (N, nlinks, 4, 4) (numpy; negative: none touches), and its
+        point's label: what ``simulate`` checks before step 0 (``ContactModel.deepest``)."""
         depth = self.positions(np, p, T)[1]
         worst = np.unravel_index(np.argmax(depth), depth.shape)
-        return float(depth[worst]), self.points.labels[worst[-1]]
+        return float(depth[worst]), self.points.labels[worst[-1]], None
 
     def velocities(self, xp, V, arm, R):
         """World velocity (N, P, 3) of the links' material points at the contact points, from

@@ -65,9 +65,11 @@ class ContactModel(Protocol):
         """The contact points (N, P, 3) in the world (m) at poses T."""
 
     def deepest(self, model, p, T) -> tuple:
-        """(depth (m), label): the deepest penetration of any contact point into what it
-        touches at the link poses T (N, nlinks, 4, 4) (numpy; negative: none touches), and
-        that point's label: what ``simulate`` checks before step 0."""
+        """(depth (m), label, overlap): the deepest penetration of any contact point into what
+        it touches at the link poses T (N, nlinks, 4, 4) (numpy; negative: none touches), and
+        that point's label; ``overlap`` None, or a phrase where the depth is instead a shape's
+        centre inside another ("the centre of 'a' is inside 'b'"): what ``simulate`` checks
+        before step 0."""
 
     def springs(self, model, p, q, M) -> list:
         """The contact's stiffest linear behaviour at one configuration q (nq,) with mass

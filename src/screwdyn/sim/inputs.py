@@ -151,9 +151,9 @@ def check_penetration(run):
     from ..errors import PenetrationWarning, warn
 
     T = np.asarray(forward_kinematics(run.model, run.q0))
-    depth, label, *where = contact.deepest(run.model, run.params["contact"], T)
-    if depth > INITIAL_PENETRATION and where and where[0]:  # a shape inside another
-        warn(f"the initial state has two shapes overlapping: {where[0]}, {depth * 100:.3g} cm "
+    depth, label, overlap = contact.deepest(run.model, run.params["contact"], T)
+    if depth > INITIAL_PENETRATION and overlap:  # a shape inside another
+        warn(f"the initial state has two shapes overlapping: {overlap}, {depth * 100:.3g} cm "
              f"from its surface ({label!r}); deep inside, their contact points can be shallow "
              "and the contact will not push them apart reliably: move them apart in q0",
              PenetrationWarning)

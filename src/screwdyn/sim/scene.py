@@ -572,9 +572,9 @@ class ShapeContactModel(SolvedContact):
         return xp.concatenate([pts for pts, _, _ in self._contacts(xp, p, T)], axis=1)
 
     def deepest(self, model, p, T):
-        """(depth (m), label, where): the deepest candidate point, or a shape's centre inside
-        another shape (two shapes overlapping deeply can have shallow points: a cylinder in a
-        box, two coinciding boxes) when that is deeper."""
+        """(depth (m), label, overlap) (``ContactModel.deepest``): the deepest candidate point,
+        or a shape's centre inside another shape (two shapes overlapping deeply can have
+        shallow points: a cylinder in a box, two coinciding boxes) when that is deeper."""
         depth = np.asarray(self.depths(np, p, T))
         worst = np.unravel_index(np.argmax(depth), depth.shape)
         found = (float(depth[worst]), self.labels[worst[-1]], None)
