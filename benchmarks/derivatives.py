@@ -19,7 +19,8 @@ meshes stripped, joints in Pinocchio's order):
    loop alone (each state's matrices left in Pinocchio's ``Data``, overwritten by the next),
    and the loop that keeps them (copied into a (1000, 3, nv, nv) array made once, as our call
    returns them; Pinocchio's M and M^-1 upper triangles only, ours whole); in brackets our
-   time over each;
+   time over each. Ours twice: a fresh result per call, and ``out=`` an array made once (as
+   Pinocchio's loop writes into its ``Data``: no fresh memory touched per call);
 4. **first call**: in a fresh process with an empty program cache, the seconds to the first
    result of each (tracing, compiling, running);
 5. **jit(grad)** (``--grad``): a scalar of forward dynamics on Talos with its inertial parameters
@@ -129,11 +130,15 @@ def timings(robot, pin, rounds, batch):
                     out[k, j] = getattr(pd, name)
         return run
 
+    mine = np.empty((batch, model.nv, 3 * model.nv))  # out=: one array for every call
+
     batched = {
         "ID, public call": lambda: sd.dynamics_derivatives(model, q, qd, qdd=u),
+        "ID, public call, out=": lambda: sd.dynamics_derivatives(model, q, qd, qdd=u, out=mine),
         "ID, Pinocchio loop": loop(pin.computeRNEADerivatives),
         "ID, Pinocchio loop, kept": kept(pin.computeRNEADerivatives, ("dtau_dq", "dtau_dv", "M")),
         "FD, public call": lambda: sd.dynamics_derivatives(model, q, qd, tau=u),
+        "FD, public call, out=": lambda: sd.dynamics_derivatives(model, q, qd, tau=u, out=mine),
         "FD, Pinocchio loop": loop(pin.computeABADerivatives),
         "FD, Pinocchio loop, kept": kept(pin.computeABADerivatives,
                                          ("ddq_dq", "ddq_dv", "Minv")),

@@ -13,7 +13,7 @@ import pytest
 import screwdyn as sd
 from screwdyn import dynamics
 from screwdyn.algebra import get_algebra
-from screwdyn.execution import plan
+from screwdyn.execution import cache, native, plan
 
 from conftest import erd_urdf, random_state, random_tree
 
@@ -298,3 +298,80 @@ def test_bad_inputs():
             finally:
                 plan.use_native(previous)
             assert all(a.shape == (3, 0, 0) for a in d)
+
+
+def test_written_into_a_given_array_on_every_path(tmp_path):
+    """``out=``: the same bits as a fresh result, written into the array given and returned (the
+    fields are views of it), for one state, a batch of two axes, with external wrenches, on the
+    numpy path and for a long chain's factored form; the program's optimised code is queued once
+    the states run this way pass the fast entry's count."""
+    panda = sd.robots.load("panda")
+    q, qd, u = random_state(panda, 3, batch=(2, 600))
+    f_ext = np.random.default_rng(3).normal(size=(2, 600, panda.nlinks, 6))
+    path = tmp_path / "chain.urdf"
+    path.write_text(_chain_urdf(50))
+    chain = sd.load_urdf(str(path))
+    cq, cqd, cu = random_state(chain, 4, batch=(3,))
+    cases = [(panda, (q[0, 0], qd[0, 0], u[0, 0]), {}), (panda, (q, qd, u), {}),
+             (panda, (q, qd, u), {"f_ext": f_ext}), (chain, (cq, cqd, cu), {})]
+    for native in (True, False):
+        previous = plan.use_native(native)
+        try:
+            for model, (a, b, c), options in cases:
+                for name in ("qdd", "tau"):
+                    fresh = np.concatenate(sd.dynamics_derivatives(model, a, b, **{name: c},
+                                                                   **options), axis=-1)
+                    out = np.full(fresh.shape, np.nan)
+                    got = sd.dynamics_derivatives(model, a, b, **{name: c}, **options, out=out)
+                    np.testing.assert_array_equal(out, fresh)
+                    assert all(np.shares_memory(part, out) for part in got)
+                    registered = getattr(sd, "inverse_dynamics_derivatives" if name == "qdd"
+                                         else "forward_dynamics_derivatives")
+                    assert registered(model, a, b, c, **options, out=out) is out
+        finally:
+            plan.use_native(previous)
+
+
+def test_states_run_into_out_bring_the_optimised_code(tmp_path):
+    """States run outside the fast entry (``out=``, or a batch of two axes) count towards the
+    optimised code as the fast entry's do: past 1,000 it is compiled in the background."""
+    previous = cache.directory()
+    cache.set_directory(tmp_path / "cache")  # nothing optimised on disk
+    native._PROGRAMS.clear()
+    plan._forget()
+    try:
+        path = tmp_path / "chain.urdf"
+        path.write_text(_chain_urdf(5))
+        model = sd.load_urdf(str(path))
+        program = plan.General(dynamics.FUNCTIONS["inverse_dynamics_derivatives"], model,
+                               "spatial", ("q", "qd", "qdd"), ()).native()
+        assert program.level == 0
+        q, qd, u = random_state(model, 1, batch=(1200,))
+        sd.dynamics_derivatives(model, q, qd, qdd=u, out=np.empty((1200, 5, 15)))
+        native.wait_for_optimisation()
+        assert program.level == native.LEVELS[-1] and program.optimise_time is not None
+    finally:
+        cache.set_directory(previous)
+        native._PROGRAMS.clear()
+        plan._forget()
+
+
+def test_a_bad_out_is_refused_and_nothing_is_written():
+    panda = sd.robots.load("panda")
+    q, qd, qdd = random_state(panda, 2, batch=(3,))
+    good = (3, 9, 27)
+    read_only = np.zeros(good)
+    read_only.flags.writeable = False
+    for bad, says in ((np.zeros((3, 9, 18)), r"shape \(3, 9, 27\)"),
+                      (np.zeros(good, dtype=np.float32), "float32"),
+                      (np.zeros((3, 9, 54))[..., ::2], "not C-contiguous"),
+                      (read_only, "read-only"), ([0.0] * 3, "numpy array, got list"),
+                      (q, "shares memory with the input q")):
+        with pytest.raises(ValueError, match=says):
+            sd.dynamics_derivatives(panda, q, qd, qdd=qdd, out=bad)
+    out = np.zeros(good)
+    with pytest.raises(ValueError, match="qd must have shape"):
+        sd.dynamics_derivatives(panda, q, qd[:, :5], qdd=qdd, out=out)
+    with pytest.raises(ValueError, match="JAX arrays cannot be written into"):
+        sd.dynamics_derivatives(panda, jnp.asarray(q), qd, qdd=qdd, out=out)
+    assert not out.any()  # checked before a number is written

@@ -152,7 +152,7 @@ def _derivative_columns(call, qdd):
 
 
 def _derivatives_from_columns(forward):
-    def finish(xp, model, factors):
+    def finish(xp, model, factors, out=None):
         """(..., nv, 3 nv) from the factors (..., 9, 6, tree nv): the pairs as matrix products
         (``derivatives.from_columns``), a coupling's G^T D G, forward dynamics' M^-1 (one
         batched inverse, then matrix products: this step is never traced). On numpy the pairs
@@ -191,9 +191,9 @@ def _derivatives_from_columns(forward):
         batch = tuple(factors.shape[:-3])
         flat = factors.reshape((-1,) + tuple(factors.shape[-3:]))
         nv = model.nv
-        validation.check_fits(flat.shape[0] * nv * 3 * nv * 8,
-                              f"the result, shape {batch + (nv, 3 * nv)} float64,")
-        out = np.empty((flat.shape[0], nv, 3 * nv))
+        name = "forward_dynamics_derivatives" if forward else "inverse_dynamics_derivatives"
+        result = _plan.result_array(out, batch + (nv, 3 * nv), name)
+        out = result.reshape((-1, nv, 3 * nv))
         scratch = np.empty((min(4, flat.shape[0]), nv, 3 * nv)) if model.coupling is None \
             else None
         for start in range(0, flat.shape[0], 4):
@@ -202,7 +202,7 @@ def _derivatives_from_columns(forward):
         if forward:
             for start in range(0, flat.shape[0], 64):
                 solved(out[start:start + 64])
-        return out.reshape(batch + (nv, 3 * nv))
+        return result
     return finish
 
 
@@ -236,9 +236,10 @@ def _mass_matrix_columns(call):
     return call.xp.stack([S, F])
 
 
-def _mass_from_columns(xp, model, factors):
+def _mass_from_columns(xp, model, factors, out=None):
     """M (..., nv, nv) from the columns (..., 2, 6, tree nv) (``crba.mass_from_columns``, then
-    the coupling G^T M G); on numpy a few states at a time (about 64 MiB of intermediates)."""
+    the coupling G^T M G); on numpy a few states at a time (about 64 MiB of intermediates),
+    into ``out`` where given."""
     tree, nv = model.nominal.tree, model.nv
 
     def block(part):  # (..., 2, 6, tree nv) -> (..., nv, nv)
@@ -252,13 +253,12 @@ def _mass_from_columns(xp, model, factors):
         return block(factors)
     batch = tuple(factors.shape[:-3])
     flat = factors.reshape((-1,) + tuple(factors.shape[-3:]))
-    validation.check_fits(flat.shape[0] * nv * nv * 8,
-                          f"the result of mass_matrix, shape {batch + (nv, nv)} float64,")
-    out = np.empty((flat.shape[0], nv, nv))
+    result = _plan.result_array(out, batch + (nv, nv), "mass_matrix")
+    out = result.reshape((-1, nv, nv))
     step = max(1, (64 << 20) // (32 * tree.nv ** 2 + 1))
     for start in range(0, flat.shape[0], step):
         out[start:start + step] = block(flat[start:start + step])
-    return out.reshape(batch + (nv, nv))
+    return result
 
 
 def _mass_matrix_entries(model):

@@ -68,6 +68,7 @@ class NativeProgram:
         self._program = None  # the traced graph.Program while the optimised code is made
         self._optimised = threading.Event()
         self._queued = False
+        self._states = 0  # states run outside the fast entry (``ran``)
         self._folder = cache.directory()  # where its optimised code is kept, made later
         self.error = None
 
@@ -101,6 +102,13 @@ class NativeProgram:
         with _LOCK:
             self._watchers.append(callback)
             callback(self.address)
+
+    def ran(self, states):
+        """Count ``states`` run through ``call`` (``plan.run_native``): past
+        ``entry.HOT_STATES`` the optimised code is queued, as the fast entry's count does."""
+        self._states += states
+        if self._states >= entry.HOT_STATES and not self._queued:
+            self._hot()
 
     def _hot(self):
         try:

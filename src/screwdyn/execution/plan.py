@@ -95,6 +95,7 @@ def _forget(setting=None):
     """Drop the callables made for calls (after a change of setting)."""
     with _LOCK:
         _ENTRIES.clear()
+        _INTO.clear()
         for function in list(_FUNCTIONS):
             function.last = (None, None, None, None)
 
@@ -257,8 +258,9 @@ class Factored:
     """A function computed in two steps for large models (see the module docstring).
 
     ``columns``: the ``Function`` of the per-state factors (same inputs and options as the
-    function it stands for); ``finish(xp, model, factors)``: the result (public layout, batch
-    first) from the factors (public layout, batch first), in the namespace ``xp``;
+    function it stands for); ``finish(xp, model, factors, out)``: the result (public layout,
+    batch first) from the factors (public layout, batch first), in the namespace ``xp``, on
+    numpy written into ``result_array(out, ...)`` (``out``: None or the caller's array);
     ``size(model)``: the number the decision compares with ``limit`` (the form is used above
     it); ``algebras``: the algebras that have the factors (the DH recursion has none)."""
 
@@ -345,9 +347,12 @@ def _jax_backend():
 
 
 # -- running a call ---------------------------------------------------------------------------
-def run(function, model, algebra, args, options=(), static=()):
+def run(function, model, algebra, args, options=(), static=(), out=None):
     """``function`` on the arrays ``args`` (its ``inputs``, in order) and ``options`` (its
-    ``options``, in order, None where not given), with static arguments ``static``."""
+    ``options``, in order, None where not given), with static arguments ``static``; written
+    into ``out`` where given (``run_into``)."""
+    if out is not None:
+        return run_into(out, function, model, algebra, args, options, static)
     if model.parameters is not None:  # inertial parameters traced by JAX: the JAX path
         form = factored(function, model, algebra)
         if form is not None:
@@ -379,10 +384,50 @@ def run(function, model, algebra, args, options=(), static=()):
     return f(*args, *(o for o in options if o is not None))
 
 
-def _entry(function, model, algebra, given, static):
+def run_into(out, function, model, algebra, args, options=(), static=()):
+    """``run`` writing the result into ``out``, a float64, C-contiguous, writeable numpy array
+    of the result's shape (batch + the function's output shape) that shares no memory with the
+    inputs; returns ``out``. Every path writes into it as it would into a new result (a loop
+    that reuses one array per call touches no fresh memory), once the inputs are checked. ``ValueError`` for JAX inputs or traced
+    inertial parameters (JAX arrays cannot be written into) and for an ``out`` that is not such
+    an array (naming the expected shape)."""
+    values = tuple(args) + tuple(o for o in options if o is not None)
+    if not isinstance(out, np.ndarray):
+        raise ValueError(f"out must be a numpy array, got {type(out).__name__}")
+    if model.parameters is not None or _backend.namespace(*values) is not np:
+        raise ValueError("out= takes numpy inputs (JAX arrays cannot be written into: use the "
+                         "result)")
+    for name, value in zip(function.inputs + function.options, tuple(args) + tuple(options)):
+        if isinstance(value, np.ndarray) and np.may_share_memory(out, value):
+            raise ValueError(f"out shares memory with the input {name}: pass a separate array")
+    given = tuple(o is not None for o in options)
+    key = (function, model, algebra, static, given)
+    f = _INTO.get(key)
+    if f is None:
+        f = _entry(function, model, algebra, given, static, bind=False)
+        _INTO.put(key, f)
+    return f(*values, out=out)
+
+
+def check_out(out, shape, name):
+    """``ValueError`` unless ``out`` is a float64, C-contiguous, writeable array of ``shape``."""
+    if out.shape != tuple(shape) or out.dtype != np.float64 or not out.flags.c_contiguous \
+            or not out.flags.writeable:
+        raise ValueError(f"out for {name} must be a writeable, C-contiguous float64 array of "
+                         f"shape {tuple(shape)}; got {out.dtype} {out.shape}"
+                         + ("" if out.flags.c_contiguous else ", not C-contiguous")
+                         + ("" if out.flags.writeable else ", read-only"))
+
+
+#: the callables of ``run_into`` (the general path or a ``FactoredCall``), by kind of call
+_INTO = Store("calls into a given array")
+
+
+def _entry(function, model, algebra, given, static, bind=True):
     """The callable for one kind of call: the native program's fast entry (numpy arrays of one
     state or one batch axis) with the general path as its fallback, the general path, or for a
-    ``Factored`` form its ``FactoredCall``."""
+    ``Factored`` form its ``FactoredCall``. ``bind=False``: never the fast entry, and nothing
+    kept (``run_into`` keeps its own)."""
     if algebra not in ALGEBRAS:
         raise ValueError(f"unknown algebra {algebra!r}; valid: "
                          + ", ".join(repr(a) for a in ALGEBRAS))
@@ -394,11 +439,13 @@ def _entry(function, model, algebra, given, static):
         f = FactoredCall(function, form, model, algebra, given, static)
     else:
         general = f = General(function, model, algebra, names, static)
-        if decide(function, model, algebra, "numpy",
-                  names[len(function.inputs):])[0] == "native":
+        if bind and decide(function, model, algebra, "numpy",
+                           names[len(function.inputs):])[0] == "native":
             program = general.native()
             if program is not None:
                 f = program.bind(general) or general
+    if not bind:
+        return f
     key = (function, model, algebra, static) + ((given,) if given else ())
     return _ENTRIES.put(key, f)  # models made afresh in a loop: the least recently used goes
 
@@ -430,7 +477,7 @@ class General:
                 return None
         return self._program
 
-    def __call__(self, *args):
+    def __call__(self, *args, out=None):
         if len(args) != len(self.names):
             raise TypeError(f"{self.function.name} takes {len(self.names)} arrays "
                             f"({', '.join(self.names)}), got {len(args)}")
@@ -442,8 +489,8 @@ class General:
                       self.names[len(self.function.inputs):])[0]
         program = self.native() if path == "native" and xp is np else None
         if program is None:
-            return run_numpy(self.function, self.model, self.algebra, given, self.static)
-        return run_native(program, self.model, given, self.function.name)
+            return run_numpy(self.function, self.model, self.algebra, given, self.static, out)
+        return run_native(program, self.model, given, self.function.name, out)
 
 
 class FactoredCall:
@@ -464,23 +511,27 @@ class FactoredCall:
         options = tuple(next(present) if g else None for g in self.given)
         return run(self.form.columns, self.model, self.algebra, args[:n], options, self.static)
 
-    def __call__(self, *args):
+    def __call__(self, *args, out=None):
         if len(args) != len(self.names):
             raise TypeError(f"{self.function.name} takes {len(self.names)} arrays "
                             f"({', '.join(self.names)}), got {len(args)}")
         factors = self.factors(*args)
-        return self.form.finish(_backend.namespace(factors), self.model, factors)
+        return self.form.finish(_backend.namespace(factors), self.model, factors, out)
 
 
-def run_native(program, model, given, name="the native program"):
+def run_native(program, model, given, name="the native program", out=None):
     """A native program on public numpy inputs of any batch shape: checked and converted
     (float64, contiguous rows), a single vector passed once (broadcast by the kernel), a batch
-    that broadcasts gathered chunk by chunk (``validation.chunks``)."""
+    that broadcasts gathered chunk by chunk (``validation.chunks``); into ``out`` where given
+    (``run_into``), else a new array."""
     inputs = program.input_names
     _, arrays, batch, N = validate(model, {k: given[k] for k in inputs}, np)
-    out = _result(name, batch, N, program.output_shape)
+    shape = tuple(batch) + program.output_shape
+    result = result_array(out, shape, name)
+    out = result.reshape((N,) + program.output_shape)  # a view: C-contiguous
     if N == 0:
-        return out.reshape(batch + program.output_shape)
+        return result
+    program.ran(N)
     cores = {k: (arrays[k], len(core_shape(model, k))) for k in inputs}
     states = config.chunk_states or NATIVE_CHUNK_STATES
     for start, stop, chunk in validation.chunks(cores, batch, states):
@@ -490,7 +541,7 @@ def run_native(program, model, given, name="the native program"):
             rows.append(np.ascontiguousarray(a.reshape(width) if a.ndim == cores[k][1]
                                              else a.reshape(stop - start, width)))
         program.call(rows, out[start:stop], stop - start)
-    return out.reshape(batch + program.output_shape)
+    return result
 
 
 #: states per chunk of a native batch (an input that broadcasts is gathered a chunk at a time);
@@ -498,12 +549,16 @@ def run_native(program, model, given, name="the native program"):
 NATIVE_CHUNK_STATES = 1 << 16
 
 
-def _result(name, batch, N, shape):
-    """The result array (N, *shape) of a batch, refused at once (``ValueError`` naming the
-    bytes) when it could not fit in this machine's memory."""
-    validation.check_fits(N * int(np.prod(shape, dtype=np.int64)) * 8,
-                          f"the result of {name}, shape {tuple(batch) + tuple(shape)} float64,")
-    return np.empty((N,) + tuple(shape))
+def result_array(out, shape, name):
+    """The numpy array a result of ``shape`` is written into: ``out`` where given (checked,
+    ``check_out``), else a new one, refused at once (``ValueError`` naming the bytes) when it
+    could not fit in this machine's memory."""
+    if out is not None:
+        check_out(out, shape, name)
+        return out
+    validation.check_fits(int(np.prod(shape, dtype=np.int64)) * 8,
+                          f"the result of {name}, shape {tuple(shape)} float64,")
+    return np.empty(shape)
 
 
 def run_jax(function, model, algebra, given, static=(), loop=False):
@@ -614,16 +669,17 @@ def chunk_size(model, function, algebra="spatial"):
     return int(min(32768, max(2048, (256 << 20) // int(per_state))))
 
 
-def run_numpy(function, model, algebra, given, static=()):
+def run_numpy(function, model, algebra, given, static=(), out=None):
     """The kernel on numpy arrays, in chunks of ``chunk_size`` states; inputs that broadcast are
     gathered one chunk at a time (``validation.chunks``), an empty batch gives an empty result,
     a result that cannot fit is refused before any work, and non-finite states propagate
-    without floating-point warnings."""
+    without floating-point warnings. Into ``out`` where given (``run_into``)."""
     _, arrays, batch, N = validate(model, given, np)
     shape = tuple(function.output(model, *static))
-    out = _result(function.name, batch, N, shape)
+    result = result_array(out, tuple(batch) + shape, function.name)
+    out = result.reshape((N,) + shape)
     if N == 0:
-        return out.reshape(batch + shape)
+        return result
     if N >= 256:
         _backend.tune_allocator()
     size = chunk_size(model, function, algebra)
@@ -633,9 +689,9 @@ def run_numpy(function, model, algebra, given, static=()):
         for start, stop, chunk in validation.chunks(cores, batch, size):
             _, internal, part, n = parse(model, chunk, np)
             call = Call(model, algebra, alg, np, internal, part, n)
-            result = np.asarray(call.vector(_kernel(function, call, static)))
-            out[start:stop] = result.reshape((stop - start,) + shape)
-    return out.reshape(batch + shape)
+            out[start:stop] = np.asarray(call.vector(_kernel(function, call, static))) \
+                .reshape((stop - start,) + shape)
+    return result
 
 
 # -- sd.plan ----------------------------------------------------------------------------------
