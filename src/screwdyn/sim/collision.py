@@ -94,7 +94,7 @@ Pairs (a, b): K, method
                           MuJoCo's where its solver stops short), and a lower bound of it where
                           an edge crosses an edge (a rim across a box edge or another rim: down
                           to 1/sqrt(2) of it across right-angled edges, less across a
-                          polytope's sharper ones): it never exceeds it
+                          polytope's sharper ones, cylinder-convex): it never exceeds it
 
     convex-plane       m  the polytope's m corners, each with its signed distance (exact)
     sphere-convex      1  exact: the polytope's signed distance at the centre and its gradient
@@ -102,11 +102,15 @@ Pairs (a, b): K, method
                           the least distance to a face holding the projection, or to an edge)
     capsule-convex     3  as capsule-box, with the polytope's signed distance
     cylinder-convex  12+m as cylinder-box, the polytope's m corners for the box's 8
-    convex-box      m+10  each one's corners and deepest edge point against the other's signed
-    convex-convex m+m'+2  distance, as cylinder-box (exact where a point is deepest, a lower
-                          bound where edges cross); the searches along edges, lines and rims
-                          minimise the largest face-plane distance (the signed distance inside,
-                          a few operations a face), and the points found are measured exactly
+    convex-box      m+11  each one's corners and deepest edge point against the other's signed
+    convex-convex m+m'+3  distance, as cylinder-box (exact where a point is deepest); the
+                          searches along edges, lines and rims minimise the largest face-plane
+                          distance (the signed distance inside, a few operations a face), and
+                          the points found are measured exactly. The last slot: the
+                          separating-axis test (Gregorius; face normals, and the pairs of edges
+                          that make a face of the Minkowski difference), where its least overlap
+                          is deeper than every point (an edge crossing an edge or a face's
+                          edge): the deepest slot is then the exact penetration depth
 
 A convex polytope costs its corners in slots and its faces and edges in each signed distance:
 give coarse hulls (tens of corners; a robot link's collision mesh has 100 to 150, MuJoCo
@@ -770,10 +774,137 @@ def _surface_into(xp, g, R, p, other, Ro, po, flip=False):
 def _points_solid(xp, a, Ra, pa, b, Rb, pb):
     """A cylinder or a convex polytope against a box, a cylinder or a convex polytope: ``a``'s
     surface points that meet ``b`` first against ``b``'s signed distance, then ``b``'s against
-    ``a``'s, normals flipped (``_surface_into``)."""
-    first = _surface_into(xp, a, Ra, pa, b, Rb, pb)
-    second = _surface_into(xp, b, Rb, pb, a, Ra, pa, flip=True)
-    return tuple(xp.concatenate([x, y], axis=1) for x, y in zip(first, second))
+    ``a``'s, normals flipped (``_surface_into``); two polytopes, then the separating axis of
+    least overlap where the points are shallower (``_separating_axes``)."""
+    parts = [_surface_into(xp, a, Ra, pa, b, Rb, pb),
+             _surface_into(xp, b, Rb, pb, a, Ra, pa, flip=True)]
+    if a.kind != "cylinder" and b.kind != "cylinder":
+        deepest = xp.maximum(xp.max(parts[0][2], axis=1), xp.max(parts[1][2], axis=1))
+        parts.append(_separating_axes(xp, a, Ra, pa, b, Rb, pb, deepest))
+    return tuple(xp.concatenate(x, axis=1) for x in zip(*parts))
+
+
+def _polytope(g):
+    """A box's or a convex polytope's corners (m, 3), face planes (f, 4: outward unit normal n
+    and offset d, n . x <= d inside) and edges [(i, j, normal of one face, of the other)], in
+    its frame: what the separating-axis test reads (``_separating_axes``)."""
+    V, edges = _corners(g)
+    if g.kind == "box":
+        h = np.array(g.half_sizes)
+        planes = np.array([np.r_[s * np.eye(3)[k], h[k]] for k in range(3) for s in (1, -1)])
+    else:
+        planes = np.array(g.planes)
+    tol = 1e-9 * max(1.0, float(np.abs(V).max()))
+    on = np.abs(V @ planes[:, :3].T - planes[:, 3]) < tol          # (m, f): corner on face
+    adjacent = []
+    for i, j in edges:
+        faces = np.nonzero(on[i] & on[j])[0]
+        adjacent.append((i, j, planes[faces[0], :3], planes[faces[-1], :3]))
+    return V, planes, adjacent
+
+
+def _separating_axes(xp, a, Ra, pa, b, Rb, pb, deepest):
+    """Two polytopes (boxes or convex): the separating-axis test (Gregorius, "The separating
+    axis test between convex polyhedra", GDC 2013), one slot ((N, 1, ...)). Axes: each face's
+    normal (the other's corners against its plane) and the cross products of the pairs of
+    edges that make a face of the Minkowski difference (their arcs on the Gauss map cross: the
+    other pairs are no axis). The axis of least overlap (faces preferred within 1e-9 m) is the
+    normal and its overlap the exact penetration depth; the point the middle of the overlap at
+    the other polytope's deepest corner past a face, or at the closest points of the two edges.
+    Kept where it is deeper than ``deepest`` (N,) (the points inside, ``_surface_into``, which
+    bound it from below where an edge crosses an edge or a face's edge) by more than 1e-9 m;
+    else ``NO_CONTACT``. Computed in ``a``'s frame, on arrays of every face and every pair of
+    edges at once (a few large operations: JAX compiles them as fast as a small pair); normals
+    b -> a."""
+    VA, planes_a, edges_a = _polytope(a)
+    VB, planes_b, edges_b = _polytope(b)
+    Rab = xp.sum(Ra[..., :, :, None] * Rb[..., :, None, :], axis=-3)          # Ra^T Rb
+
+    def into_a(x):  # b's vectors (..., 3) in a's frame: (N, ..., 3)
+        R = Rab.reshape((Rab.shape[0],) + (1,) * (x.ndim - 1) + (3, 3))
+        return xp.sum(R * x[..., None, :], axis=-1)
+
+    t = _rot_t(xp, Ra, pb - pa)
+    vB = t[:, None, :] + into_a(VB)                                          # (N, mB, 3)
+    # b's corners past a's faces (a moves along -n), a's past b's (a moves along +n)
+    nA, dA = planes_a[:, :3], planes_a[:, 3]
+    past_a = xp.sum(vB[:, None, :, :] * nA[None, :, None, :], axis=-1)       # (N, fA, mB)
+    low_a = xp.min(past_a, axis=-1)
+    nB = into_a(planes_b[:, :3])                                             # (N, fB, 3)
+    past_b = xp.sum(nB[:, :, None, :] * VA[None, None, :, :], axis=-1)      # (N, fB, mA)
+    low_b = xp.min(past_b, axis=-1)
+    face_depths = xp.concatenate([dA - low_a, planes_b[:, 3] + _dot(xp, nB, t[:, None, :])
+                                  - low_b], axis=1)
+    face_normals = xp.concatenate([xp.zeros_like(nB[:, :1, :]) - nA, nB], axis=1)
+    witness = xp.concatenate([_first_of(xp, past_a == low_a[..., None], vB[:, None, :, :]),
+                              _first_of(xp, past_b == low_b[..., None], VA)], axis=1)
+    # pairs of edges (i of a, j of b): (N, EA, EB)
+    ia, ja = [e[0] for e in edges_a], [e[1] for e in edges_a]
+    ib, jb = [e[0] for e in edges_b], [e[1] for e in edges_b]
+    u1 = np.array([e[2] for e in edges_a])[None, :, None, :]
+    v1 = np.array([e[3] for e in edges_a])[None, :, None, :]
+    ea = (VA[ja] - VA[ia])[None, :, None, :]
+    out_a = (VA[ia] - VA.mean(axis=0))[None, :, None, :]
+    c = -into_a(np.array([e[2] for e in edges_b]))[:, None, :, :]   # b's normals, negated
+    d = -into_a(np.array([e[3] for e in edges_b]))[:, None, :, :]
+    pB, qB = vB[:, ib, :][:, None, :, :], vB[:, jb, :][:, None, :, :]
+    ba, dc = np.cross(v1, u1), xp.cross(d, c)
+    cba, dba = _dot(xp, c, ba), _dot(xp, d, ba)
+    adc, bdc = _dot(xp, u1, dc), _dot(xp, v1, dc)
+    face = (cba * dba < 0.0) & (adc * bdc < 0.0) & (cba * bdc > 0.0)
+    eb = qB - pB
+    n, length = _unit(xp, xp.cross(ea + 0.0 * eb, eb), u1)
+    n = n * _sign(xp, _dot(xp, n, out_a))[..., None]                          # out of a
+    ok = face & (length > _EDGE_SIN * np.linalg.norm(ea, axis=-1) * _norm(xp, eb))
+    edge_depths = xp.where(ok, _dot(xp, n, VA[ia][None, :, None, :] - pB), -NO_CONTACT)
+    shape = (Rab.shape[0], len(edges_a) * len(edges_b))
+    depths = xp.concatenate([face_depths, edge_depths.reshape(shape) + _FACE_BIAS], axis=1)
+    normals = xp.concatenate([face_normals, -n.reshape(shape + (3,))], axis=1)
+    least = xp.min(depths, axis=1)
+    first = depths == least[:, None]
+    n = _first_of(xp, first, normals)
+    faces = face_depths.shape[1]
+    on_edges = ~xp.any(first[:, :faces], axis=1)
+    depth = least - xp.where(on_edges, _FACE_BIAS, 0.0)
+    half = n * (0.5 * depth)[..., None]
+    on_a = xp.any(first[:, :len(planes_a)], axis=1) & ~on_edges
+    local = _first_of(xp, first[:, :faces], witness) + xp.where(on_a[..., None], -half, half)
+    chosen = first[:, faces:].reshape((shape[0], len(edges_a), len(edges_b)))
+    # the chosen pair's edges: a's the first row holding it, b's the first column
+    in_a = xp.any(chosen, axis=2)
+    in_b = xp.any(chosen & _first_rows(xp, in_a)[..., None], axis=1)
+    ends_a = [_first_of(xp, in_a, xp.zeros_like(vB[:, :1, :]) + V) for V in (VA[ia], VA[ja])]
+    ends_b = [_first_of(xp, in_b, vB[:, idx, :]) for idx in (ib, jb)]
+    dA_, hA = _unit(xp, ends_a[1] - ends_a[0], xp.zeros_like(t))
+    dB_, hB = _unit(xp, ends_b[1] - ends_b[0], xp.zeros_like(t))
+    xA, xB, _ = _segments(xp, 0.5 * (ends_a[0] + ends_a[1]), dA_, 0.5 * hA,
+                          0.5 * (ends_b[0] + ends_b[1]), dB_, 0.5 * hB)
+    local = xp.where(on_edges[..., None], 0.5 * (xA + xB), local)
+    kept = depth > deepest + _FACE_BIAS
+    return ((pa + _rot(xp, Ra, local))[:, None, :], _rot(xp, Ra, n)[:, None, :],
+            xp.where(kept, depth, NO_CONTACT)[:, None])
+
+
+def _first_rows(xp, flags):
+    """flags (N, k) with only the first raised entry of each row kept."""
+    k = flags.shape[-1]
+    index = xp.min(xp.where(flags, np.arange(k), k), axis=-1)
+    return np.arange(k) == index[..., None]
+
+
+def _first_of(xp, flags, options):
+    """The option (..., k, 3) at the first raised flag (..., k) of each row (zeros where none
+    is): a one-hot sum, exact."""
+    one = _first_rows(xp, flags)
+    return xp.sum(xp.where(one[..., None], options, 0.0), axis=-2)
+
+
+def _any(xp, flags):
+    """The element-wise or of a non-empty list of flags."""
+    out = flags[0]
+    for f in flags[1:]:
+        out = out | f
+    return out
 
 
 def _liang_barsky(xp, P, Q, planes):
@@ -948,8 +1079,8 @@ _PAIRS = {
     ("sphere", "convex"): (_sphere_solid, 1),
     ("capsule", "convex"): (_capsule_solid, 3),
     ("cylinder", "convex"): (_points_solid, lambda a, b: 12 + len(b.vertices)),
-    ("convex", "box"): (_points_solid, lambda a, b: len(a.vertices) + 10),
-    ("convex", "convex"): (_points_solid, lambda a, b: len(a.vertices) + len(b.vertices) + 2),
+    ("convex", "box"): (_points_solid, lambda a, b: len(a.vertices) + 11),
+    ("convex", "convex"): (_points_solid, lambda a, b: len(a.vertices) + len(b.vertices) + 3),
 }
 
 
