@@ -375,3 +375,30 @@ def test_a_bad_out_is_refused_and_nothing_is_written():
     with pytest.raises(ValueError, match="JAX arrays cannot be written into"):
         sd.dynamics_derivatives(panda, jnp.asarray(q), qd, qdd=qdd, out=out)
     assert not out.any()  # checked before a number is written
+
+
+def test_a_large_trees_products_run_on_one_blas_thread(tmp_path, monkeypatch):
+    """The factored form's finishing products and inverses (numpy, a few states at a time) run
+    with numpy's BLAS on one thread, and the caller's BLAS threads are as they were afterwards
+    (numpy's wheels bundle their OpenBLAS in numpy.libs; scipy's is another)."""
+    from threadpoolctl import threadpool_info
+
+    def blas_threads():
+        return [i["num_threads"] for i in threadpool_info()
+                if i["user_api"] == "blas" and "numpy" in i["filepath"]]
+
+    path = tmp_path / "chain.urdf"
+    path.write_text(_chain_urdf(50))
+    chain = sd.load_urdf(str(path))
+    form = dynamics.FUNCTIONS["forward_dynamics_derivatives"].factored
+    finish, seen = form.finish, []
+
+    def watched(*args):
+        seen.append(blas_threads())
+        return finish(*args)
+
+    monkeypatch.setattr(form, "finish", watched)
+    before = blas_threads()
+    q, qd, tau = random_state(chain, 6, batch=(4,))
+    sd.dynamics_derivatives(chain, q, qd, tau=tau)
+    assert seen and seen[0] and all(n == 1 for n in seen[0]) and blas_threads() == before

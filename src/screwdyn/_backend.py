@@ -145,3 +145,21 @@ def tune_allocator():
         _allocator.append("tuned")
     except (OSError, AttributeError):
         pass
+
+
+def one_blas_thread():
+    """A context in which numpy's BLAS and LAPACK run on one thread (``threadpoolctl``): the
+    products and inverses of a batch of small matrices (a large tree's derivatives and mass
+    matrix, finished on numpy 64 states at a time) gain little from a second thread, which
+    spins: measured on 1,000 states of a 100-link chain's FD derivatives, 480 ms in 970 ms of
+    CPU on two threads, 560 ms on one. The loaded libraries are found once (0.7 ms, most of
+    ``threadpool_limits``'s cost per call); each use costs 14 us."""
+    if not _BLAS:
+        from threadpoolctl import ThreadpoolController
+
+        _BLAS.append(ThreadpoolController())
+    return _BLAS[0].limit(limits=1, user_api="blas")
+
+
+_BLAS = []  # the ThreadpoolController of the BLAS libraries loaded (numpy's: found once)
+

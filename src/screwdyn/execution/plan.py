@@ -516,7 +516,11 @@ class FactoredCall:
             raise TypeError(f"{self.function.name} takes {len(self.names)} arrays "
                             f"({', '.join(self.names)}), got {len(args)}")
         factors = self.factors(*args)
-        return self.form.finish(_backend.namespace(factors), self.model, factors, out)
+        xp = _backend.namespace(factors)
+        if xp is not np:
+            return self.form.finish(xp, self.model, factors, out)
+        with _backend.one_blas_thread():
+            return self.form.finish(xp, self.model, factors, out)
 
 
 def run_native(program, model, given, name="the native program", out=None):
