@@ -388,9 +388,9 @@ def run_into(out, function, model, algebra, args, options=(), static=()):
     """``run`` writing the result into ``out``, a float64, C-contiguous, writeable numpy array
     of the result's shape (batch + the function's output shape) that shares no memory with the
     inputs; returns ``out``. Every path writes into it as it would into a new result (a loop
-    that reuses one array per call touches no fresh memory), once the inputs are checked. ``ValueError`` for JAX inputs or traced
-    inertial parameters (JAX arrays cannot be written into) and for an ``out`` that is not such
-    an array (naming the expected shape)."""
+    that reuses one array per call touches no fresh memory), once the inputs are checked.
+    ``ValueError`` for JAX inputs or traced inertial parameters (JAX arrays cannot be written
+    into) and for an ``out`` that is not such an array (naming the expected shape)."""
     values = tuple(args) + tuple(o for o in options if o is not None)
     if not isinstance(out, np.ndarray):
         raise ValueError(f"out must be a numpy array, got {type(out).__name__}")

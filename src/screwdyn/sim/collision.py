@@ -853,7 +853,7 @@ def _separating_axes(xp, a, Ra, pa, b, Rb, pb, deepest):
     adc, bdc = _dot(xp, u1, dc), _dot(xp, v1, dc)
     face = (cba * dba < 0.0) & (adc * bdc < 0.0) & (cba * bdc > 0.0)
     eb = qB - pB
-    n, length = _unit(xp, xp.cross(ea + 0.0 * eb, eb), u1)
+    n, length = _unit(xp, xp.cross(ea + 0.0 * eb, eb), u1)  # ea broadcast to the pairs
     n = n * _sign(xp, _dot(xp, n, out_a))[..., None]                          # out of a
     ok = face & (length > _EDGE_SIN * np.linalg.norm(ea, axis=-1) * _norm(xp, eb))
     edge_depths = xp.where(ok, _dot(xp, n, VA[ia][None, :, None, :] - pB), -NO_CONTACT)
@@ -897,14 +897,6 @@ def _first_of(xp, flags, options):
     is): a one-hot sum, exact."""
     one = _first_rows(xp, flags)
     return xp.sum(xp.where(one[..., None], options, 0.0), axis=-2)
-
-
-def _any(xp, flags):
-    """The element-wise or of a non-empty list of flags."""
-    out = flags[0]
-    for f in flags[1:]:
-        out = out | f
-    return out
 
 
 def _liang_barsky(xp, P, Q, planes):
