@@ -738,6 +738,13 @@ def _corners(g):
     return np.array(g.vertices), list(g.edges)
 
 
+def _relative(xp, Ra, pa, Rb, pb):
+    """b's pose in a's frame: the rotation Ra^T Rb (N, 3, 3) and the position Ra^T (pb - pa)
+    (N, 3)."""
+    return (xp.sum(Ra[..., :, :, None] * Rb[..., :, None, :], axis=-3),
+            _rot_t(xp, Ra, pb - pa))
+
+
 def _polytope_points(xp, b, Rb, pb, a, Ra, pa):
     """The points of a box's or convex polytope's surface (``b``) that meet the solid ``a``
     first (world, (N, m + 1, 3)): its m corners, then the point of least signed distance to
@@ -747,8 +754,8 @@ def _polytope_points(xp, b, Rb, pb, a, Ra, pa):
     corners = _to_world(xp, Rb, pb, V)
     centres = np.array([(V[i] + V[j]) / 2 for i, j in edges])
     spans = np.array([(V[j] - V[i]) / 2 for i, j in edges])
-    Rab = xp.sum(Ra[..., :, :, None] * Rb[..., :, None, :], axis=-3)          # Ra^T Rb
-    x0 = (_rot_t(xp, Ra, pb - pa)[:, None, :]
+    Rab, t = _relative(xp, Ra, pa, Rb, pb)
+    x0 = (t[:, None, :]
           + xp.sum(Rab[:, None, :, :] * centres[None, :, None, :], axis=-1))
     u = xp.sum(Rab[:, None, :, :] * spans[None, :, None, :], axis=-1)   # (N, E, 3) in a's
     sdf_of = _search_sdf(a)  # the deepest edge point measured exactly later
@@ -818,13 +825,12 @@ def _separating_axes(xp, a, Ra, pa, b, Rb, pb, deepest):
     b -> a."""
     VA, planes_a, edges_a = _polytope(a)
     VB, planes_b, edges_b = _polytope(b)
-    Rab = xp.sum(Ra[..., :, :, None] * Rb[..., :, None, :], axis=-3)          # Ra^T Rb
+    Rab, t = _relative(xp, Ra, pa, Rb, pb)
 
     def into_a(x):  # b's vectors (..., 3) in a's frame: (N, ..., 3)
         R = Rab.reshape((Rab.shape[0],) + (1,) * (x.ndim - 1) + (3, 3))
         return xp.sum(R * x[..., None, :], axis=-1)
 
-    t = _rot_t(xp, Ra, pb - pa)
     vB = t[:, None, :] + into_a(VB)                                          # (N, mB, 3)
     # b's corners past a's faces (a moves along -n), a's past b's (a moves along +n)
     nA, dA = planes_a[:, :3], planes_a[:, 3]
