@@ -20,17 +20,16 @@ sphere instead.
 from __future__ import annotations
 
 import os
-import sys
 import warnings
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
-from functools import lru_cache
 from typing import TYPE_CHECKING, Optional, Sequence, Union
 
 import numpy as np
 
 from ..errors import ModelError
 from ..model.builder import rpy_to_matrix
+from ..model.meshes import first_line as _first_line, read_scene, resolve
 from ..model.urdf import read_robot
 
 if TYPE_CHECKING:
@@ -100,7 +99,7 @@ class Mesh:
         if self.path is None:
             looked = "; ".join(self.searched) if self.searched else "nowhere"
             raise OSError(f"not found (looked in: {looked})")
-        scene = _read_mesh(self.path, os.path.getmtime(self.path)).copy()
+        scene = read_scene(self.path).copy()
         if not scene.geometry:
             raise ValueError("the file holds no triangles")
         if not _has_own_colors(scene):
@@ -239,71 +238,6 @@ def _positive(element: ET.Element, attribute: str, where: str) -> float:
     return value
 
 
-# -- finding files ------------------------------------------------------------------------------
-def resolve(filename: str, folder: str) -> tuple[Optional[str], tuple[str, ...]]:
-    """(the file that a URDF mesh ``filename`` names, or None; the folders searched). ``folder``
-    is the URDF's folder (relative paths and package search through its ancestors)."""
-    if filename.startswith("file://"):
-        candidates = [filename[len("file://"):]]
-    elif filename.startswith("package://") or filename.startswith("$(find "):
-        if filename.startswith("package://"):
-            package, _, rest = filename[len("package://"):].lstrip("/").partition("/")
-        else:  # a xacro leftover: $(find NAME)/rest
-            package, _, rest = filename[len("$(find "):].partition(")")
-            rest = rest.lstrip("/")
-        candidates = [os.path.join(root, rest) for root in package_folders(package, folder)]
-    else:
-        candidates = [os.path.join(folder, filename)]
-    for path in candidates:
-        if os.path.isfile(path):
-            return path, ()
-    return None, tuple(dict.fromkeys(os.path.dirname(p) for p in candidates))
-
-
-def package_folders(package: str, folder: str) -> list[str]:
-    """Where ROS package ``package`` may be, in search order (existing or not)."""
-    roots = []
-    for variable, suffix in (("ROS_PACKAGE_PATH", ""), ("AMENT_PREFIX_PATH", "share")):
-        for entry in filter(None, os.environ.get(variable, "").split(os.pathsep)):
-            base = os.path.join(entry, suffix)
-            roots += [base] if os.path.basename(os.path.normpath(base)) == package else []
-            roots.append(os.path.join(base, package))
-    ancestor = os.path.abspath(folder)
-    while True:
-        if os.path.basename(ancestor) == package:
-            roots.append(ancestor)
-        roots.append(os.path.join(ancestor, package))
-        parent = os.path.dirname(ancestor)
-        if parent == ancestor:
-            break
-        ancestor = parent
-    for share in _cmeel_shares():
-        roots.append(os.path.join(share, package))
-        roots.append(os.path.join(share, "example-robot-data", "robots", package))
-    return list(dict.fromkeys(roots))
-
-
-def _cmeel_shares() -> list[str]:
-    """The share folders of pip packages built with cmeel (example-robot-data, Pinocchio...)."""
-    return [p for p in (os.path.join(base, "cmeel.prefix", "share") for base in sys.path if base)
-            if os.path.isdir(p)]
-
-
-# -- reading meshes -----------------------------------------------------------------------------
-@lru_cache(maxsize=128)
-def _read_mesh(path: str, mtime: float) -> "trimesh.Scene":
-    """A mesh file as a trimesh Scene (cached by path and modification time)."""
-    try:
-        import trimesh
-    except ImportError:
-        raise ImportError("meshes need trimesh: pip install 'screwdyn[viewer]'") from None
-    try:
-        loaded = trimesh.load_scene(path)
-    except Exception as e:  # trimesh and its format plugins raise anything on a bad file
-        raise ValueError(f"unreadable ({type(e).__name__}: {_first_line(e)})") from None
-    return loaded
-
-
 def _has_own_colors(scene: "trimesh.Scene") -> bool:
     """Whether any geometry of the scene carries colours or textures of its own."""
     return any(getattr(g.visual, "kind", None) is not None for g in scene.geometry.values())
@@ -321,11 +255,6 @@ def _painted(mesh: "trimesh.Trimesh", color: RGBA) -> "trimesh.Scene":
 
     _paint(mesh, color)
     return trimesh.Scene(mesh)
-
-
-def _first_line(error: BaseException) -> str:
-    text = str(error).strip()
-    return text.splitlines()[0] if text else type(error).__name__
 
 
 def visuals_for(visuals: Sequence[Visual], link_names: Sequence[str], prefix: str = ""
