@@ -251,13 +251,20 @@ def test_bad_robots_are_clear_errors():
     assert not scene.shapes
     solo = sd.load_urdf(erd_urdf("solo_description/robots/solo12.urdf"), floating_base=True)
     with pytest.raises(sd.ModelError, match="all mesh: no primitive"):
-        sd.Scene("solo").add_robot(solo)
+        sd.Scene("solo").add_robot(solo, meshes="skip")
     panda = sd.load_urdf(erd_urdf("panda_description/urdf/panda.urdf"))
     with pytest.warns(UserWarning, match=r"mesh geometry on 9 link\(s\) \(panda_hand, "):
-        names = sd.Scene("fingers").add_robot(panda)
+        names = sd.Scene("fingers").add_robot(panda, meshes="skip")
     assert len(names) == 8 and all("finger" in n for n in names)  # the fingers' boxes
     with pytest.raises(sd.ModelError, match="no primitive"):
-        sd.Scene("arm").add_robot(panda, links=["panda_link3"])
+        sd.Scene("arm").add_robot(panda, links=["panda_link3"], meshes="skip")
+    for bad, match in ((dict(meshes="spheres"), "meshes must be one of 'capsule', 'hull'"),
+                       (dict(mesh_corners=3), "mesh_corners must be an int >= 4"),
+                       (dict(mesh_corners=True), "mesh_corners must be an int >= 4")):
+        scene = sd.Scene("x")
+        with pytest.raises(ValueError, match=match):
+            scene.add_robot(panda, **bad)
+        assert not scene.shapes and not scene.builder.has_link("panda_link1")  # nothing applied
     with pytest.raises(sd.ModelError, match="nowhere"):
         sd.Scene("x").add_robot(panda, links=["nowhere"])
     with pytest.raises(sd.ModelError, match="'nowhere' is not a link"):

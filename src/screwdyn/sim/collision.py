@@ -113,14 +113,15 @@ Pairs (a, b): K, method
                           edge): the deepest slot is then the exact penetration depth
 
 A convex polytope costs its corners in slots and its faces and edges in each signed distance:
-give coarse hulls (tens of corners; a robot link's collision mesh has 100 to 150, MuJoCo
-collides those with a general convex solver, which this module does not have).
+give coarse hulls (tens of corners, ``convex(points, max_corners)``; a robot link's collision
+mesh has 100 to 150, MuJoCo collides those with a general convex solver, which this module does
+not have), or the capsule that holds a mesh (``capsule_around``: two slots a pair).
 
 Not supported (``ValueError`` naming the pair): plane as ``a`` or against a plane, ellipsoids,
 height fields.
 """
 from dataclasses import dataclass
-from typing import Any, Tuple
+from typing import Any, Optional, Tuple
 
 import numpy as np
 
@@ -220,20 +221,30 @@ def cylinder(radius: float, half_length: float) -> Cylinder:
     return Cylinder(float(radius), float(half_length))
 
 
-def convex(points) -> Convex:
+def convex(points, max_corners: Optional[int] = None) -> Convex:
     """The convex hull of ``points`` (n >= 4, 3) (m, in the shape's frame), e.g. a mesh's
     vertices: a non-convex mesh becomes its hull (what MuJoCo collides for a mesh geom too).
     ValueError for points that are not (n, 3) finite numbers or span no volume (all on one
     plane or line). Coplanar triangles of the hull are merged into one face, and the points
-    inside it or on its faces and edges are dropped."""
+    inside it or on its faces and edges are dropped.
+
+    ``max_corners`` (an int >= 4, or None: every corner): a coarser hull, of at most that many
+    of the hull's corners (``_support_corners``: the extreme ones along x, y, z, then one at a
+    time the corner furthest outside the hull of those chosen): inside the full hull."""
     P = np.asarray(points, dtype=float)
     if P.ndim != 2 or P.shape[-1] != 3 or len(P) < 4 or not np.all(np.isfinite(P)):
         raise ValueError(f"collision.convex: points must be (n >= 4, 3) finite numbers (m), "
                          f"got shape {P.shape}")
+    if max_corners is not None and (int(max_corners) != max_corners or max_corners < 4):
+        raise ValueError(f"collision.convex: max_corners must be an int >= 4, got "
+                         f"{max_corners!r}")
     from scipy.spatial import ConvexHull, QhullError
 
     try:
         hull = ConvexHull(P)
+        if max_corners is not None and len(hull.vertices) > max_corners:
+            P = _support_corners(P[hull.vertices], int(max_corners))
+            hull = ConvexHull(P)
     except QhullError:
         raise ValueError(f"collision.convex: the {len(P)} points span no volume (they lie on "
                          "one plane or line)") from None
@@ -282,6 +293,132 @@ def convex(points) -> Convex:
                   boundaries=tuple(tuple(b) for b in boundaries),
                   triangles=tuple(tuple(float(x) for x in P[t].reshape(-1))
                                   for t in triangles))
+
+
+def _support_corners(V, count):
+    """``count`` of the points V (n > count, 3), the hull of which is near V's: the furthest
+    along +-x, +-y, +-z, then, one at a time, the point furthest outside the hull of those
+    chosen (the greedy choice that shrinks the largest gap first)."""
+    from scipy.spatial import ConvexHull, QhullError
+
+    chosen = list(dict.fromkeys(np.concatenate([np.argmax(V, axis=0),
+                                                np.argmin(V, axis=0)]).tolist()))
+    distance = np.linalg.norm(V - V[chosen[0]], axis=1)
+    while len(chosen) < count:
+        try:
+            planes = ConvexHull(V[chosen]).equations
+            distance = np.max(V @ planes[:, :3].T + planes[:, 3], axis=1)
+        except QhullError:  # fewer than 4 points, or flat so far: the farthest from them
+            distance = np.min(np.linalg.norm(V[:, None] - V[chosen][None], axis=2), axis=1)
+        far = int(np.argmax(distance))
+        if distance[far] <= 0.0:
+            break
+        chosen.append(far)
+    return V[chosen]
+
+
+def capsule_around(points) -> Tuple[Capsule, np.ndarray, np.ndarray]:
+    """A capsule that holds every one of ``points`` (n >= 1, 3) (m), e.g. a robot link's
+    collision mesh: (``Capsule``, its rotation R (3, 3) and centre c (3,) in the points'
+    frame: the capsule's axis is R's third column). The least volume found over six axes (the
+    points' principal axes and the frame's x, y, z) and radii: for an axis, the radius runs
+    from that of the smallest circle holding the points seen along it (Welzl) up to 3 times it, and each radius gives the shortest
+    segment that holds every point. Cheap to collide (two slots against anything) where a
+    hull has tens; MoveIt describes robot arms with capsules for this. ValueError for points
+    that are not (n, 3) finite numbers."""
+    P = np.asarray(points, dtype=float)
+    if P.ndim != 2 or P.shape[-1] != 3 or len(P) < 1 or not np.all(np.isfinite(P)):
+        raise ValueError(f"collision.capsule_around: points must be (n >= 1, 3) finite numbers "
+                         f"(m), got shape {P.shape}")
+    if len(P) >= 4:
+        from scipy.spatial import ConvexHull, QhullError
+
+        try:
+            P = P[ConvexHull(P).vertices]  # the rest are inside
+        except QhullError:
+            pass  # flat or on a line: every point
+    centred = P - P.mean(axis=0)
+    _, axes = np.linalg.eigh(centred.T @ centred)
+    best = min((_capsule_along(P, axis) for axis in list(axes.T) + list(np.eye(3))),
+               key=lambda fit: fit[0])
+    step = 0.1  # then turn the best axis while that shrinks the capsule: 0.1 rad down to 1 mrad
+    while step > 1e-3:
+        R = best[3]
+        turned = [_capsule_along(P, R[:, 2] + sign * step * R[:, k])
+                  for k in (0, 1) for sign in (1.0, -1.0)]
+        better = min(turned, key=lambda fit: fit[0])
+        if better[0] < best[0]:
+            best = better
+        else:
+            step *= 0.5
+    _, r, half, R, centre = best
+    return Capsule(max(r, _TINY), half), R, centre
+
+
+def _capsule_along(P, axis):
+    """(volume, radius, half length, R, centre) of the least capsule along ``axis`` (3,)
+    holding the points P (n, 3) found over radii from the smallest one (the smallest circle
+    holding the points seen along the axis) to 3 times it."""
+    axis = np.asarray(axis, dtype=float) / np.linalg.norm(axis)
+    e1 = np.cross(axis, np.eye(3)[int(np.argmin(np.abs(axis)))])
+    e1 /= np.linalg.norm(e1)
+    R = np.stack([e1, np.cross(axis, e1), axis], axis=1)
+    local = P @ R                                      # (n, 3) in the capsule's axes
+    c = _circle_centre(local[:, :2])
+    rho2 = np.sum((local[:, :2] - c) ** 2, axis=1)
+    t = local[:, 2]
+    r = np.sqrt(rho2.max()) * np.linspace(1.0, 3.0, 41)[:, None]         # (41, 1)
+    reach = np.sqrt(np.maximum(r * r - rho2, 0.0))                       # (41, n)
+    top, bottom = np.max(t - reach, axis=1), np.min(t + reach, axis=1)
+    middle, half = 0.5 * (top + bottom), np.maximum(0.0, 0.5 * (top - bottom))
+    # where a sphere holds them (top < bottom): its radius from its centre
+    r = np.where(top < bottom, np.sqrt(np.max(rho2 + (t - middle[:, None]) ** 2, axis=1)),
+                 r[:, 0])
+    volume = np.pi * r * r * (2.0 * half + 4.0 * r / 3.0)
+    k = int(np.argmin(volume))
+    return float(volume[k]), float(r[k]), float(half[k]), R, R @ np.r_[c, middle[k]]
+
+
+def _circle_centre(X):
+    """The centre of the smallest circle holding the points X (n, 2) (Welzl's algorithm, its
+    loop form, over the corners of their hull in a fixed shuffled order: expected O(n))."""
+    from scipy.spatial import ConvexHull, QhullError
+
+    try:
+        X = X[ConvexHull(X).vertices]  # the circle touches corners only
+    except QhullError:
+        pass  # on a line or a point: every point
+    P = X[np.random.default_rng(0).permutation(len(X))]
+    tol = 1e-12 * (1.0 + float(np.abs(P).max()))
+
+    def outside(x, c, r):
+        return np.hypot(*(x - c)) > r + tol
+
+    c, r = P[0], 0.0
+    for i in range(1, len(P)):
+        if not outside(P[i], c, r):
+            continue
+        c, r = P[i], 0.0
+        for j in range(i):
+            if not outside(P[j], c, r):
+                continue
+            c = 0.5 * (P[i] + P[j])
+            r = float(np.hypot(*(P[i] - c)))
+            for k in range(j):
+                if outside(P[k], c, r):
+                    c = _circumcentre(P[i], P[j], P[k], c)
+                    r = float(np.hypot(*(P[i] - c)))
+    return c
+
+
+def _circumcentre(a, b, c, fallback):
+    """The centre of the circle through a, b, c (2,) (``fallback`` if they are on a line)."""
+    d = 2.0 * ((b[0] - a[0]) * (c[1] - a[1]) - (b[1] - a[1]) * (c[0] - a[0]))
+    if abs(d) < 1e-300:
+        return fallback
+    ab, ac = b - a, c - a
+    return a + np.array([(ac[1] * (ab @ ab) - ab[1] * (ac @ ac)) / d,
+                         (ab[0] * (ac @ ac) - ac[0] * (ab @ ab)) / d])
 
 
 def plane() -> Plane:

@@ -19,6 +19,7 @@ a ``UserWarning`` naming their links; declare points on those links instead.
 import os
 import warnings
 from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 
@@ -132,10 +133,47 @@ class CollisionShape:
 
 
 @dataclass(frozen=True)
+class CollisionMesh:
+    """One mesh collision element of a model's file: on link ``link``, at ``rotation`` (3, 3)
+    and ``translation`` (3,) (m) in the link's frame, ``name`` ('' if none), ``contype`` and
+    ``conaffinity`` as ``CollisionShape``'s; ``file`` what the file names (URDF ``filename``,
+    MJCF the mesh asset's name), ``path`` where it was found (None: not found, ``searched``
+    lists where it was looked for; MJCF: the compiled model's own vertices, no file), ``scale``
+    (3,) the URDF's per-axis scale, ``vertices`` (n, 3) the MJCF mesh's vertices in the
+    element's frame (m; URDF: None, ``points()`` reads the file)."""
+
+    link: str
+    rotation: np.ndarray
+    translation: np.ndarray
+    name: str
+    file: str
+    path: Optional[str] = None
+    searched: tuple = ()
+    scale: tuple = (1.0, 1.0, 1.0)
+    vertices: Optional[np.ndarray] = None
+    contype: int = 1
+    conaffinity: int = 1
+
+    def points(self) -> np.ndarray:
+        """The mesh's vertices (n, 3) in the element's frame (m), scaled. OSError when the file
+        was not found (naming where it was looked for), ValueError when it cannot be read,
+        ImportError without trimesh (``model.meshes.mesh_points``)."""
+        if self.vertices is not None:
+            return np.asarray(self.vertices, dtype=float)
+        if self.path is None:
+            looked = "; ".join(self.searched) if self.searched else "nowhere"
+            raise OSError(f"not found (looked in: {looked})")
+        from ..model.meshes import mesh_points
+
+        return mesh_points(self.path, self.scale)
+
+
+@dataclass(frozen=True)
 class CollisionGeometry:
     """What ``collision_geometry`` reads from a model's file: ``shapes`` (``CollisionShape``s,
     in file order), ``skipped`` ((link, kind) of the elements with no primitive: meshes, MJCF
-    ellipsoids and height fields), ``excluded`` (pairs of body names whose contact the file
+    ellipsoids and height fields), ``meshes`` (the mesh elements, ``CollisionMesh``s, in file
+    order), ``excluded`` (pairs of body names whose contact the file
     excludes: MJCF ``<contact><exclude>``; URDF none), ``source`` (the file), ``format``
     ('urdf' or 'mjcf')."""
 
@@ -144,6 +182,7 @@ class CollisionGeometry:
     excluded: tuple
     source: str
     format: str
+    meshes: tuple = ()
 
 
 def collision_geometry(model, hint=NO_GEOMETRY_HINT):
@@ -163,16 +202,16 @@ def collision_geometry(model, hint=NO_GEOMETRY_HINT):
     with open(source, "rb") as f:
         root = parse_xml(f.read(), source)
     if root.tag == "robot":
-        shapes, skipped = _urdf_shapes(root, source)
+        shapes, skipped, meshes = _urdf_shapes(root, source)
         excluded, kind = (), "urdf"
     elif root.tag == "mujoco":
-        shapes, skipped, excluded = _mjcf_shapes(source, with_excluded=True)
+        shapes, skipped, excluded, meshes = _mjcf_shapes(source)
         kind = "mjcf"
     else:
         raise ModelError(f"{source}: cannot read collision geometry from a <{root.tag}> file; "
                          + hint)
     return CollisionGeometry(tuple(CollisionShape(*s) for s in shapes), tuple(skipped),
-                             tuple(excluded), source, kind)
+                             tuple(excluded), source, kind, tuple(meshes))
 
 
 def _from_source(model, rim_points):
@@ -216,10 +255,12 @@ def _shape_points(kind, size, rim_points):
 
 def _urdf_shapes(robot, source):
     """(link, kind, size, R, p, name) of every primitive ``<collision>``; (link, kind)
-    skipped."""
+    skipped; the ``CollisionMesh`` of every ``<mesh>``."""
     from ..model.builder import rpy_to_matrix
+    from ..model.meshes import resolve
 
-    shapes, skipped = [], []
+    shapes, skipped, meshes = [], [], []
+    folder = os.path.dirname(os.path.abspath(source))
     for link in robot.iterfind("link"):
         name = link.get("name")
         for c, collision in enumerate(link.iterfind("collision")):
@@ -243,10 +284,23 @@ def _urdf_shapes(robot, source):
                         0.5 * _positive(shape, "length", where, allow_zero=True)]
             else:
                 skipped.append((name, shape.tag))
+                if shape.tag == "mesh":
+                    meshes.append(_urdf_mesh(shape, name, R, xyz, collision.get("name", ""),
+                                             where, folder, resolve))
                 continue
             shapes.append((name, shape.tag, np.asarray(size, dtype=float), R, xyz,
                            collision.get("name", "")))
-    return shapes, skipped
+    return shapes, skipped, meshes
+
+
+def _urdf_mesh(element, link, R, xyz, name, where, folder, resolve):
+    filename = element.get("filename")
+    if not filename:
+        raise ModelError(f"{where} <mesh>: no 'filename'")
+    scale = _floats(element, "scale", 3, f"{where} <mesh>", "1 1 1")
+    path, searched = resolve(filename, folder)
+    return CollisionMesh(link, R, xyz, name, filename, path, searched,
+                         tuple(float(x) for x in scale))
 
 
 def _floats(element, attribute, n, where, default):
@@ -273,10 +327,11 @@ def _positive(element, attribute, where, allow_zero=False):
     return value
 
 
-def _mjcf_shapes(source, with_excluded=False):
+def _mjcf_shapes(source):
     """The geoms of MuJoCo's compiled model, as (body link, kind, size, R, p, name, contype,
-    conaffinity); the skipped ones as (link, kind); with ``with_excluded``, also the pairs of
-    body names that ``<contact><exclude>`` excludes."""
+    conaffinity); the skipped ones as (link, kind); the pairs of body names that
+    ``<contact><exclude>`` excludes; the ``CollisionMesh`` of every mesh geom (its vertices as
+    MuJoCo compiled them, in the geom's frame)."""
     try:
         import mujoco
     except ImportError:
@@ -288,7 +343,7 @@ def _mjcf_shapes(source, with_excluded=False):
              int(geom.mjGEOM_BOX): "box", int(geom.mjGEOM_CYLINDER): "cylinder"}
     ignored = {int(geom.mjGEOM_MESH): "mesh", int(geom.mjGEOM_ELLIPSOID): "ellipsoid",
                int(geom.mjGEOM_HFIELD): "height field", int(geom.mjGEOM_SDF): "sdf"}
-    shapes, skipped = [], []
+    shapes, skipped, meshes = [], [], []
     for g in range(m.ngeom):
         body = int(m.geom_bodyid[g])
         kind = int(m.geom_type[g])
@@ -299,20 +354,27 @@ def _mjcf_shapes(source, with_excluded=False):
         name = mujoco.mj_id2name(m, obj.mjOBJ_BODY, body) or f"body{body}"
         if kind not in kinds:
             skipped.append((name, ignored.get(kind, f"type {kind}")))
+            if kind == int(geom.mjGEOM_MESH):
+                mesh = int(m.geom_dataid[g])
+                start, count = int(m.mesh_vertadr[mesh]), int(m.mesh_vertnum[mesh])
+                meshes.append(CollisionMesh(
+                    name, _quat_matrix(m.geom_quat[g]), np.array(m.geom_pos[g], dtype=float),
+                    mujoco.mj_id2name(m, obj.mjOBJ_GEOM, g) or "",
+                    mujoco.mj_id2name(m, obj.mjOBJ_MESH, mesh) or f"mesh{mesh}",
+                    vertices=np.array(m.mesh_vert[start:start + count], dtype=float),
+                    contype=int(m.geom_contype[g]), conaffinity=int(m.geom_conaffinity[g])))
             continue
         size = np.array(m.geom_size[g], dtype=float)
         shapes.append((name, kinds[kind], size, _quat_matrix(m.geom_quat[g]),
                        np.array(m.geom_pos[g], dtype=float),
                        mujoco.mj_id2name(m, obj.mjOBJ_GEOM, g) or "",
                        int(m.geom_contype[g]), int(m.geom_conaffinity[g])))
-    if not with_excluded:
-        return shapes, skipped
     excluded = []
     for signature in np.asarray(m.exclude_signature, dtype=np.int64).ravel():
         pair = (int(signature) >> 16, int(signature) & 0xFFFF)
         excluded.append(tuple(mujoco.mj_id2name(m, obj.mjOBJ_BODY, b) or f"body{b}"
                               for b in pair))
-    return shapes, skipped, excluded
+    return shapes, skipped, excluded, meshes
 
 
 def _quat_matrix(wxyz):
