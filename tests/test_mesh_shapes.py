@@ -249,5 +249,5 @@ def test_unreadable_meshes_are_named(tmp_path):
     robot = sd.load_urdf(str(urdf), floating_base=True)
     with pytest.warns(UserWarning, match=r"2 collision mesh\(es\).*a \(gone.stl: not found "
                       r"\(looked in: .*\); a \(bad.stl: "), \
-            pytest.raises(sd.ModelError, match="no collision element that can be read"):
+            pytest.raises(sd.ModelError, match="no collision element that can be used"):
         sd.Scene("r").add_robot(robot)

@@ -174,8 +174,8 @@ class Scene:
         - ``"capsule"`` (default): the capsule that holds every vertex, of least volume found
           (``collision.capsule_around``; 1.4 to 2.4 times the hull's volume on the Panda's
           links, 1.6 to 1.9 on the UR5's arm, 5.7 on its flat base): two contact slots a pair,
-          so a whole arm compiles and steps fast. Conservative: the robot touches a little early (up to centimetres
-          where a link is far from a capsule, as an elbow housing is).
+          so a whole arm compiles and steps fast. Conservative: the robot touches a little
+          early (up to centimetres where a link is far from a capsule, as an elbow housing is).
         - ``"hull"``: the convex hull of the vertices, coarsened to at most ``mesh_corners``
           corners (``collision.convex(points, max_corners)``: inside the full hull, within 4
           to 11 mm of it on those links at 24): the shape itself, but each pair costs its
@@ -183,12 +183,12 @@ class Scene:
           touch (``links=``), or the scene compiles for minutes.
         - ``"skip"``: none, with a ``UserWarning`` naming their links.
 
-        A mesh file that is not found or cannot be read (a DAE needs pycollada) is skipped with
-        a ``UserWarning`` naming the link, the file and why. Two of the robot's shapes, one
-        standing for a mesh, that already overlap at ``q`` never touch each other (a link's
-        capsule reaches into its neighbours' about their joints; MoveIt's setup assistant
-        disables the pairs in collision at the default pose the same way): the contact would
-        fight the joint from step 0.
+        A mesh file that is not found, cannot be read (a DAE needs pycollada) or (``"hull"``)
+        spans no volume is skipped with a ``UserWarning`` naming the link, the file and why.
+        Two of the robot's shapes, one standing for a mesh, that already overlap at ``q`` never
+        touch each other (a link's capsule reaches into its neighbours' about their joints;
+        MoveIt's setup assistant disables the pairs in collision at the default pose the same
+        way): the contact would fight the joint from step 0.
 
         Which pairs touch: the scene's rule (module docstring: not a link and its parent across
         a joint that is not free), and: ``self_collision=False`` leaves out every pair of two of
@@ -425,12 +425,12 @@ def _robot_shapes(model, links, where, meshes="capsule", corners=24):
                     unread.append(f"{m.link} ({m.file}: {first_line(e)})")
     if unread:
         warnings.warn(f"{where}: {len(unread)} collision mesh(es) of {geometry.source} cannot "
-                      f"be read and are ignored: {'; '.join(unread[:4])}"
+                      f"be used and are ignored: {'; '.join(unread[:4])}"
                       f"{'; ...' if len(unread) > 4 else ''}", UserWarning, stacklevel=3)
     if not keep and not from_meshes:
         kinds = " or ".join(sorted({k for _, k in skipped}))
         what = (f"{len(skipped)} collision element(s), all {kinds}" if skipped
-                else "no collision element" + (" that can be read" if unread else ""))
+                else "no collision element" + (" that can be used" if unread else ""))
         raise ModelError(f"{where}: {geometry.source} has {what}"
                          f"{'' if links is None else ' on links ' + repr(list(links))}: no "
                          "primitive (sphere, capsule, box, cylinder) or mesh to collide with; "
