@@ -173,9 +173,9 @@ class CollisionGeometry:
     """What ``collision_geometry`` reads from a model's file: ``shapes`` (``CollisionShape``s,
     in file order), ``skipped`` ((link, kind) of the elements with no primitive: meshes, MJCF
     ellipsoids and height fields), ``meshes`` (the mesh elements, ``CollisionMesh``s, in file
-    order), ``excluded`` (pairs of body names whose contact the file
-    excludes: MJCF ``<contact><exclude>``; URDF none), ``source`` (the file), ``format``
-    ('urdf' or 'mjcf')."""
+    order), ``excluded`` (pairs of body names whose contact the file excludes: MJCF
+    ``<contact><exclude>``; URDF none), ``source`` (the file), ``format`` ('urdf' or
+    'mjcf')."""
 
     shapes: tuple
     skipped: tuple
@@ -257,7 +257,6 @@ def _urdf_shapes(robot, source):
     """(link, kind, size, R, p, name) of every primitive ``<collision>``; (link, kind)
     skipped; the ``CollisionMesh`` of every ``<mesh>``."""
     from ..model.builder import rpy_to_matrix
-    from ..model.meshes import resolve
 
     shapes, skipped, meshes = [], [], []
     folder = os.path.dirname(os.path.abspath(source))
@@ -286,14 +285,17 @@ def _urdf_shapes(robot, source):
                 skipped.append((name, shape.tag))
                 if shape.tag == "mesh":
                     meshes.append(_urdf_mesh(shape, name, R, xyz, collision.get("name", ""),
-                                             where, folder, resolve))
+                                             where, folder))
                 continue
             shapes.append((name, shape.tag, np.asarray(size, dtype=float), R, xyz,
                            collision.get("name", "")))
     return shapes, skipped, meshes
 
 
-def _urdf_mesh(element, link, R, xyz, name, where, folder, resolve):
+def _urdf_mesh(element, link, R, xyz, name, where, folder):
+    """The ``CollisionMesh`` of a URDF ``<mesh>`` (its file looked for, not read)."""
+    from ..model.meshes import resolve
+
     filename = element.get("filename")
     if not filename:
         raise ModelError(f"{where} <mesh>: no 'filename'")
