@@ -14,6 +14,7 @@ Dtype policy (what a public function does with its inputs):
   and warns once (``Float32Warning``) that results carry float32 accuracy (about 1e-6 relative).
   Complex inputs raise ``ValueError``.
 """
+import functools
 import os
 import sys
 
@@ -154,12 +155,13 @@ def one_blas_thread():
     spins: measured on 1,000 states of a 100-link chain's FD derivatives, 480 ms in 970 ms of
     CPU on two threads, 560 ms on one. The loaded libraries are found once (0.7 ms, most of
     ``threadpool_limits``'s cost per call); each use costs 14 us."""
-    if not _BLAS:
-        from threadpoolctl import ThreadpoolController
-
-        _BLAS.append(ThreadpoolController())
-    return _BLAS[0].limit(limits=1, user_api="blas")
+    return _blas_controller().limit(limits=1, user_api="blas")
 
 
-_BLAS = []  # the ThreadpoolController of the BLAS libraries loaded (numpy's: found once)
+@functools.lru_cache(maxsize=None)
+def _blas_controller():
+    """The ThreadpoolController of the BLAS libraries loaded (numpy's: found once)."""
+    from threadpoolctl import ThreadpoolController
+
+    return ThreadpoolController()
 

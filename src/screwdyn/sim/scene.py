@@ -468,12 +468,17 @@ def _overlap_from_mesh(model, T, a, b):
     (link_a, shape_a, Ra, pa, _, _, mesh_a), (link_b, shape_b, Rb, pb, _, _, mesh_b) = a, b
     if not (mesh_a or mesh_b) or link_a == link_b:
         return False
-    poses = []
-    for link, R, p in ((link_a, Ra, pa), (link_b, Rb, pb)):
-        Tl = T[model.link_index(link)]
-        poses.append(((Tl[:3, :3] @ R)[None], (Tl[:3, :3] @ p + Tl[:3, 3])[None]))
+    poses = [_world_pose(np, T[None, model.link_index(link)], R, p)
+             for link, R, p in ((link_a, Ra, pa), (link_b, Rb, pb))]
     depths = collision.collide(np, shape_a, poses[0], shape_b, poses[1])[2]
     return bool(np.max(depths) > 0.0)
+
+
+def _world_pose(xp, T_link, R, p):
+    """(R (N, 3, 3), p (N, 3)) in the world of a frame at (R (3, 3), p (3,)) in a link whose
+    poses are T_link (N, 4, 4)."""
+    R_l, p_l = T_link[..., :3, :3], T_link[..., :3, 3]
+    return xp.einsum("nij,jk->nik", R_l, R), p_l + xp.einsum("nij,j->ni", R_l, p)
 
 
 def _mesh_shape(points, meshes, corners):
@@ -622,11 +627,8 @@ class ShapeContactModel(SolvedContact):
     # -- geometry ----------------------------------------------------------------------------
     def _pose(self, xp, T, shape, link):
         """(R (N, 3, 3), p (N, 3)): the shape's frame in the world."""
-        Tl = T[..., link, :, :]
-        R_l, p_l = Tl[..., :3, :3], Tl[..., :3, 3]
-        R_s = np.array(shape.rotation).reshape(3, 3)
-        return (xp.einsum("nij,jk->nik", R_l, R_s),
-                p_l + xp.einsum("nij,j->ni", R_l, np.array(shape.translation)))
+        return _world_pose(xp, T[..., link, :, :], np.array(shape.rotation).reshape(3, 3),
+                           np.array(shape.translation))
 
     def _contacts(self, xp, p, T):
         """[(points (N, K, 3), normals (N, K, 3), depths (N, K))] per pair."""
