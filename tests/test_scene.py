@@ -139,12 +139,44 @@ def test_two_boxes_stand_and_backends_agree():
 
 
 def test_scenes_beyond_the_native_limit_are_refused_natively(monkeypatch):
-    """Four stacked cubes (80 candidate points) with the limit lowered below that: native code
+    """The native program's size is, per candidate point, the degrees of freedom that move it.
+    Four stacked cubes: 6 box pairs of 8 points moved by 12 degrees of freedom and 4 boxes on
+    the ground, 8 points by 6 each, so 768; with the limit lowered below that, native code
     refuses, saying why (the automatic choice then is JAX)."""
-    monkeypatch.setattr(sd.sim.scene, "NATIVE_CANDIDATES", 64)
     model, contact, q0 = _stack(4)
-    with pytest.raises(ValueError, match="80 candidate contact points .more than 64."):
+    assert contact.resolve(model).native_size == 6 * 8 * 12 + 4 * 8 * 6
+    monkeypatch.setattr(sd.sim.scene, "NATIVE_SIZE", 700)
+    with pytest.raises(ValueError, match="80 candidate contact points.*are 768 .more than "
+                                         "NATIVE_SIZE = 700"):
         sd.simulate(model, q0, t_final=0.01, dt=1e-3, contact=contact, backend="native")
+
+
+CHAIN = """<robot name="chain3"><link name="base"/>{links}</robot>"""
+LINK = """<link name="l{i}"><inertial><mass value="1"/><inertia ixx="0.01" iyy="0.01" izz="0.01"
+ixy="0" ixz="0" iyz="0"/></inertial></link><joint name="j{i}" type="revolute"><parent link="{parent}"/><child
+link="l{i}"/><origin xyz="0 0 0.3"/><axis xyz="0 1 0"/><limit lower="-3" upper="3" effort="9"
+velocity="9"/></joint>"""
+
+
+def test_native_size_counts_the_degrees_of_freedom_that_move_each_point():
+    """A size, not a count of points, decides: 325 candidate points (25 balls, every pair and
+    each ball on the ground: 1 point each) are 300 * 12 + 25 * 6 = 3,750, and run natively; a
+    three-link arm's spheres: l1-l3 (moved by 3 joints) and each on the ground (1, 2, 3)."""
+    scene = sd.Scene("balls")
+    for i in range(25):
+        scene.add_object(f"ball{i}", collision.sphere(0.05), mass=0.1,
+                         position=(0.2 * (i % 5), 0.2 * (i // 5), 0.06))
+    model, contact, _ = scene.build()
+    balls = contact.resolve(model)
+    assert sum(balls.counts) == 325 and balls.native_size == 3750
+    assert balls.native_refusal is None
+    links = "".join(LINK.format(i=i, parent="base" if i == 1 else f"l{i - 1}") for i in (1, 2, 3))
+    arm = sd.Scene("arm")
+    arm.add_robot(sd.load_urdf(CHAIN.format(links=links)), shapes=False)
+    for i in (1, 2, 3):
+        arm.add_shape(f"l{i}", collision.sphere(0.05))
+    model, contact, _ = arm.build()
+    assert contact.resolve(model).native_size == 3 + 1 + 2 + 3
 
 
 @pytest.mark.slow

@@ -38,13 +38,17 @@ from . import collision
 from .checks import positive
 from .contact_solver import RigidContact, SolvedContact
 
-#: scenes with more candidate contact points than this run on JAX, not in native code. The
-#: native program holds one sweep of the solver (a loop) and each row's inverse inertia through
-#: the tree's factor (its own bodies' degrees of freedom), so it grows with the points times
-#: the depth of their bodies. Measured to the first step (level-0 code): two stacked boxes (24
-#: points) 2.3 s, three (48) 3.3 s, four (80) 6.7 s, six (168) 17 s; a Panda with its 13
-#: capsules and a box (125) 18 s, where JAX took 66 s and runs each step 6x slower
-NATIVE_CANDIDATES = 256
+#: scenes whose native program would be larger than this (``ShapeContactModel.native_size``:
+#: per candidate contact point, the degrees of freedom that move it) run on JAX. The program
+#: holds one sweep of the solver (a loop) and each point's three columns of M^-1 J^T through
+#: the tree's factor, over those degrees of freedom, so its size (and time to compile) grows
+#: with this sum, not with the points alone. Measured to the first step (an empty program
+#: cache, 2 shared cores; size, points: native, JAX): a UR5 as capsules (314, 61): 1.8 s; a
+#: Panda of capsules and a box (979, 127): 7.1 s; six stacked boxes (1,728, 168): 11 s;
+#: panda.urdf's meshes as capsules and a box (2,663, 293): 14 s; Go2 (3,320, 314): 19 s, JAX
+#: 85 s; Romeo (5,296, 368): 72 s, JAX 180 s; iCub (9,420, 688): 78 s, JAX 253 s (and 20 ms a
+#: step, JAX's 85). Talos (45,068, 2,698) had not compiled after 11 minutes, holding 14 GB
+NATIVE_SIZE = 12_000
 
 
 @dataclass(frozen=True)
@@ -612,13 +616,21 @@ class ShapeContactModel(SolvedContact):
                 self.ground.iterations)
 
     @property
+    def native_size(self):
+        """The size of the scene's native program (``NATIVE_SIZE``): per candidate point, the
+        degrees of freedom that move it (its pair's moving links)."""
+        moves = self._moved_by
+        return sum(len(set().union(*(moves[l] for l in links))) for links in self.point_links())
+
+    @property
     def native_refusal(self):
-        total = sum(self.counts)
-        if total > NATIVE_CANDIDATES:
-            return (f"the scene has {total} candidate contact points (more than "
-                    f"{NATIVE_CANDIDATES}): its native program would take minutes to compile "
-                    "(its size grows with the points times the depth of their bodies); the JAX "
-                    "backend runs it")
+        size = self.native_size
+        if size > NATIVE_SIZE:
+            return (f"the scene's native program would be too large to compile in minutes: "
+                    f"its {sum(self.counts)} candidate contact points, each times the degrees "
+                    f"of freedom that move it, are {size:,} (more than NATIVE_SIZE = "
+                    f"{NATIVE_SIZE:,}); the JAX backend runs it. Fewer pairs (add_robot's "
+                    "links=, exclude=, srdf=, self_collision=False) make it smaller")
         return None
 
     def params(self, xp=np):
