@@ -768,9 +768,56 @@ def test_maps_compute_the_bits_of_the_unrolled_program():
                                        atol=1e-12)
 
 
+def _loop_of_maps(x, y):
+    """A loop (5 iterations) whose body holds a map over 3 columns of the carry (sine, a value
+    from outside); its numpy twin is ``_loop_of_maps_numpy``."""
+    xp = trace.xp
+    outside = y[0] * 0.5
+
+    def body(_, c):
+        r = trace.map_columns(lambda d: [xp.sin(d[0]) * d[1] + outside, d[0] * 0.9],
+                              [[c[k], c[(k + 1) % 3]] for k in range(3)])
+        return xp.stack([r[k][0] + r[(k + 1) % 3][1] for k in range(3)], axis=0)
+
+    c = trace.fori_loop(5, body, xp.stack([x[0], x[1], y[0]], axis=0))
+    return xp.concatenate([c, xp.cos(x)], axis=0)
+
+
+def _loop_of_maps_numpy(x, y):
+    c = np.array([x[0], x[1], y[0]])
+    for _ in range(5):
+        r = [(np.sin(c[k]) * c[(k + 1) % 3] + y[0] * 0.5, c[k] * 0.9) for k in range(3)]
+        c = np.array([r[k][0] + r[(k + 1) % 3][1] for k in range(3)])
+    return np.concatenate([c, np.cos(x)])
+
+
+def test_a_loop_body_may_hold_a_map():
+    """A map inside a loop's body (the contact solver's M^-1 J^T inside RK4's stages): one
+    loop and one map in the program, the body's sine traced once; the same bits as the
+    unrolled program compiled whole or in segments, in one lane (columns in the lanes) or four
+    (states in the lanes), and numpy's values."""
+    program = trace.trace(_loop_of_maps, {"x": 2, "y": 1})
+    unrolled = graph.unroll(program)
+    g = program.graph
+    loop = next(i for i in program.schedule() if g.op[i] == "loop")
+    inside = [g.op[i] for i in g.value[loop].order]
+    assert inside.count("map") == 1 and "sin" not in inside
+    assert "map" not in program.count() and unrolled.count()["sin"] == 15
+    rng = np.random.default_rng(10)
+    x, y = rng.normal(size=(9, 2)), rng.normal(size=(9, 1))
+    x[3, 0], x[4, 1] = np.nan, 1e9
+    outs = _compiled_alike(program, unrolled, x, y)
+    for k in range(9):
+        assert np.array_equal(program.evaluate(x=x[k], y=y[k]),
+                              unrolled.evaluate(x=x[k], y=y[k]), equal_nan=True)
+        np.testing.assert_allclose(outs[0][k], _loop_of_maps_numpy(x[k], y[k]), rtol=1e-12,
+                                   atol=1e-12)
+
+
 @pytest.mark.parametrize("traced,twin,x", [(_looped, _looped_numpy, [0.3, -0.7]),
-                                            (_mapped, _mapped_numpy, [0.3, 0.7])],
-                         ids=["loop", "map"])
+                                            (_mapped, _mapped_numpy, [0.3, 0.7]),
+                                            (_loop_of_maps, _loop_of_maps_numpy, [0.3, -0.7])],
+                         ids=["loop", "map", "loop of maps"])
 def test_derivatives_of_loops_and_maps_are_those_of_the_unrolled_program(traced, twin, x):
     """Forward and reverse derivatives of a program with a loop or a map: the bits of the
     unrolled program's, and central differences of the numpy twin."""
@@ -804,7 +851,6 @@ def test_map_columns_edge_cases():
     with pytest.raises(ValueError, match="as many"):
         trace.trace(lambda x: xp.stack(trace.map_columns(
             lambda c: [c[0]], [[x[0]], [x[0], x[1]]])[0], axis=0), {"x": 2})
-    with pytest.raises(NotImplementedError, match="loop body holds no map"):
-        trace.trace(lambda x: trace.fori_loop(3, lambda _, c: xp.stack([r[0] for r in
-                    trace.map_columns(lambda d: [d[0] * c[0]], [[x[0]], [x[1]]])],
-                    axis=0)[0:1], x[0:1]), {"x": 2})
+    with pytest.raises(NotImplementedError, match="map body holds no loop or map"):
+        trace.trace(lambda x: xp.stack(trace.map_columns(lambda d: [trace.fori_loop(
+            3, lambda _, c: c * d[0], x[0:1])[0]], [[x[0]], [x[1]]])[0], axis=0), {"x": 2})

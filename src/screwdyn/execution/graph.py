@@ -186,8 +186,6 @@ class Graph:
         order, free, inside = self._body(carries, nexts)
         if not order and not any(x.i in inside for x in nexts):
             return nexts
-        if any(self.op[i] == "map" for i in order):
-            raise NotImplementedError("a loop body holds no map")
         spec = Loop(n, tuple(c.i for c in carries), tuple(order), tuple(x.i for x in nexts))
         node = self._node("loop", tuple(x.i for x in init) + tuple(free), spec)
         outs = [self._node("loop_out", (node.i,), k) for k in range(len(init))]

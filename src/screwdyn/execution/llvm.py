@@ -545,9 +545,9 @@ class _Segment:
         for c in spec.carries:
             self.value[c] = f"%v{c}"
         for b in spec.order:
-            if g.op[b] == "loop":
-                self.loop(b)
-            elif g.op[b] != "loop_out":
+            if g.op[b] in ("loop", "map"):  # its results follow it
+                self.loop(b) if g.op[b] == "loop" else self.map(b)
+            elif g.op[b] not in ("loop_out", "map_out"):
                 self.value[b] = self.node(b)
         nexts = [self.ref(x) for x in spec.nexts]
         latch = self.block
