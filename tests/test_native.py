@@ -814,6 +814,20 @@ def test_a_loop_body_may_hold_a_map():
                                    atol=1e-12)
 
 
+@pytest.mark.parametrize("traced", [_mapped, _loop_of_maps], ids=["map", "loop of maps"])
+def test_tables_on_the_heap_give_the_same_bits(traced, monkeypatch):
+    """The maps' tables and the kernel's scratch array on the heap (``llvm.STACK_TABLE``: a
+    large scene's are megabytes, which overflowed the stack): the same bits as on the stack."""
+    program = trace.trace(traced, {"x": 2, "y": 1})
+    rng = np.random.default_rng(11)
+    x, y = rng.normal(size=(9, 2)), rng.normal(size=(9, 1))
+    on_stack = _compiled_alike(program, graph.unroll(program), x, y)[0]
+    monkeypatch.setattr(llvm, "STACK_TABLE", 0)
+    assert "@aligned_alloc" in llvm.kernel_ir(program, segment=5, width=4)
+    on_heap = _compiled_alike(program, graph.unroll(program), x, y)[0]
+    assert np.array_equal(on_heap, on_stack, equal_nan=True)
+
+
 @pytest.mark.parametrize("traced,twin,x", [(_looped, _looped_numpy, [0.3, -0.7]),
                                             (_mapped, _mapped_numpy, [0.3, 0.7]),
                                             (_loop_of_maps, _loop_of_maps_numpy, [0.3, -0.7])],

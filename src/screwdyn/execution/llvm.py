@@ -37,6 +37,7 @@ _FCMP = {"lt": "olt", "le": "ole", "gt": "ogt", "ge": "oge", "eq": "oeq", "ne": 
 _INPUT_LIKE = ("const", "bool_const", "input")
 
 SEGMENT = 4000  # nodes per function of LLVM IR (see kernel_ir)
+STACK_TABLE = 1 << 16  # bytes: a larger table of a function (a map's) is on the heap
 
 # sine and cosine (see _Segment.sincos_of): Cody-Waite reduction by pi/2 in three parts of 33
 # bits and a tail, and FreeBSD msun's kernels __kernel_sin and __kernel_cos on [-pi/4, pi/4]
@@ -132,7 +133,10 @@ def kernel_ir(program, name="kernel", segment=SEGMENT, width=1):
             f"  %rows = alloca [{k_in * widths[0]} x ptr]",
             "  %orows = alloca [1 x ptr]",
             f"  %vout = alloca [{max(size, 1) * widths[0]} x double], align 64",
-            f"  %scratch = alloca [{scratch} x double], align 64"]
+            f"  %scratch = alloca [{scratch} x double], align 64" if 8 * scratch <= STACK_TABLE
+            else f"  %scratch = call ptr @aligned_alloc(i64 64, i64 {-(-scratch // 8) * 64})"]
+    if 8 * scratch > STACK_TABLE:  # on the heap (see _Segment.table)
+        declared.update({("aligned_alloc", "ptr", "i64, i64"), ("free", "void", "ptr")})
     for input_name in sorted(set(used) | set(guard), key=inputs.__getitem__):
         k = inputs[input_name]
         head += [f"  %inp{k}.p = getelementptr ptr, ptr %ins, i64 {k}",
@@ -192,9 +196,8 @@ def kernel_ir(program, name="kernel", segment=SEGMENT, width=1):
              f"  br i1 %done, label %{end}, label %loop"]
     if guard:
         head += _guard_ir(guard, inputs, sizes, size)
-    head += ["exit:",
-             "  ret void",
-             "}"]
+    head += ["exit:"] + (["  call void @free(ptr %scratch)"] if 8 * scratch > STACK_TABLE
+                         else []) + ["  ret void", "}"]
     decls = [f"declare {ret} @{f}({args})" for f, ret, args in sorted(declared)]
     return "\n".join(decls + functions + head) + "\n"
 
@@ -305,9 +308,23 @@ class _Segment:
         self.block = "entry"
         self.count = 0
         self.allocas = []  # the maps' tables, at the top of the entry block
+        self.frees = []  # the tables on the heap, freed before the return
 
     def emit(self, line):
         self.lines.append(line)
+
+    def table(self, name, doubles, align):
+        """``name``: a table of ``doubles`` for this call of the function, on the stack, or on
+        the heap where larger than ``STACK_TABLE`` bytes (a large scene's map of M^-1 J^T
+        columns holds megabytes: on the stack, the thread's stack overflowed)."""
+        if 8 * doubles <= STACK_TABLE:
+            self.allocas.append(f"  {name} = alloca [{doubles} x double], align {align}")
+            return
+        self.declare("aligned_alloc", "ptr", "i64, i64")
+        self.declare("free", "void", "ptr")
+        size = -(-8 * doubles // align) * align  # a multiple of the alignment
+        self.allocas.append(f"  {name} = call ptr @aligned_alloc(i64 {align}, i64 {size})")
+        self.frees.append(f"  call void @free(ptr {name})")
 
     def tmp(self):
         self.count += 1
@@ -524,6 +541,7 @@ class _Segment:
             store_output(i)
         for i in list(stores):  # inputs and constants
             store_output(i)
+        self.lines += self.frees
         self.emit("  ret void")
         return "\n".join(self.allocas + self.lines) + "\n"
 
@@ -580,8 +598,7 @@ class _Segment:
         vt = _Types(lanes)
         label = f"mp{i}"
         for name, size in (("in", groups * K), ("out", groups * R)):
-            self.allocas.append(f"  %{label}.{name} = alloca [{max(size, 1) * lanes} x double]"
-                                f", align {8 * lanes}")
+            self.table(f"%{label}.{name}", max(size, 1) * lanes, 8 * lanes)
 
         def element(table, index):  # the address of a double of a table
             p = self.tmp()
