@@ -12,7 +12,7 @@ from .dynamics import (bias_forces, center_of_mass, coriolis_matrix, forward_dyn
                        kinetic_energy, mass_matrix, plan, potential_energy)
 from . import execution  # noqa: E402  (sd.execution.use_native, set_directory)
 from .errors import (ConstraintWarning, InertiaWarning, JointOrderWarning, ModelError,
-                     PenetrationWarning)
+                     PenetrationWarning, LargeSceneWarning)
 from . import constraints  # noqa: E402  (sd.constraints: Connect, Weld, Coupling, ...)
 from .constraints import (constrained_forward_dynamics, constraint_forces,
                           constraint_jacobian, constraint_residual)
@@ -32,7 +32,7 @@ from .viewer import view  # viser and trimesh are imported only when a view open
 from ._version import __version__  # noqa: E402
 
 __all__ = [
-    "Assembly", "BlackBox", "ConnectionState", "DHLink", "Float32Warning", "InertiaWarning", "ConstraintWarning", "PenetrationWarning", "JointOrderWarning", "cga", "dq", "Model", "ModelBuilder", "ModelError", "bias_forces", "center_of_mass",
+    "Assembly", "BlackBox", "ConnectionState", "DHLink", "Float32Warning", "InertiaWarning", "ConstraintWarning", "PenetrationWarning", "LargeSceneWarning", "JointOrderWarning", "cga", "dq", "Model", "ModelBuilder", "ModelError", "bias_forces", "center_of_mass",
     "coriolis_matrix", "forward_dynamics", "forward_kinematics", "gravity_torques",
     "inverse_dynamics", "jacobian", "kinetic_energy", "load_urdf", "mass_matrix",
     "potential_energy", "random_configuration", "robots", "from_dh", "load_dh_table",

@@ -28,6 +28,11 @@ class PenetrationWarning(UserWarning):
     contact pushes it out at once, violently."""
 
 
+class LargeSceneWarning(UserWarning):
+    """A scene (``sd.Scene``) whose contact program is large: it compiles for minutes and
+    takes gigabytes the first time (the disk cache keeps it); fewer pairs make it smaller."""
+
+
 _PACKAGE = os.path.dirname(os.path.abspath(__file__))
 
 

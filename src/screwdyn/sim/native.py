@@ -87,9 +87,6 @@ def refusal(run):
     if system.assembly is not None:
         return ("an assembly simulates through its own forward dynamics, which has no native "
                 "program")
-    contact_refusal = getattr(system.contact, "native_refusal", None)
-    if contact_refusal:
-        return contact_refusal
     if policy.kind != "table" and any(np.ndim(v) > 1 for v in policy.params.values()):
         return f"the controller {policy.name} has gains with batch axes"
     key = (policy.key, run.model, system.key, run.batch,

@@ -31,24 +31,25 @@ from dataclasses import dataclass, fields, replace
 
 import numpy as np
 
-from ..errors import ModelError
+from ..errors import LargeSceneWarning, ModelError, warn
 from ..model.builder import ModelBuilder
 from ..model.meshes import first_line
 from . import collision
 from .checks import positive
 from .contact_solver import RigidContact, SolvedContact
 
-#: scenes whose native program would be larger than this (``ShapeContactModel.native_size``:
-#: per candidate contact point, the degrees of freedom that move it) run on JAX. The program
-#: holds one sweep of the solver (a loop) and each point's three columns of M^-1 J^T through
-#: the tree's factor, over those degrees of freedom, so its size (and time to compile) grows
-#: with this sum, not with the points alone. Measured to the first step (an empty program
-#: cache, 2 shared cores; size, points: native, JAX): a UR5 as capsules (314, 61): 1.8 s; a
-#: Panda of capsules and a box (979, 127): 7.1 s; six stacked boxes (1,728, 168): 11 s;
-#: panda.urdf's meshes as capsules and a box (2,663, 293): 14 s; Go2 (3,320, 314): 19 s, JAX
-#: 85 s; Romeo (5,296, 368): 72 s, JAX 180 s; iCub (9,420, 688): 78 s, JAX 253 s (and 20 ms a
-#: step, JAX's 85). Talos (45,068, 2,698) had not compiled after 11 minutes, holding 14 GB
-NATIVE_SIZE = 12_000
+#: scenes whose native program is larger than this (``ShapeContactModel.native_size``: per
+#: candidate contact point, the degrees of freedom that move it) warn at ``build`` that they
+#: compile for minutes (``LargeSceneWarning``). The program holds each point's rows, and one
+#: sweep of the solver over them (a loop), over those degrees of freedom, so its size, time to
+#: compile and memory grow with this sum, not with the points alone. Measured to the first
+#: step (an empty program cache, 2 shared cores; size, points: native, JAX): a UR5 as capsules
+#: (314, 61): 1.3 s; a Panda of capsules and a box (979, 127): 4.1 s; six stacked boxes (1,728,
+#: 168): 8.4 s; panda.urdf's meshes as capsules and a box (2,663, 293): 12 s; Go2 (3,320,
+#: 314): 14 s, JAX 85 s; Romeo (5,296, 368): 26 s, JAX 180 s; iCub (9,420, 688): 58 s and
+#: 2.3 GB, JAX 253 s (and 18 ms a step, JAX's 85); Talos (45,068, 2,698): 7.9 min and 9.3 GB,
+#: where JAX ran out of 22 GB after 12 minutes. So every scene runs natively, whatever its size
+LARGE_SCENE = 12_000
 
 
 @dataclass(frozen=True)
@@ -355,6 +356,15 @@ class Scene:
         contact = ShapeContact(shapes=tuple(self.shapes), ground=ground,
                                solver=RigidContact(mu=mu, height=height, **solver),
                                exclude=frozenset(excluded))
+        resolved = contact.resolve(model)
+        size = resolved.native_size
+        if size > LARGE_SCENE:
+            warn(f"scene {self.builder.name!r}: {sum(resolved.counts):,} candidate contact "
+                 f"points in {len(resolved.pairs):,} pairs; each point times the degrees of "
+                 f"freedom that move it: {size:,} (more than LARGE_SCENE = {LARGE_SCENE:,}). "
+                 "Its program compiles for minutes and takes gigabytes the first time "
+                 "(Talos's 45,068: 8 minutes, 9.3 GB). Fewer pairs make it smaller: "
+                 "add_robot's links=, exclude=, srdf=, self_collision=False", LargeSceneWarning)
         return model, contact, q0
 
 
@@ -617,21 +627,10 @@ class ShapeContactModel(SolvedContact):
 
     @property
     def native_size(self):
-        """The size of the scene's native program (``NATIVE_SIZE``): per candidate point, the
+        """The size of the scene's native program (``LARGE_SCENE``): per candidate point, the
         degrees of freedom that move it (its pair's moving links)."""
         moves = self._moved_by
         return sum(len(set().union(*(moves[l] for l in links))) for links in self.point_links())
-
-    @property
-    def native_refusal(self):
-        size = self.native_size
-        if size > NATIVE_SIZE:
-            return (f"the scene's native program would be too large to compile in minutes: "
-                    f"its {sum(self.counts)} candidate contact points, each times the degrees "
-                    f"of freedom that move it, are {size:,} (more than NATIVE_SIZE = "
-                    f"{NATIVE_SIZE:,}); the JAX backend runs it. Fewer pairs (add_robot's "
-                    "links=, exclude=, srdf=, self_collision=False) make it smaller")
-        return None
 
     def params(self, xp=np):
         return self.solver_params(xp)
