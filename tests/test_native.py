@@ -678,15 +678,20 @@ def test_loops_compute_the_bits_of_the_unrolled_program():
     ops = program.count()
     assert ops["loop"] == 1 and sum(ops.values()) < 30 < sum(unrolled.count().values())
     assert "loop" not in unrolled.count()
-    rng = np.random.default_rng(8)
+    _agrees(program, unrolled, _looped_numpy, seed=8)
+
+
+def _agrees(program, unrolled, twin, seed):
+    """``program`` compiled (``_compiled_alike``) and evaluated against ``unrolled`` (the same
+    bits) and its numpy ``twin`` (to 1e-12) on 9 random states, one with a NaN and one large."""
+    rng = np.random.default_rng(seed)
     x, y = rng.normal(size=(9, 2)), rng.normal(size=(9, 1))
     x[3, 0], x[4, 1] = np.nan, 1e9
     outs = _compiled_alike(program, unrolled, x, y)
     for k in range(9):
         assert np.array_equal(program.evaluate(x=x[k], y=y[k]),
                               unrolled.evaluate(x=x[k], y=y[k]), equal_nan=True)
-        np.testing.assert_allclose(outs[0][k], _looped_numpy(x[k], y[k]), rtol=1e-12,
-                                   atol=1e-12)
+        np.testing.assert_allclose(outs[0][k], twin(x[k], y[k]), rtol=1e-12, atol=1e-12)
 
 
 def test_fori_loop_edge_cases():
@@ -803,15 +808,7 @@ def test_a_loop_body_may_hold_a_map():
     inside = [g.op[i] for i in g.value[loop].order]
     assert inside.count("map") == 1 and "sin" not in inside
     assert "map" not in program.count() and unrolled.count()["sin"] == 15
-    rng = np.random.default_rng(10)
-    x, y = rng.normal(size=(9, 2)), rng.normal(size=(9, 1))
-    x[3, 0], x[4, 1] = np.nan, 1e9
-    outs = _compiled_alike(program, unrolled, x, y)
-    for k in range(9):
-        assert np.array_equal(program.evaluate(x=x[k], y=y[k]),
-                              unrolled.evaluate(x=x[k], y=y[k]), equal_nan=True)
-        np.testing.assert_allclose(outs[0][k], _loop_of_maps_numpy(x[k], y[k]), rtol=1e-12,
-                                   atol=1e-12)
+    _agrees(program, unrolled, _loop_of_maps_numpy, seed=10)
 
 
 @pytest.mark.parametrize("traced", [_mapped, _loop_of_maps], ids=["map", "loop of maps"])
