@@ -331,7 +331,7 @@ class SolvedContact(Contact):
         (``spd.tree_factor``, no fill-in outside the paths to the root), traced once and
         mapped over the 3P columns (``entries.map_columns``: several columns at a time in
         vector lanes), so that the program does not grow with the points (Romeo's 368
-        points: 26 s to compile, 12.7 ms a step, where one solve per column took 72 s and 25
+        points: 26 s to compile, 9.6 ms a step, where one solve per column took 72 s and 25
         ms). The same numbers up to rounding. A coupled model's (mimic joints) M is not a
         tree's: dense there too."""
         if not getattr(xp, "traced", False) or self.model.coupled:
