@@ -808,6 +808,12 @@ def test_a_loop_body_may_hold_a_map():
     inside = [g.op[i] for i in g.value[loop].order]
     assert inside.count("map") == 1 and "sin" not in inside
     assert "map" not in program.count() and unrolled.count()["sin"] == 15
+    # scalar code runs the map inside the loop (columns in the lanes); vector code (states in
+    # the lanes) the loop with its map unrolled
+    functions = llvm.kernel_ir(program, width=4).split("define ")
+    assert any("%mp" in f for f in functions if f.startswith("internal void @kernel.w1"))
+    assert not any("%mp" in f for f in functions if f.startswith("internal void @kernel.w4"))
+    assert any("%lp" in f for f in functions if f.startswith("internal void @kernel.w4"))
     _agrees(program, unrolled, _loop_of_maps_numpy, seed=10)
 
 

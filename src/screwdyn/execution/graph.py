@@ -868,26 +868,60 @@ def vjp(program, wrt, cotangent):
 
 
 def unroll_maps(program):
-    """``program`` with every map replaced by its body once per column (``Graph.unrolled_map``;
-    loops kept), in the same graph; the same program if it has no map, or if a loop reads a
-    map's results. The unrolled columns fold their constants again."""
+    """``program`` with every map replaced by its body once per column (``Graph.unrolled_map``),
+    those in loop bodies too (the loops kept, rebuilt: ``_loop_unrolling_maps``), in the same
+    graph; the same program if it has no map. The unrolled columns fold their constants
+    again."""
     g = program.graph
     order = program.schedule()
-    if not any(g.op[i] == "map" for i in order):
+    if not any(_holds_map(g, i) for i in order):
         return program
-    env = {}
+    env = _replay_unrolling_maps(g, order, {})
     h = g._handles
+    return Program(g, program.inputs, [env.get(i, h[i]) for i in program.outputs],
+                   program.output_shape, program.guard)
+
+
+def _holds_map(g, i):
+    """Whether node i is a map or a loop whose body (or a nested loop's) holds one."""
+    return g.op[i] == "map" or (g.op[i] == "loop"
+                                and any(_holds_map(g, b) for b in g.value[i].order))
+
+
+def _replay_unrolling_maps(g, order, env):
+    """``env`` {node id: node} filled with new nodes for ``order`` where an operand is in
+    ``env`` or a map is to be unrolled: maps unrolled, loops rebuilt (``_loop_unrolling_maps``)."""
+    h = g._handles
+
+    def get(a):
+        return env[a] if a in env else h[a]
+
     for i in order:
         op, args = g.op[i], g.args[i]
         if op == "map":
-            env.update(zip(g.loop_outs[i],
-                           g.unrolled_map(i, lambda a: env[a] if a in env else h[a])))
-        elif op == "loop" and any(a in env for a in args):
-            return program  # a loop reading a map's results keeps the map (lanes over states)
+            env.update(zip(g.loop_outs[i], g.unrolled_map(i, get)))
+        elif op == "loop" and (_holds_map(g, i) or any(a in env for a in args)):
+            env.update(zip(g.loop_outs[i], _loop_unrolling_maps(g, i, get)))
         elif op not in ("loop_out", "map_out") and any(a in env for a in args):
-            env[i] = g.apply(op, *(env[a] if a in env else h[a] for a in args))
-    return Program(g, program.inputs, [env.get(i, h[i]) for i in program.outputs],
-                   program.output_shape, program.guard)
+            env[i] = g.apply(op, *(get(a) for a in args))
+    return env
+
+
+def _loop_unrolling_maps(g, i, get):
+    """The final carries of a new loop: loop node ``i`` with the maps of its body unrolled
+    (``_replay_unrolling_maps``); ``get(id)``: the node to use for an operand of the loop."""
+    spec, args = g.value[i], g.args[i]
+    k = len(spec.carries)
+    init = [get(a) for a in args[:k]]
+    free = {a: get(a) for a in args[k:]}
+
+    def body(carries):
+        env = dict(free)
+        env.update(zip(spec.carries, carries))
+        env = _replay_unrolling_maps(g, spec.order, env)
+        return [env.get(x, g._handles[x]) for x in spec.nexts]
+
+    return g.loop(spec.n, body, init)
 
 
 def unroll(program):
