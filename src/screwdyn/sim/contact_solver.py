@@ -52,7 +52,6 @@ Limitations (documented choices): one plane; friction is isotropic (a disc, not 
 """
 import math
 from dataclasses import dataclass
-from functools import cached_property
 
 import numpy as np
 
@@ -318,11 +317,6 @@ class SolvedContact(Contact):
         stiffness = p["k"] / diag[:, 0::3]
         return qdd, tau_c, forces, {"forces": forces, "stiffness": stiffness}
 
-    def point_links(self):
-        """Per point, the links whose motion moves it (its rows are zero in every other
-        link's degrees of freedom)."""
-        return [(int(l),) for l in self.link]
-
     def _inverse_inertia(self, xp, M, J):
         """M^-1 J^T (N, nv, 3P) for the mass matrix M (N, nv, nv) and the rows J (N, 3P, nv).
         On arrays (numpy, JAX): all columns at once by M's dense Cholesky factor (a few wide
@@ -345,18 +339,6 @@ class SolvedContact(Contact):
         columns = map_columns(xp, lambda b: spd.tree_solve(H, parent, b),
                               [[J[:, j, v] for v in range(nv)] for j in range(J.shape[1])])
         return xp.stack([xp.stack(x, axis=-1) for x in columns], axis=-1)
-
-    @cached_property
-    def _moved_by(self):
-        """{link: the degrees of freedom whose velocity moves it}: the nonzero columns of its
-        Jacobian at a random configuration (an analytic function of q that vanishes at a random
-        q vanishes everywhere, almost surely)."""
-        from ..dynamics import jacobian
-        from ..model.model import random_configuration
-
-        q = random_configuration(self.model, seed=12345)
-        return {l: set(np.flatnonzero(np.any(np.asarray(jacobian(self.model, q, l)) != 0.0,
-                                             axis=0)).tolist()) for l in self.links}
 
     # -- what the checks and the record need -------------------------------------------------
     def springs(self, model, p, q, M):

@@ -28,6 +28,7 @@ the relative velocity of the two bodies' material points along the normal and tw
 """
 import warnings
 from dataclasses import dataclass, fields, replace
+from functools import cached_property
 
 import numpy as np
 
@@ -631,6 +632,18 @@ class ShapeContactModel(SolvedContact):
         degrees of freedom that move it (its pair's moving links)."""
         moves = self._moved_by
         return sum(len(set().union(*(moves[l] for l in links))) for links in self.point_links())
+
+    @cached_property
+    def _moved_by(self):
+        """{link: the degrees of freedom whose velocity moves it}: the nonzero columns of its
+        Jacobian at a random configuration (an analytic function of q that vanishes at a random
+        q vanishes everywhere, almost surely)."""
+        from ..dynamics import jacobian
+        from ..model.model import random_configuration
+
+        q = random_configuration(self.model, seed=12345)
+        return {l: set(np.flatnonzero(np.any(np.asarray(jacobian(self.model, q, l)) != 0.0,
+                                             axis=0)).tolist()) for l in self.links}
 
     def params(self, xp=np):
         return self.solver_params(xp)
