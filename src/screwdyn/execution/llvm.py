@@ -132,11 +132,10 @@ def kernel_ir(program, name="kernel", segment=SEGMENT, width=1):
             "entry:",
             f"  %rows = alloca [{k_in * widths[0]} x ptr]",
             "  %orows = alloca [1 x ptr]",
-            f"  %vout = alloca [{max(size, 1) * widths[0]} x double], align 64",
-            f"  %scratch = alloca [{scratch} x double], align 64" if 8 * scratch <= STACK_TABLE
-            else f"  %scratch = call ptr @aligned_alloc(i64 64, i64 {-(-scratch // 8) * 64})"]
-    if 8 * scratch > STACK_TABLE:  # on the heap (see _Segment.table)
-        declared.update({("aligned_alloc", "ptr", "i64, i64"), ("free", "void", "ptr")})
+            f"  %vout = alloca [{max(size, 1) * widths[0]} x double], align 64"]
+    allocate, free, needs = _table_ir("%scratch", scratch, 64)
+    head.append(allocate)
+    declared.update(needs)
     for input_name in sorted(set(used) | set(guard), key=inputs.__getitem__):
         k = inputs[input_name]
         head += [f"  %inp{k}.p = getelementptr ptr, ptr %ins, i64 {k}",
@@ -196,10 +195,23 @@ def kernel_ir(program, name="kernel", segment=SEGMENT, width=1):
              f"  br i1 %done, label %{end}, label %loop"]
     if guard:
         head += _guard_ir(guard, inputs, sizes, size)
-    head += ["exit:"] + (["  call void @free(ptr %scratch)"] if 8 * scratch > STACK_TABLE
-                         else []) + ["  ret void", "}"]
+    head += ["exit:"] + ([free] if free else []) + ["  ret void", "}"]
     decls = [f"declare {ret} @{f}({args})" for f, ret, args in sorted(declared)]
     return "\n".join(decls + functions + head) + "\n"
+
+
+def _table_ir(name: str, doubles: int, align: int) -> tuple[str, str | None, set]:
+    """A table of ``doubles`` for one call of a function: (the line that allocates it, the
+    line that frees it or None, the functions to declare). On the stack up to ``STACK_TABLE``
+    bytes; beyond, on the heap, by ``aligned_alloc`` of a multiple of ``align`` bytes (a large
+    scene's map of M^-1 J^T columns holds megabytes: on the stack, the thread's stack
+    overflowed)."""
+    if 8 * doubles <= STACK_TABLE:
+        return f"  {name} = alloca [{doubles} x double], align {align}", None, set()
+    size = -(-8 * doubles // align) * align
+    return (f"  {name} = call ptr @aligned_alloc(i64 {align}, i64 {size})",
+            f"  call void @free(ptr {name})",
+            {("aligned_alloc", "ptr", "i64, i64"), ("free", "void", "ptr")})
 
 
 def _layout(program, segment):
@@ -314,17 +326,13 @@ class _Segment:
         self.lines.append(line)
 
     def table(self, name, doubles, align):
-        """``name``: a table of ``doubles`` for this call of the function, on the stack, or on
-        the heap where larger than ``STACK_TABLE`` bytes (a large scene's map of M^-1 J^T
-        columns holds megabytes: on the stack, the thread's stack overflowed)."""
-        if 8 * doubles <= STACK_TABLE:
-            self.allocas.append(f"  {name} = alloca [{doubles} x double], align {align}")
-            return
-        self.declare("aligned_alloc", "ptr", "i64, i64")
-        self.declare("free", "void", "ptr")
-        size = -(-8 * doubles // align) * align  # a multiple of the alignment
-        self.allocas.append(f"  {name} = call ptr @aligned_alloc(i64 {align}, i64 {size})")
-        self.frees.append(f"  call void @free(ptr {name})")
+        """``name``: a table of ``doubles`` for this call of the function (``_table_ir``: on
+        the stack, or on the heap where larger than ``STACK_TABLE`` bytes)."""
+        allocate, free, needs = _table_ir(name, doubles, align)
+        self.allocas.append(allocate)
+        if free:
+            self.frees.append(free)
+        self.declared.update(needs)
 
     def tmp(self):
         self.count += 1
