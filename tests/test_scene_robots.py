@@ -277,3 +277,34 @@ def test_bad_robots_are_clear_errors():
         warnings.simplefilter("error")  # a robot with only boxes: no warning about cylinders
         model, contact, _ = sd.Scene("x").build()
         contact.resolve(model)
+
+
+def test_a_robot_that_cannot_move_or_overlaps_itself_says_so_before_step_0():
+    """romeo.urdf's thumbs have no mass and no inertia: its scene's contact solver needs M^-1,
+    and simulate names the joint (the ModelError forward dynamics gives) before step 0, on
+    every backend, not numpy's "Matrix is not positive definite". panda_collision.urdf without
+    its SRDF starts with link 5's and the hand's capsules overlapping: the warning names the
+    two shapes and the filters that leave such a pair out; with the SRDF, no warning."""
+    romeo = sd.load_urdf(erd_urdf("romeo_description/urdf/romeo.urdf"), floating_base=True)
+    scene = sd.Scene("romeo")
+    scene.add_robot(romeo, links=["l_ankle"], position=(0, 0, 1.0))
+    model, contact, q0 = scene.build()
+    for backend in ("numpy", "native"):
+        with pytest.raises(sd.ModelError, match="joint '[LR]Thumb[0-9]' moves a subtree with no "
+                                                "mass and no inertia"):
+            sd.simulate(model, q0, t_final=0.002, dt=1e-3, contact=contact, backend=backend)
+    panda = sd.load_urdf(erd_urdf("panda_description/urdf/panda_collision.urdf"))
+    links = ["panda_link5", "panda_hand"]
+    scene = sd.Scene("panda")
+    scene.add_robot(panda, links=links)
+    model, contact, q0 = scene.build()
+    with pytest.warns(sd.PenetrationWarning,
+                      match=r"a point of 'panda_link5/capsule1' is inside 'panda_hand/capsule0', "
+                            r"[0-9.]+ cm .* exclude the pair \(sd.Scene's exclude= or srdf=\)"):
+        sd.simulate(model, q0, t_final=0.002, dt=1e-3, contact=contact)
+    scene = sd.Scene("panda")
+    scene.add_robot(panda, links=links, srdf=erd_urdf("panda_description/srdf/panda.srdf"))
+    model, contact, q0 = scene.build()
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", sd.PenetrationWarning)
+        sd.simulate(model, q0, t_final=0.002, dt=1e-3, contact=contact)

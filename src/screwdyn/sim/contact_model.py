@@ -67,9 +67,10 @@ class ContactModel(Protocol):
     def deepest(self, model, p, T) -> tuple:
         """(depth (m), label, overlap): the deepest penetration of any contact point into what
         it touches at the link poses T (N, nlinks, 4, 4) (numpy; negative: none touches), and
-        that point's label; ``overlap`` None, or a phrase where the depth is instead a shape's
-        centre inside another ("the centre of 'a' is inside 'b'"): what ``simulate`` checks
-        before step 0."""
+        that point's label; ``overlap`` None for a point in the ground, else a phrase naming
+        the two shapes ("a point of 'a' is inside 'b'", or, where the depth is instead a
+        shape's centre inside another, "the centre of 'a' is inside 'b'"): what ``simulate``
+        checks before step 0."""
 
     def springs(self, model, p, q, M) -> list:
         """The contact's stiffest linear behaviour at one configuration q (nq,) with mass

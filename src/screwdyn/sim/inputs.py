@@ -154,9 +154,10 @@ def check_penetration(run):
     depth, label, overlap = contact.deepest(run.model, run.params["contact"], T)
     if depth > INITIAL_PENETRATION and overlap:  # a shape inside another
         warn(f"the initial state has two shapes overlapping: {overlap}, {depth * 100:.3g} cm "
-             f"from its surface ({label!r}); deep inside, their contact points can be shallow "
-             "and the contact will not push them apart reliably: move them apart in q0",
-             PenetrationWarning)
+             f"from its surface ({label!r}); the contact throws them apart in the first steps, "
+             "and deep inside, their contact points can be shallow and will not push them "
+             "apart reliably: move them apart in q0, or exclude the pair (sd.Scene's exclude= "
+             "or srdf=) where two links of a robot overlap by design", PenetrationWarning)
     elif depth > INITIAL_PENETRATION:
         warn(f"the initial state has the contact point {label!r} {depth * 100:.3g} cm inside "
              "the ground: the contact will throw it out in the first steps; raise q0 (the base "

@@ -677,12 +677,16 @@ class ShapeContactModel(SolvedContact):
         return xp.concatenate([pts for pts, _, _ in self._contacts(xp, p, T)], axis=1)
 
     def deepest(self, model, p, T):
-        """(depth (m), label, overlap) (``ContactModel.deepest``): the deepest candidate point,
-        or a shape's centre inside another shape (two shapes overlapping deeply can have
-        shallow points: a cylinder in a box, two coinciding boxes) when that is deeper."""
+        """(depth (m), label, overlap) (``ContactModel.deepest``): the deepest candidate point
+        (``overlap`` names its two shapes, None for a point in the ground), or a shape's centre
+        inside another shape (two shapes overlapping deeply can have shallow points: a cylinder
+        in a box, two coinciding boxes) when that is deeper."""
         depth = np.asarray(self.depths(np, p, T))
         worst = np.unravel_index(np.argmax(depth), depth.shape)
-        found = (float(depth[worst]), self.labels[worst[-1]], None)
+        pair_of = [pair for pair, K in zip(self.pairs, self.counts) for _ in range(K)]
+        a, _, b, _ = pair_of[worst[-1]]
+        found = (float(depth[worst]), self.labels[worst[-1]],
+                 None if b is None else f"a point of {a.name!r} is inside {b.name!r}")
         centre = collision.sphere(0.0)
         for a, la, b, lb in self.pairs:
             if b is None:

@@ -14,6 +14,7 @@ steps (``advance`` with the step's displacement, ``project`` onto what the sprin
 """
 import numpy as np
 
+from ..algorithms.aba import check_defined
 from ..algorithms.joint_forces import friction as joint_friction_forces
 from ..controllers import Identity
 from .. import _backend
@@ -110,6 +111,7 @@ class System:
             T = self._poses(q0)
             hybrid["contact"] = self.contact.initial_state(xp, params["contact"], T)
             if self.solves_contact:  # its stabilisation's stiffness, from the apparent masses
+                check_defined(self.fd_model.tree.nominal)  # M^-1: the ModelError naming the joint
                 M = mass_matrix(self.fd_model, q0, algebra=self.kinematics_algebra)
                 hybrid["contact"]["stiffness"] = self.contact.stiffness(
                     xp, params["contact"], q0, T, M)
