@@ -279,12 +279,14 @@ def test_bad_robots_are_clear_errors():
         contact.resolve(model)
 
 
-def test_a_robot_that_cannot_move_or_overlaps_itself_says_so_before_step_0():
+def test_a_robot_that_cannot_move_says_so_and_one_that_overlaps_itself_is_filtered():
     """romeo.urdf's thumbs have no mass and no inertia: its scene's contact solver needs M^-1,
     and simulate names the joint (the ModelError forward dynamics gives) before step 0, on
-    every backend, not numpy's "Matrix is not positive definite". panda_collision.urdf without
-    its SRDF starts with link 5's and the hand's capsules overlapping: the warning names the
-    two shapes and the filters that leave such a pair out; with the SRDF, no warning."""
+    every backend, not numpy's "Matrix is not positive definite". Two of a robot's primitive
+    shapes that overlap at its q (ANYmal's base cylinder and its thigh's by design, the Panda's
+    link 5 and hand at q = 0) are left out (the contact threw ANYmal apart at step 2: "the
+    springs gave out 240 J"), and kept at a q where they are apart. Two objects overlapping
+    warn, naming both."""
     romeo = sd.load_urdf(erd_urdf("romeo_description/urdf/romeo.urdf"), floating_base=True)
     scene = sd.Scene("romeo")
     scene.add_robot(romeo, links=["l_ankle"], position=(0, 0, 1.0))
@@ -293,18 +295,41 @@ def test_a_robot_that_cannot_move_or_overlaps_itself_says_so_before_step_0():
         with pytest.raises(sd.ModelError, match="joint '[LR]Thumb[0-9]' moves a subtree with no "
                                                 "mass and no inertia"):
             sd.simulate(model, q0, t_final=0.002, dt=1e-3, contact=contact, backend=backend)
+
+    def depth_and_pairs(robot, links, q, a, b):
+        scene = sd.Scene("s")
+        scene.add_robot(robot, links=links, q=q)
+        model, contact, q0 = scene.build()
+        T = np.asarray(sd.forward_kinematics(model, q0))
+        shape = {s.name: s for s in scene.shapes}
+        poses = []
+        for s in (shape[a], shape[b]):  # the shapes in the world, from the links' poses
+            offset = np.eye(4)
+            offset[:3, :3], offset[:3, 3] = np.reshape(s.rotation, (3, 3)), s.translation
+            T_s = T[model.link_index(s.link)] @ offset
+            poses.append((T_s[None, :3, :3], T_s[None, :3, 3]))
+        depth = collision.collide(np, shape[a].shape, poses[0], shape[b].shape, poses[1])[2]
+        pairs = {frozenset((x.name, y.name)) for x, _, y, _ in contact.resolve(model).pairs
+                 if y is not None}
+        return float(np.max(depth)), frozenset((a, b)) in pairs
+
+    anymal = sd.load_urdf(erd_urdf("anymal_b_simple_description/robots/anymal.urdf"),
+                          floating_base=True)
+    depth, kept = depth_and_pairs(anymal, ["base", "LF_THIGH"], None, "base/cylinder1",
+                                  "LF_THIGH/cylinder2")
+    assert 0.001 < depth < 0.005 and not kept
     panda = sd.load_urdf(erd_urdf("panda_description/urdf/panda_collision.urdf"))
-    links = ["panda_link5", "panda_hand"]
-    scene = sd.Scene("panda")
-    scene.add_robot(panda, links=links)
+    pair = ("panda_link5/capsule1", "panda_hand/capsule0")
+    depth, kept = depth_and_pairs(panda, ["panda_link5", "panda_hand"], None, *pair)
+    assert depth > 0.05 and not kept
+    ready = [0, -0.785, 0, -2.356, 0, 1.571, 0.785, 0.04, 0.04]
+    depth, kept = depth_and_pairs(panda, ["panda_link5", "panda_hand"], ready, *pair)
+    assert depth < 0 and kept
+    scene = sd.Scene("objects")  # a ball 3 cm into a box above it, centres outside each other
+    scene.add_object("ball", collision.sphere(0.1), 1.0, position=(0, 0, 1.0))
+    scene.add_object("box", collision.box((0.1, 0.1, 0.1)), 1.0, position=(0, 0, 1.17))
     model, contact, q0 = scene.build()
     with pytest.warns(sd.PenetrationWarning,
-                      match=r"a point of 'panda_link5/capsule1' is inside 'panda_hand/capsule0', "
-                            r"[0-9.]+ cm .* exclude the pair \(sd.Scene's exclude= or srdf=\)"):
-        sd.simulate(model, q0, t_final=0.002, dt=1e-3, contact=contact)
-    scene = sd.Scene("panda")
-    scene.add_robot(panda, links=links, srdf=erd_urdf("panda_description/srdf/panda.srdf"))
-    model, contact, q0 = scene.build()
-    with warnings.catch_warnings():
-        warnings.simplefilter("error", sd.PenetrationWarning)
+                      match=r"a point of '(ball|box)' is inside '(box|ball)', 3 cm .* exclude "
+                            r"the pair \(sd.Scene's exclude= or srdf=\)"):
         sd.simulate(model, q0, t_final=0.002, dt=1e-3, contact=contact)
