@@ -160,5 +160,7 @@ def check_penetration(run):
              "or srdf=) where two links of a robot overlap by design", PenetrationWarning)
     elif depth > INITIAL_PENETRATION:
         warn(f"the initial state has the contact point {label!r} {depth * 100:.3g} cm inside "
-             "the ground: the contact will throw it out in the first steps; raise q0 (the base "
-             "height) by that much", PenetrationWarning)
+             "the ground: the contact will throw it out in the first steps; raise q0 (a "
+             "floating base's height) by that much, or, for a link that a fixed base holds at "
+             "or below the ground, leave it out (sd.Scene.add_robot(..., exclude=[(link, "
+             "'ground')]), GroundContact(links=...))", PenetrationWarning)
