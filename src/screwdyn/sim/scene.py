@@ -604,6 +604,8 @@ class ShapeContactModel(SolvedContact):
         self._labels = tuple(f"{a.name}|{'ground' if b is None else b.name}#{k}"
                              for (a, _, b, _), K in zip(self.pairs, self.counts)
                              for k in range(K))
+        self._pair_of = [pair for pair, K in zip(self.pairs, self.counts)  # each point's pair
+                         for _ in range(K)]
 
     @property
     def labels(self):
@@ -684,8 +686,7 @@ class ShapeContactModel(SolvedContact):
         in a box, two coinciding boxes) when that is deeper."""
         depth = np.asarray(self.depths(np, p, T))
         worst = np.unravel_index(np.argmax(depth), depth.shape)
-        pair_of = [pair for pair, K in zip(self.pairs, self.counts) for _ in range(K)]
-        a, _, b, _ = pair_of[worst[-1]]
+        a, _, b, _ = self._pair_of[worst[-1]]
         found = (float(depth[worst]), self.labels[worst[-1]],
                  None if b is None else f"a point of {a.name!r} is inside {b.name!r}")
         centre = collision.sphere(0.0)
@@ -732,8 +733,7 @@ class ShapeContactModel(SolvedContact):
     def point_links(self):
         """Per candidate point, the moving links of its pair (the world and the ground do
         not move)."""
-        return [tuple(l for l in (la, lb) if l in self.links)
-                for (_, la, _, lb), K in zip(self.pairs, self.counts) for _ in range(K)]
+        return [tuple(l for l in (la, lb) if l in self.links) for _, la, _, lb in self._pair_of]
 
     def describe(self, p):
         return dict(super().describe(p), pairs=[f"{a.name}|{'ground' if b is None else b.name}"
