@@ -817,6 +817,93 @@ def test_a_loop_body_may_hold_a_map():
     _agrees(program, unrolled, _loop_of_maps_numpy, seed=10)
 
 
+# -- whens: a body run only where a condition holds ------------------------------------------
+def _guarded(x, y):
+    """Whens (``trace.when``): one at the top, whose body (a sine, a value from outside) runs
+    where x0 > 0 and returns one passed value unchanged, one from outside and a constant; one in
+    a loop's body (6 iterations), which updates the carry's first two values while the first is
+    below 1 and passes the third; its numpy twin is ``_guarded_numpy``."""
+    xp = trace.xp
+    outside = y[0] * 2.0
+
+    def top(v):
+        return xp.stack([xp.sin(v[0] * v[1]) + outside, v[1], outside, 0.0 * outside + 5.0],
+                        axis=0)
+
+    a = trace.when(x[0] > 0.0, top, xp.stack([x[0], x[1], y[0], x[1]], axis=0))
+
+    def body(_, c):
+        def step(d):
+            return xp.stack([d[0] * 0.5 + xp.cos(d[1]) + outside, d[1] - d[0] * 0.1], axis=0)
+
+        head = trace.when(c[0] < 1.0, step, c[0:2])
+        return xp.concatenate([head, c[2:3] + 1.0], axis=0)
+
+    c = trace.fori_loop(6, body, xp.stack([x[0], x[1], y[0]], axis=0))
+    return xp.concatenate([a, c], axis=0)
+
+
+def _guarded_numpy(x, y):
+    a = np.array([x[0], x[1], y[0], x[1]])
+    if x[0] > 0:
+        a = np.array([np.sin(x[0] * x[1]) + 2.0 * y[0], x[1], 2.0 * y[0], 5.0])
+    c = np.array([x[0], x[1], y[0]])
+    for _ in range(6):
+        if c[0] < 1.0:
+            c[0:2] = [c[0] * 0.5 + np.cos(c[1]) + 2.0 * y[0], c[1] - c[0] * 0.1]
+        c[2] += 1.0
+    return np.concatenate([a, c])
+
+
+def test_whens_compute_the_bits_of_the_unrolled_program():
+    """A when of the program (``trace.when``: the contact solver's rows of a point that may
+    touch) against the same program unrolled (``graph.unroll``: selects) and numpy: the same
+    bits compiled whole or in segments, in one lane (a branch) or four (a branch taken where
+    any lane's condition holds, then selects lane by lane: the random states mix them); a
+    passed value returned unchanged is no result of the when."""
+    program = trace.trace(_guarded, {"x": 2, "y": 1})
+    unrolled = graph.unroll(program)
+    g = program.graph
+    ops = program.count()
+    assert ops["when"] == 1 and ops["loop"] == 1 and ops["when_out"] == 3
+    loop = next(i for i in program.schedule() if g.op[i] == "loop")
+    assert [g.op[i] for i in g.value[loop].order].count("when") == 1
+    assert "when" not in unrolled.count() and "select" in unrolled.count()
+    ir = llvm.kernel_ir(program, width=4)
+    assert ir.count("%wh") > 2 and "@llvm.vector.reduce.or.v4i1" in ir
+    _agrees(program, unrolled, _guarded_numpy, seed=12)
+    rng = np.random.default_rng(13)  # all lanes one way, then the other
+    for sign in (1.0, -1.0):
+        x, y = sign * np.abs(rng.normal(size=(8, 2))) + sign * 1.5, rng.normal(size=(8, 1))
+        out = _compiled_alike(program, unrolled, x, y)[0]
+        np.testing.assert_allclose(out, [_guarded_numpy(a, b) for a, b in zip(x, y)],
+                                   rtol=1e-12, atol=1e-12)
+
+
+def test_when_edge_cases():
+    xp = trace.xp
+    # a condition known when traced: the body, or the values, and no when
+    taken = trace.trace(lambda x: trace.when(True, lambda v: v * 2.0, x), {"x": 2})
+    assert "when" not in taken.count()
+    np.testing.assert_array_equal(taken.evaluate(x=[1.0, 2.0]), [2.0, 4.0])
+    passed = trace.trace(lambda x: trace.when(False, lambda v: v * 2.0, x), {"x": 2})
+    assert passed.count() == {"input": 2}
+    # a body that reads nothing it is passed: selects, no when
+    outside = trace.trace(lambda x: trace.when(x[0] > 0.0, lambda v: xp.sin(x), x), {"x": 2})
+    assert "when" not in outside.count()
+    np.testing.assert_array_equal(outside.evaluate(x=[1.0, 2.0]), np.sin([1.0, 2.0]))
+    np.testing.assert_array_equal(outside.evaluate(x=[-1.0, 2.0]), [-1.0, 2.0])
+    with pytest.raises(ValueError, match="shape"):
+        trace.trace(lambda x: trace.when(x[0] > 0.0, lambda v: v[0:1], x), {"x": 2})
+    with pytest.raises(ValueError, match="one scalar"):
+        trace.trace(lambda x: trace.when(x > 0.0, lambda v: v, x), {"x": 2})
+    with pytest.raises(TypeError, match="boolean"):
+        trace.trace(lambda x: trace.when(x[0] * 1.0, lambda v: v * 2.0, x), {"x": 2})
+    with pytest.raises(NotImplementedError, match="when body holds no loop"):
+        trace.trace(lambda x: trace.when(x[0] > 0.0, lambda v: trace.fori_loop(
+            3, lambda _, c: c * v[0], v), x), {"x": 2})
+
+
 @pytest.mark.parametrize("traced", [_mapped, _loop_of_maps], ids=["map", "loop of maps"])
 def test_tables_on_the_heap_give_the_same_bits(traced, monkeypatch):
     """The maps' tables and the kernel's scratch array on the heap (``llvm.STACK_TABLE``: a
@@ -833,11 +920,12 @@ def test_tables_on_the_heap_give_the_same_bits(traced, monkeypatch):
 
 @pytest.mark.parametrize("traced,twin,x", [(_looped, _looped_numpy, [0.3, -0.7]),
                                             (_mapped, _mapped_numpy, [0.3, 0.7]),
-                                            (_loop_of_maps, _loop_of_maps_numpy, [0.3, -0.7])],
-                         ids=["loop", "map", "loop of maps"])
+                                            (_loop_of_maps, _loop_of_maps_numpy, [0.3, -0.7]),
+                                            (_guarded, _guarded_numpy, [0.3, -0.7])],
+                         ids=["loop", "map", "loop of maps", "whens"])
 def test_derivatives_of_loops_and_maps_are_those_of_the_unrolled_program(traced, twin, x):
-    """Forward and reverse derivatives of a program with a loop or a map: the bits of the
-    unrolled program's, and central differences of the numpy twin."""
+    """Forward and reverse derivatives of a program with a loop, a map or whens: the bits of
+    the unrolled program's, and central differences of the numpy twin."""
     program = trace.trace(traced, {"x": 2, "y": 1})
     unrolled = graph.unroll(program)
     x, y = np.array(x), np.array([1.3])
@@ -868,6 +956,6 @@ def test_map_columns_edge_cases():
     with pytest.raises(ValueError, match="as many"):
         trace.trace(lambda x: xp.stack(trace.map_columns(
             lambda c: [c[0]], [[x[0]], [x[0], x[1]]])[0], axis=0), {"x": 2})
-    with pytest.raises(NotImplementedError, match="map body holds no loop or map"):
+    with pytest.raises(NotImplementedError, match="map body holds no loop, map or when"):
         trace.trace(lambda x: xp.stack(trace.map_columns(lambda d: [trace.fori_loop(
             3, lambda _, c: c * d[0], x[0:1])[0]], [[x[0]], [x[1]]])[0], axis=0), {"x": 2})

@@ -138,6 +138,39 @@ def test_two_boxes_stand_and_backends_agree():
     assert np.abs(traj.qd[-1]).max() < 1e-6
 
 
+def test_a_point_apart_costs_no_sweep_in_native_code():
+    """In the native program each candidate point's three rows of the solver's sweep are a
+    branch taken only while the point is within the margin (``loops.when``): two stacked
+    cubes' 24 points are 24 whens inside the one loop of the sweeps. The traced program gives
+    numpy's qdd where some points touch and some are apart (the top cube's upper corners), and
+    where the top cube is lifted clear (its pair's points all apart)."""
+    from screwdyn.execution import trace
+
+    model, contact, q0 = _stack(2)
+    solver = contact.resolve(model)
+
+    def qdd(xp, q, qd):
+        T = sd.forward_kinematics(model, q)
+        M = sd.mass_matrix(model, q)
+        qdd0 = sd.forward_dynamics(model, q, qd, 0.0 * qd)
+        p = solver.params(xp)
+        return solver.solve(xp, p, q, qd, qdd0, M, T, solver.initial_state(xp, p, T))[0]
+
+    program = trace.trace(lambda q, qd: qdd(trace.xp, q.reshape(1, -1),
+                                            qd.reshape(1, -1)).reshape(-1, 1),
+                          {"q": model.nq, "qd": model.nv})
+    g = program.graph
+    sweeps = [i for i in program.schedule() if g.op[i] == "loop"]
+    assert len(sweeps) == 1 and len(solver.labels) == 24
+    assert [g.op[i] for i in g.value[sweeps[0]].order].count("when") == 24
+    qd = np.random.default_rng(3).uniform(-0.1, 0.1, model.nv)
+    lifted = q0.copy()
+    lifted[9] += 0.05  # the top cube 5 cm above the lower one
+    for q in (q0, lifted):
+        np.testing.assert_allclose(program.evaluate(q=q, qd=qd), qdd(np, q[None], qd[None])[0],
+                                   rtol=1e-12, atol=1e-12)
+
+
 def test_large_scenes_warn_at_build(monkeypatch):
     """The native program's size is, per candidate point, the degrees of freedom that move it.
     Four stacked cubes: 6 box pairs of 8 points moved by 12 degrees of freedom and 4 boxes on

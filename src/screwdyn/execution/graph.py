@@ -19,6 +19,9 @@ the values from outside that the body reads, and which holds the body (``Loop``:
 iterations, the body's nodes in order, the next value of each carry); ``loop_out``, one final
 carry. A body is traced once and runs n times, so a program with loops is shorter than the same
 program unrolled (``unroll``), and computes the same bits: the same operations in the same order.
+A map (``Graph.map``) is a body run on independent columns; a when (``Graph.when``) a body run
+only where a condition holds (the values it passes go through unchanged where it does not), so
+that compiled code skips the work: a contact solver's rows of the points that touch nothing.
 
 ``Program`` is what a compiler takes: the graph, its inputs (named vectors of scalars) and its
 outputs; ``Program.schedule()`` lists the live nodes (dead code eliminated) in an order that
@@ -45,7 +48,11 @@ OPS = {
     "carry": (0, "f"), "loop": (None, "f"), "loop_out": (1, "f"),
     # a map (``Graph.map``): a column's values inside the body, the map, one of its results
     "item": (0, "f"), "map": (None, "f"), "map_out": (1, "f"),
+    # a when (``Graph.when``): a passed value inside the body, the when, one of its results
+    "given": (0, "f"), "when": (None, "f"), "when_out": (1, "f"),
 }
+BODIES = ("loop", "map", "when")  # the nodes that hold a body (``Loop``, ``Map``, ``When``)
+RESULTS = ("loop_out", "map_out", "when_out")  # their results
 COMMUTATIVE = {"add", "mul", "max", "min", "eq", "ne", "and", "or"}
 
 
@@ -121,6 +128,23 @@ class Map:
     outs: tuple
 
 
+@dataclass(frozen=True)
+class When:
+    """The body of a ``when`` node: ``params``, the ids of its ``given`` nodes (the passed
+    values as the body sees them); ``order``, the ids of the nodes that read one, operands
+    first (what runs only where the condition holds); ``outs``, the id of each result that is
+    not its passed value unchanged (a node of ``order``, a given, or a value from outside),
+    and ``replaces``, the index of the passed value each replaces. The when node's operands:
+    the condition, the passed values (``len(params)``), then the values from outside that the
+    body reads; its ``when_out`` node j is ``outs[j]`` where the condition holds, and passed
+    value ``replaces[j]`` where it does not."""
+
+    params: tuple
+    order: tuple
+    outs: tuple
+    replaces: tuple
+
+
 class Graph:
     """Nodes by id: ``op[i]``, ``args[i]`` (operand ids), ``value[i]`` (the float of a constant,
     the (input, index) of an input). Build it through ``Node`` operators or ``apply``."""
@@ -133,7 +157,7 @@ class Graph:
         self._handles = []
         self.inputs = []  # input node ids in order of creation
         self._tags = 0  # loops begun (each one's carries are distinct nodes)
-        self.loop_outs = {}  # loop (map) node id -> its loop_out (map_out) node ids
+        self.loop_outs = {}  # loop (map, when) node id -> its loop_out (map_out, when_out) ids
 
     def __len__(self):
         return len(self.op)
@@ -249,8 +273,8 @@ class Graph:
         order, free, inside = self._body(items, outs)
         if not order and not any(x.i in inside for x in outs):
             return [list(outs) for _ in columns]
-        if any(self.op[i] in ("loop", "map") for i in order):
-            raise NotImplementedError("a map body holds no loop or map")
+        if any(self.op[i] in BODIES for i in order):
+            raise NotImplementedError("a map body holds no loop, map or when")
         spec = Map(len(columns), tuple(c.i for c in items), tuple(order),
                    tuple(x.i for x in outs))
         node = self._node("map", tuple(x.i for column in columns for x in column)
@@ -258,6 +282,48 @@ class Graph:
         results = [[self._node("map_out", (node.i,), (c, o)) for o in range(len(outs))]
                    for c in range(len(columns))]
         self.loop_outs[node.i] = [x.i for column in results for x in column]
+        return results
+
+    def when(self, condition, body, values):
+        """``body(values)`` where the boolean ``condition`` holds, else ``values``: one ``when``
+        node, whose body compiled code runs only where the condition holds (``When``).
+        ``values``: operands (Nodes or floats; booleans become 1.0 / 0.0); ``body`` maps as
+        many ``given`` Nodes to as many values and is traced once. Every result is, bit for
+        bit, ``select(condition, body's, passed)``, which is what ``unroll`` makes of it. A
+        constant condition, or a body that reads no given, needs no node (the body on the
+        values; selects). A body holds no loop, map or when."""
+        condition = self.operand(condition)
+        if self.kinds[condition.i] != "b":
+            raise TypeError("when needs a boolean condition")
+        values = [self._float(x) for x in values]
+        if not values:
+            return []
+        if self.op[condition.i] == "bool_const":
+            return [self._float(x) for x in body(list(values))] if self.value[condition.i] \
+                else values
+        tag = self._tags
+        self._tags += 1
+        params = [self._node("given", (), (tag, k)) for k in range(len(values))]
+        outs = [self._float(x) for x in body(list(params))]
+        if len(outs) != len(values):
+            raise ValueError(f"a when body returned {len(outs)} values for {len(values)}")
+        replaces = [k for k, (x, p) in enumerate(zip(outs, params)) if x.i != p.i]
+        changed = [outs[k] for k in replaces]  # a value returned as given passes through
+        order, free, inside = self._body(params, changed)
+        if not order:  # nothing to skip: each result a select of a given or outside value
+            passed = {p.i: v for p, v in zip(params, values)}
+            return [self.apply("select", condition, passed.get(x.i, x), v)
+                    for x, v in zip(outs, values)]
+        if any(self.op[i] in BODIES for i in order):
+            raise NotImplementedError("a when body holds no loop, map or when")
+        spec = When(tuple(p.i for p in params), tuple(order), tuple(x.i for x in changed),
+                    tuple(replaces))
+        node = self._node("when", (condition.i,) + tuple(v.i for v in values) + tuple(free),
+                          spec)
+        results = list(values)
+        for j, k in enumerate(replaces):
+            results[k] = self._node("when_out", (node.i,), j)
+        self.loop_outs[node.i] = [results[k].i for k in replaces]
         return results
 
     def _float(self, x):
@@ -274,13 +340,18 @@ class Graph:
         for i in order:
             op, args = self.op[i], self.args[i]
             get = (lambda a: env[a] if a in env else (of(a) if of else h[a]))
-            if op in ("loop", "map"):
-                unrolled = self.unrolled_loop if op == "loop" else self.unrolled_map
-                for o, x in zip(self.loop_outs[i], unrolled(i, get)):
+            if op in BODIES:
+                for o, x in zip(self.loop_outs[i], self.unrolled(i, get)):
                     env[o] = x
-            elif op not in ("loop_out", "map_out"):
+            elif op not in RESULTS:
                 env[i] = self.apply(op, *(get(a) for a in args))
         return env
+
+    def unrolled(self, i, of=None):
+        """The results of loop, map or when node ``i`` as straight-line nodes
+        (``unrolled_loop``, ``unrolled_map``, ``unrolled_when``)."""
+        return {"loop": self.unrolled_loop, "map": self.unrolled_map,
+                "when": self.unrolled_when}[self.op[i]](i, of)
 
     def unrolled_loop(self, i, of=None):
         """The final carries of loop node ``i`` as straight-line nodes: its body replayed n
@@ -311,6 +382,32 @@ class Graph:
             self.replay(spec.order, env)
             out += [env.get(x, h[x]) for x in spec.outs]
         return out
+
+    def unrolled_when(self, i, of=None, keep=False):
+        """The results of when node ``i`` (its ``when_out`` nodes' values) as straight-line
+        nodes: its body replayed on the passed values, each result a select of it and the
+        passed value (the same bits); with ``keep``, a new when node instead (its operands
+        replaced); ``of`` as ``unrolled_loop``."""
+        spec, args, h = self.value[i], self.args[i], self._handles
+        get = of or (lambda a: h[a])
+        k = len(spec.params)
+        condition, values = get(args[0]), [get(a) for a in args[1:1 + k]]
+        free = {a: get(a) for a in args[1 + k:]}
+
+        def body(given):
+            env = dict(free)
+            env.update(zip(spec.params, given))
+            self.replay(spec.order, env)
+            out = list(given)
+            for x, j in zip(spec.outs, spec.replaces):
+                out[j] = env.get(x, h[x])
+            return out
+
+        if keep:
+            new = self.when(condition, body, values)
+        else:
+            new = [self.apply("select", condition, x, v) for x, v in zip(body(values), values)]
+        return [new[j] for j in spec.replaces]
 
     def const_value(self, i):
         """The float of constant node i, or None."""
@@ -708,7 +805,19 @@ def _evaluate(g, order, values, inputs):
                 _evaluate(g, spec.order, values, inputs)
                 out += [values[x] for x in spec.outs]
             values.update(zip(g.loop_outs[i], out))
-        elif op in ("loop_out", "map_out"):
+        elif op == "when":
+            spec, k = g.value[i], len(g.value[i].params)
+            passed = [values[a] for a in args[1:1 + k]]
+            out = [passed[j] for j in spec.replaces]
+            if values[args[0]]:
+                for a in {a for b in spec.order for a in g.args[b]} | set(spec.outs):
+                    if g.op[a] in ("const", "bool_const"):  # the body's constants
+                        values[a] = g.value[a][0] if g.op[a] == "const" else g.value[a]
+                values.update(zip(spec.params, passed))
+                _evaluate(g, spec.order, values, inputs)
+                out = [values[x] for x in spec.outs]
+            values.update(zip(g.loop_outs[i], out))
+        elif op in RESULTS:
             continue
         else:
             values[i] = _ieee(op, *(values[a] for a in args))
@@ -902,7 +1011,9 @@ def _replay_unrolling_maps(g, order, env):
             env.update(zip(g.loop_outs[i], g.unrolled_map(i, get)))
         elif op == "loop" and (_holds_map(g, i) or any(a in env for a in args)):
             env.update(zip(g.loop_outs[i], _loop_unrolling_maps(g, i, get)))
-        elif op not in ("loop_out", "map_out") and any(a in env for a in args):
+        elif op == "when" and any(a in env for a in args):  # kept, its operands replaced
+            env.update(zip(g.loop_outs[i], g.unrolled_when(i, get, keep=True)))
+        elif op not in RESULTS and any(a in env for a in args):
             env[i] = g.apply(op, *(get(a) for a in args))
     return env
 
@@ -925,23 +1036,22 @@ def _loop_unrolling_maps(g, i, get):
 
 
 def unroll(program):
-    """``program`` with every loop replaced by its body repeated (``Graph.unrolled_loop``) and
-    every map by its body once per column (``Graph.unrolled_map``), in the same graph: the
-    straight-line program that the derivative transformations take. The same program if it
-    has neither."""
+    """``program`` with every loop replaced by its body repeated (``Graph.unrolled_loop``),
+    every map by its body once per column (``Graph.unrolled_map``) and every when by selects of
+    its body's results (``Graph.unrolled_when``), in the same graph: the straight-line program
+    that the derivative transformations take. The same program if it has none."""
     g = program.graph
     order = program.schedule()
-    if not any(g.op[i] in ("loop", "map") for i in order):
+    if not any(g.op[i] in BODIES for i in order):
         return program
     env = {}
     h = g._handles
     for i in order:
         op, args = g.op[i], g.args[i]
-        if op in ("loop", "map"):
-            unrolled = g.unrolled_loop if op == "loop" else g.unrolled_map
+        if op in BODIES:
             env.update(zip(g.loop_outs[i],
-                           unrolled(i, lambda a: env[a] if a in env else h[a])))
-        elif op not in ("loop_out", "map_out") and any(a in env for a in args):
+                           g.unrolled(i, lambda a: env[a] if a in env else h[a])))
+        elif op not in RESULTS and any(a in env for a in args):
             env[i] = g.apply(op, *(env[a] if a in env else h[a] for a in args))
     return Program(g, program.inputs, [env.get(i, h[i]) for i in program.outputs],
                    program.output_shape)

@@ -9,7 +9,7 @@ which evaluates the program for states s = 0 .. n-1: input k of state s is the v
 of state s goes to ``out + s * size``. The body of the loop is the program's straight-line code:
 all loads first, then every live node once, in the schedule's order, each output stored as soon
 as it is computed; a loop of the program becomes a loop with phis, a map a loop over vector
-registers (``_Segment.map``). After the states, a pass applies ``Program.guard`` (a state with a
+registers (``_Segment.map``), a when a branch around its body (``_Segment.when``). After the states, a pass applies ``Program.guard`` (a state with a
 non-finite input gets NaN in its finite outputs). Only IEEE
 operations are emitted (no fast-math flags: no reassociation, no fused multiply-adds), so each
 state's result is the same bits whether it runs alone or in a batch of any size.
@@ -222,12 +222,12 @@ def _layout(program, segment):
     g = program.graph
     order = program.schedule()
     segments, part, length = [], [], 0
-    for i in order:  # a loop's (map's) body counts in its length; its results stay with it
-        if length >= segment and g.op[i] not in ("loop_out", "map_out"):
+    for i in order:  # a loop's (map's, when's) body counts in its length; its results stay
+        if length >= segment and g.op[i] not in graph.RESULTS:
             segments.append(part)
             part, length = [], 0
         part.append(i)
-        length += 1 + (len(g.value[i].order) if g.op[i] in ("loop", "map") else 0)
+        length += 1 + (len(g.value[i].order) if g.op[i] in graph.BODIES else 0)
     segments.append(part)
     where = {i: s for s, part in enumerate(segments) for i in part}
     slots = {}
@@ -533,10 +533,10 @@ class _Segment:
             op = g.op[i]
             if op in _INPUT_LIKE:
                 continue
-            if op in ("loop", "map"):  # its results follow it in the segment
-                self.loop(i) if op == "loop" else self.map(i)
+            if op in graph.BODIES:  # its results follow it in the segment
+                self.body(i)
                 continue
-            v = self.value[i] if op in ("loop_out", "map_out") else self.node(i)
+            v = self.value[i] if op in graph.RESULTS else self.node(i)
             if i in self.slots:
                 stored = v
                 if g.kind(i) == "b":
@@ -552,6 +552,47 @@ class _Segment:
         self.lines += self.frees
         self.emit("  ret void")
         return "\n".join(self.allocas + self.lines) + "\n"
+
+    def body(self, i):
+        """A node that holds a body: a loop, a map or a when."""
+        {"loop": self.loop, "map": self.map, "when": self.when}[self.g.op[i]](i)
+
+    def when(self, i):
+        """A when node (``graph.When``): its operands before it; a branch to the body's block
+        where the condition holds (with lanes, where it holds in any lane), the body, and a
+        join whose phis are the results: the body's where it ran (with lanes, selected lane by
+        lane against the passed values), the passed values where it did not."""
+        g, t = self.g, self.t
+        spec, args = g.value[i], g.args[i]
+        k = len(spec.params)
+        condition = self.ref(args[0])
+        values = [self.ref(a) for a in args[1:1 + k]]
+        for a in args[1 + k:]:
+            self.ref(a)
+        test, label = condition, f"wh{i}"
+        if t.width > 1:
+            reduce = f"llvm.vector.reduce.or.v{t.width}i1"
+            self.declare(reduce, "i1", t.b)
+            test = self.tmp()
+            self.emit(f"  {test} = call i1 @{reduce}({t.b} {condition})")
+        before = self.block
+        self.emit(f"  br i1 {test}, label %{label}.body, label %{label}.join")
+        self.emit(f"{label}.body:")
+        self.block = f"{label}.body"
+        for p, v in zip(spec.params, values):
+            self.value[p] = v
+        for b in spec.order:
+            self.node(b)
+        outs = [self.ref(x) for x in spec.outs]
+        values = [values[j] for j in spec.replaces]
+        if t.width > 1:
+            outs = [self.select(condition, x, v) for x, v in zip(outs, values)]
+        self.emit(f"  br label %{label}.join")
+        self.emit(f"{label}.join:")
+        for o, x, v in zip(g.loop_outs[i], outs, values):
+            self.emit(f"  %v{o} = phi {t.f} [ {x}, %{self.block} ], [ {v}, %{before} ]")
+            self.value[o] = f"%v{o}"
+        self.block = f"{label}.join"
 
     def loop(self, i):
         """A loop node: its operands (initial carries, outside values) before it; a header
@@ -571,9 +612,9 @@ class _Segment:
         for c in spec.carries:
             self.value[c] = f"%v{c}"
         for b in spec.order:
-            if g.op[b] in ("loop", "map"):  # its results follow it
-                self.loop(b) if g.op[b] == "loop" else self.map(b)
-            elif g.op[b] not in ("loop_out", "map_out"):
+            if g.op[b] in graph.BODIES:  # its results follow it
+                self.body(b)
+            elif g.op[b] not in graph.RESULTS:
                 self.value[b] = self.node(b)
         nexts = [self.ref(x) for x in spec.nexts]
         latch = self.block

@@ -457,14 +457,11 @@ class _Linalg:
         return cls.solve(A, np.eye(A.shape[0]))
 
 
-def fori_loop(n, body, x):
-    """``x`` after ``x = body(None, x)`` n times, as one loop of the program (``Graph.loop``):
-    the body is traced once, so the program grows by one body, not n (what
-    ``jax.lax.fori_loop`` is to JAX). ``x``: an array (SymArray, numpy, nested lists of
-    scalars) or a tuple of arrays, of floats or booleans (carried as 1.0 / 0.0); ``body``
-    returns the same structure and shapes. The body
-    gets no iteration index (None: a body that needs one is unrolled by its caller), and reads
-    anything else it needs from its closure (those values are computed once, before it)."""
+def _flattened(x, what):
+    """(flat, pack, unpack) for ``x``, an array or a tuple of arrays (SymArray, numpy, nested
+    lists of scalars) of floats or booleans: ``flat``, its scalars as floats (booleans carried
+    as 1.0 / 0.0); ``pack(tree)``, the flat floats of a tree of the same structure and shapes
+    (``what`` names the caller in the error otherwise); ``unpack(flat)``, the tree back."""
     single = not isinstance(x, tuple)
     parts = [_objects(e) for e in ((x,) if single else x)]
     shapes = [a.shape for a in parts]
@@ -476,7 +473,7 @@ def fori_loop(n, body, x):
     def pack(tree):
         arrays = [_objects(e) for e in ((tree,) if single else tree)]
         if [a.shape for a in arrays] != shapes:
-            raise ValueError(f"fori_loop: the body returned shapes {[a.shape for a in arrays]} "
+            raise ValueError(f"{what}: the body returned shapes {[a.shape for a in arrays]} "
                              f"for a carry of shapes {shapes}")
         out = [e for a in arrays for e in a.reshape(-1)]
         return [_scalar("to_float", e) if flag else e for e, flag in zip(out, flags)]
@@ -490,7 +487,18 @@ def fori_loop(n, body, x):
             k += size
         return out[0] if single else tuple(out)
 
-    flat = [_scalar("to_float", e) if flag else e for e, flag in zip(flat, flags)]
+    return [_scalar("to_float", e) if flag else e for e, flag in zip(flat, flags)], pack, unpack
+
+
+def fori_loop(n, body, x):
+    """``x`` after ``x = body(None, x)`` n times, as one loop of the program (``Graph.loop``):
+    the body is traced once, so the program grows by one body, not n (what
+    ``jax.lax.fori_loop`` is to JAX). ``x``: an array (SymArray, numpy, nested lists of
+    scalars) or a tuple of arrays, of floats or booleans (carried as 1.0 / 0.0); ``body``
+    returns the same structure and shapes. The body
+    gets no iteration index (None: a body that needs one is unrolled by its caller), and reads
+    anything else it needs from its closure (those values are computed once, before it)."""
+    flat, pack, unpack = _flattened(x, "fori_loop")
     g = _graph_of(*flat)
     while g is None and n > 0:  # nothing traced yet: iterations in Python until a value is
         flat, n = pack(body(None, unpack(flat))), n - 1
@@ -498,6 +506,22 @@ def fori_loop(n, body, x):
     if g is None or n <= 0:
         return unpack(flat)
     return unpack(g.loop(n, lambda carries: pack(body(None, unpack(carries))), flat))
+
+
+def when(condition, body, x):
+    """``body(x)`` where the scalar boolean ``condition`` holds, else ``x``, as one when of the
+    program (``Graph.when``): compiled code runs the body only where the condition holds (in a
+    vector of states, where it holds for any). ``x`` as ``fori_loop``'s; the body returns the
+    same structure and shapes and reads anything else from its closure."""
+    c = _objects(condition)
+    if c.size != 1:
+        raise ValueError(f"when: the condition is one scalar, got shape {c.shape}")
+    c = c.reshape(-1)[0]
+    flat, pack, unpack = _flattened(x, "when")
+    g = _graph_of(c, *flat)
+    if g is None:  # nothing traced: Python decides
+        return body(x) if c else x
+    return unpack(g.when(c, lambda given: pack(body(unpack(given))), flat))
 
 
 def map_columns(f, columns):
@@ -550,6 +574,7 @@ class _Namespace:
         return "screwdyn.execution.trace.xp"
 
     fori_loop = staticmethod(fori_loop)
+    when = staticmethod(when)
     map_columns = staticmethod(map_columns)
 
     @staticmethod

@@ -39,7 +39,9 @@ step; A is never formed: the sweeps keep M^-1 J^T f up to date, so a row costs t
 freedom, not the points), warm-started from the previous step's forces (state the rollout carries: a contact at
 rest converges further at every step), a fixed count of operations, so that the same code runs on numpy, in JAX (a
 ``fori_loop``) and in the native tracer (the sweeps one loop of the program, the points of a
-sweep unrolled in it). The forces' power is passive work in the energy
+sweep unrolled in it, each point's rows a branch taken only while it is within ``margin``:
+``loops.when``, so that a robot's shapes away from the ground and a scene's pairs apart cost no
+sweep). The forces' power is passive work in the energy
 balance; the stabilisation's spring, k times each point's apparent mass, holds the energy of a
 penetration (``traj.elastic``), so that pushing one out is not counted as energy the contact
 made.
@@ -61,7 +63,7 @@ from ..algorithms.constraints import EPSILON
 from .checks import positive
 from .contact import Contact, check_plane
 from .geometry import contact_points
-from .loops import loop
+from .loops import loop, when
 
 
 @dataclass(frozen=True, eq=False)
@@ -267,7 +269,8 @@ class SolvedContact(Contact):
                           xp.einsum("niv,nvj->nij", J_eq, MinvJT))  # (N, m, 3P)
             MinvJT = MinvJT - xp.einsum("nvi,nij->nvj", MinvJeT, X)
         v = xp.einsum("niv,nv->ni", J, qd)
-        active = xp.where(depth > -p["margin"], 1.0, 0.0)  # (N, P): in the solve
+        touching = depth > -p["margin"]  # (N, P): in the solve
+        active = xp.where(touching, 1.0, 0.0)
         a_ref = []
         for i in range(P):
             a_ref += [p["k"] * depth[:, i] - p["b"] * v[:, 3 * i],
@@ -286,20 +289,29 @@ class SolvedContact(Contact):
         def moved(u, j, new, old):  # u after f_j changed from old to new
             return u + MinvJT[:, :, j] * (new - old)[:, None]
 
-        def contact(i, fu):  # one point's three rows, Gauss-Seidel
+        def contact(i, fu):  # one point's three rows, Gauss-Seidel, where it may touch
             f, u = fu
             n, t1, t2 = 3 * i, 3 * i + 1, 3 * i + 2
-            fn = xp.maximum(f[:, n] - row(n, u) / diag[:, n], 0.0) * active[:, i]
-            u = moved(u, n, fn, f[:, n])
-            g1 = f[:, t1] - row(t1, u) / diag[:, t1]
-            g2 = f[:, t2] - row(t2, u) / diag[:, t2]
-            square = g1 * g1 + g2 * g2
-            limit = mu * fn
-            big = square > limit * limit
-            scale = xp.where(big, limit / xp.sqrt(xp.where(big, square, 1.0)), 1.0)
-            g1, g2 = g1 * scale, g2 * scale
-            u = moved(moved(u, t1, g1, f[:, t1]), t2, g2, f[:, t2])
-            return _put(xp, _put(xp, _put(xp, f, n, fn), t1, g1), t2, g2), u
+
+            def rows(x):
+                fi, u = x
+                fn = xp.maximum(fi[:, 0] - row(n, u) / diag[:, n], 0.0)
+                u = moved(u, n, fn, fi[:, 0])
+                g1 = fi[:, 1] - row(t1, u) / diag[:, t1]
+                g2 = fi[:, 2] - row(t2, u) / diag[:, t2]
+                square = g1 * g1 + g2 * g2
+                limit = mu * fn
+                big = square > limit * limit
+                scale = xp.where(big, limit / xp.sqrt(xp.where(big, square, 1.0)), 1.0)
+                g1, g2 = g1 * scale, g2 * scale
+                u = moved(moved(u, t1, g1, fi[:, 1]), t2, g2, fi[:, 2])
+                return xp.stack([fn, g1, g2], axis=-1), u
+
+            # a point apart (its force 0 from the start) skips its rows: in native code a
+            # branch, so that a robot's shapes away from the ground cost no sweep
+            fi, u = when(xp, touching[:, i], rows,
+                         (xp.stack([f[:, n], f[:, t1], f[:, t2]], axis=-1), u))
+            return _put(xp, _put(xp, _put(xp, f, n, fi[:, 0]), t1, fi[:, 1]), t2, fi[:, 2]), u
 
         def sweep(_, fu):
             return loop(xp, P, contact, fu)
