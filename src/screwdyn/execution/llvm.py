@@ -9,10 +9,11 @@ which evaluates the program for states s = 0 .. n-1: input k of state s is the v
 of state s goes to ``out + s * size``. The body of the loop is the program's straight-line code:
 all loads first, then every live node once, in the schedule's order, each output stored as soon
 as it is computed; a loop of the program becomes a loop with phis, a map a loop over vector
-registers (``_Segment.map``), a when a branch around its body (``_Segment.when``). After the states, a pass applies ``Program.guard`` (a state with a
-non-finite input gets NaN in its finite outputs). Only IEEE
-operations are emitted (no fast-math flags: no reassociation, no fused multiply-adds), so each
-state's result is the same bits whether it runs alone or in a batch of any size.
+registers (``_Segment.map``), a when a branch around its body (``_Segment.when``). After the
+states, a pass applies ``Program.guard`` (a state with a non-finite input gets NaN in its finite
+outputs). Only IEEE operations are emitted (no fast-math flags: no reassociation, no fused
+multiply-adds), so each state's result is the same bits whether it runs alone or in a batch of
+any size.
 
 ``compile_object`` optimises the IR for the host CPU and returns object code (bytes), which the
 disk cache keeps; ``load`` links object code into the process (LLVM's MCJIT, milliseconds) and

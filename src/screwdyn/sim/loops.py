@@ -16,7 +16,8 @@ namespace has one, so the program does not grow with the count.
 ``when(xp, condition, body, x)`` is ``body(x)`` for the states (rows of the batch) where the
 boolean ``condition`` (N,) holds, and ``x`` for the others: on numpy and JAX, ``body`` on all of
 them and ``where``; in the native tracer (one state), ``trace.when``: the body runs only where
-the condition holds. The same values on every path, bit for bit."""
+the condition holds. Either way a state where the condition does not hold keeps ``x`` exactly,
+and one where it holds gets the body's values."""
 from .._backend import is_jax_namespace
 
 
