@@ -759,6 +759,14 @@ class Program:
         return out.reshape(self.output_shape)
 
 
+def _body_constants(g, order, results, values):
+    """The Python values of the constants that a body (its nodes ``order``, its ``results``)
+    reads, into ``values``: they are not nodes of the body, so no schedule evaluates them."""
+    for a in {a for b in order for a in g.args[b]} | set(results):
+        if g.op[a] in ("const", "bool_const"):
+            values[a] = g.value[a][0] if g.op[a] == "const" else g.value[a]
+
+
 def _evaluate(g, order, values, inputs):
     """Python floats of the nodes ``order`` into ``values`` (loops run their body n times)."""
     for i in order:
@@ -787,9 +795,7 @@ def _evaluate(g, order, values, inputs):
         elif op == "loop":
             spec = g.value[i]
             current = [values[a] for a in args[:len(spec.carries)]]
-            for a in {a for b in spec.order for a in g.args[b]} | set(spec.nexts):
-                if g.op[a] in ("const", "bool_const"):  # the body's constants
-                    values[a] = g.value[a][0] if g.op[a] == "const" else g.value[a]
+            _body_constants(g, spec.order, spec.nexts, values)
             for _ in range(spec.n):
                 values.update(zip(spec.carries, current))
                 _evaluate(g, spec.order, values, inputs)
@@ -797,9 +803,7 @@ def _evaluate(g, order, values, inputs):
             values.update(zip(g.loop_outs[i], current))
         elif op == "map":
             spec, K, out = g.value[i], len(g.value[i].items), []
-            for a in {a for b in spec.order for a in g.args[b]} | set(spec.outs):
-                if g.op[a] in ("const", "bool_const"):  # the body's constants
-                    values[a] = g.value[a][0] if g.op[a] == "const" else g.value[a]
+            _body_constants(g, spec.order, spec.outs, values)
             for c in range(spec.n):
                 values.update(zip(spec.items, (values[a] for a in args[c * K:(c + 1) * K])))
                 _evaluate(g, spec.order, values, inputs)
@@ -810,9 +814,7 @@ def _evaluate(g, order, values, inputs):
             passed = [values[a] for a in args[1:1 + k]]
             out = [passed[j] for j in spec.replaces]
             if values[args[0]]:
-                for a in {a for b in spec.order for a in g.args[b]} | set(spec.outs):
-                    if g.op[a] in ("const", "bool_const"):  # the body's constants
-                        values[a] = g.value[a][0] if g.op[a] == "const" else g.value[a]
+                _body_constants(g, spec.order, spec.outs, values)
                 values.update(zip(spec.params, passed))
                 _evaluate(g, spec.order, values, inputs)
                 out = [values[x] for x in spec.outs]
