@@ -390,7 +390,8 @@ def test_the_configuration_checks_its_settings_and_takes_effect():
                                  ("max_programs", 0, "positive whole number"),
                                  ("max_programs", None, "positive whole number"),
                                  ("chunk_states", 2.5, "positive whole number or None"),
-                                 ("cache_size", True, "positive whole number or None")):
+                                 ("cache_size", True, "positive whole number or None"),
+                                 ("result_pool", -1, "whole number of bytes, 0 or more")):
         with pytest.raises(ValueError, match=rf"config\.{name} must be (a )?{message}"):
             setattr(config, name, value)
     with pytest.raises(AttributeError, match="no setting 'nativ'; valid: native"):

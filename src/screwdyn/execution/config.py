@@ -18,6 +18,9 @@ Fields:
   disk cache, when next needed.
 - ``cache_size`` (None): the most bytes the disk cache of programs may take; None reads
   ``$SCREWDYN_CACHE_SIZE`` (e.g. ``500M``, ``2G``), else 1 GiB (``cache.size_limit``).
+- ``result_pool`` (256 MiB): the most bytes of memory kept from big batch results that are gone,
+  for the next results of the same size (``execution.results``: no fresh pages to zero); 0
+  keeps none, and setting it lets go of what is kept past it.
 
 Changing ``native`` or ``custom_calls`` drops the callables made for earlier calls, so the next
 call takes the new path.
@@ -37,6 +40,7 @@ class Config:
     chunk_states: Optional[int] = None
     max_programs: int = 256
     cache_size: Optional[int] = None
+    result_pool: int = 256 << 20
 
     def __setattr__(self, name: str, value: object) -> None:
         if name not in {f.name for f in fields(self)}:
@@ -67,6 +71,14 @@ def _positive(value: object) -> int:
     return int(value)
 
 
+def _bytes(value: object) -> int:
+    """A whole number of bytes, 0 or more."""
+    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)) \
+            or not float(value).is_integer() or value < 0:
+        raise ValueError(f"must be a whole number of bytes, 0 or more, got {value!r}")
+    return int(value)
+
+
 def _positive_or_none(value: object) -> Optional[int]:
     """None, or a positive whole number."""
     if value is None:
@@ -78,7 +90,7 @@ def _positive_or_none(value: object) -> Optional[int]:
 
 
 _CHECKS = {"native": _flag, "custom_calls": _flag, "chunk_states": _positive_or_none,
-           "max_programs": _positive, "cache_size": _positive_or_none}
+           "max_programs": _positive, "cache_size": _positive_or_none, "result_pool": _bytes}
 #: called with a setting's name when it changes (the plan drops its callables)
 _LISTENERS: List[Callable[[str], None]] = []
 

@@ -17,7 +17,12 @@ Batched calls release the GIL while the kernel runs.
 The context of one bound kernel is an int64 numpy array passed as the builtin's ``self``::
 
     [kernel address, fallback (PyObject *), ndarray type, float64 descr, number of inputs,
-     result ndim (0-3), result dims (3), hot (PyObject * or 0), states run, input sizes (...)]
+     result ndim (0-3), result dims (3), hot (PyObject * or 0), states run, big, input sizes
+     (...)]
+
+A batch of ``big`` states or more, whose result takes ``results.MIN_BYTES`` or more, goes to the
+fallback, which makes its result with ``results.fresh`` (on memory an earlier result gave back,
+where a fresh array's pages would each be zeroed by the operating system).
 
 ``hot``, if set, is called once (without arguments, its result discarded) when the kernel has
 run ``HOT_STATES`` states through the entry: the native programs use it to compile optimised
@@ -29,12 +34,13 @@ import sys
 
 import numpy as np
 
-from . import llvm
+from . import llvm, results
 
 MAX_INPUTS = 8
 MAX_OUTPUT_NDIM = 3
 HOT_STATES = 1000  # states run through an entry before its ``hot`` hook is called
-_HOT, _COUNT, _SIZES = 6 + MAX_OUTPUT_NDIM, 7 + MAX_OUTPUT_NDIM, 8 + MAX_OUTPUT_NDIM
+_HOT, _COUNT, _BIG, _SIZES = (6 + MAX_OUTPUT_NDIM, 7 + MAX_OUTPUT_NDIM, 8 + MAX_OUTPUT_NDIM,
+                               9 + MAX_OUTPUT_NDIM)
 _METH_FASTCALL = 0x0080
 _NPY_DOUBLE = 12
 _FLAGS = 0x0001 | 0x0100  # NPY_ARRAY_C_CONTIGUOUS | NPY_ARRAY_ALIGNED
@@ -177,7 +183,12 @@ call:
   %od2.p = getelementptr i64, ptr %ctx, i64 8
   %od2 = load i64, ptr %od2.p
   %single = icmp eq i64 %rows, -1
-  br i1 %single, label %dims1, label %dimsN
+  br i1 %single, label %dims1, label %sized
+sized:
+  %big.p = getelementptr i64, ptr %ctx, i64 {_BIG}
+  %big = load i64, ptr %big.p
+  %isbig = icmp sge i64 %rows, %big
+  br i1 %isbig, label %slow, label %dimsN
 dims1:
   %e0 = getelementptr i64, ptr %dims, i64 0
   store i64 %od0, ptr %e0
@@ -305,7 +316,9 @@ def bind(address, input_sizes, output_shape, fallback, keep, hot=None):
     library, entry_address, new = setup
     words = [address, id(fallback), id(np.ndarray), id(np.dtype(np.float64)), len(input_sizes),
              len(output_shape)] + list(output_shape) + [0] * (MAX_OUTPUT_NDIM - len(output_shape))
-    words += [0 if hot is None else id(hot), 0] + list(input_sizes)
+    state_bytes = 8 * max(int(np.prod(output_shape, dtype=np.int64)), 1)
+    words += [0 if hot is None else id(hot), 0, -(-results.MIN_BYTES // state_bytes)]
+    words += list(input_sizes)
     memory = _Context(np.array(words, dtype=np.int64).tobytes())
     context = np.frombuffer(memory, dtype=np.int64)  # holds ``memory`` alive (its base)
     method = _MethodDef(b"screwdyn_kernel", entry_address, _METH_FASTCALL, None)

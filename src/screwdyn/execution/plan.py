@@ -64,7 +64,7 @@ import numpy as np
 
 from .. import _backend
 from ..algebra import ALGEBRAS, get_algebra
-from . import custom_call, llvm, native, xla
+from . import custom_call, llvm, native, results, xla
 from .. import validation
 from .call import Call, core_shape, parse, propagate_non_finite, validate
 from .config import _LISTENERS, config
@@ -555,14 +555,15 @@ NATIVE_CHUNK_STATES = 1 << 16
 
 def result_array(out, shape, name):
     """The numpy array a result of ``shape`` is written into: ``out`` where given (checked,
-    ``check_out``), else a new one, refused at once (``ValueError`` naming the bytes) when it
-    could not fit in this machine's memory."""
+    ``check_out``), else a new one (``results.fresh``: a big one on memory an earlier result
+    gave back), refused at once (``ValueError`` naming the bytes) when it could not fit in this
+    machine's memory."""
     if out is not None:
         check_out(out, shape, name)
         return out
     validation.check_fits(int(np.prod(shape, dtype=np.int64)) * 8,
                           f"the result of {name}, shape {tuple(shape)} float64,")
-    return np.empty(shape)
+    return results.fresh(shape)
 
 
 def run_jax(function, model, algebra, given, static=(), loop=False):
