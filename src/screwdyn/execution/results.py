@@ -25,6 +25,7 @@ from .config import _LISTENERS, config
 MIN_BYTES = 4 << 20
 #: the buffers given back and not yet taken again, oldest first (id -> 1-D uint8 array)
 _KEPT: Dict[int, np.ndarray] = {}
+_FLOAT64 = np.dtype(np.float64).str  # "<f8" on this machine's byte order
 
 
 class Lease:
@@ -35,7 +36,7 @@ class Lease:
 
     def __init__(self, buffer: np.ndarray, shape: Tuple[int, ...]) -> None:
         self.buffer = buffer
-        self.__array_interface__ = {"shape": shape, "typestr": "<f8", "version": 3,
+        self.__array_interface__ = {"shape": shape, "typestr": _FLOAT64, "version": 3,
                                     "data": (buffer.ctypes.data, False)}
 
     def __del__(self) -> None:
