@@ -773,6 +773,75 @@ def test_maps_compute_the_bits_of_the_unrolled_program():
                                        atol=1e-12)
 
 
+def _chained_maps(x, y):
+    """Two maps at the top of the program: the second's columns hold the first's results,
+    values made long before (shared by several columns, and by the first map), constants and
+    inputs; its numpy twin is ``_chained_maps_numpy``."""
+    xp = trace.xp
+    early = [xp.sin(x[0] + 0.1 * k) * y[0] for k in range(6)]
+    first = trace.map_columns(lambda d: [d[0] * d[1] + 1.0, xp.cos(d[0]) - d[1]],
+                              [[early[k], early[(k + 1) % 6]] for k in range(5)])
+    later = [xp.exp(0.1 * early[k]) for k in range(6)]
+    second = trace.map_columns(lambda d: [d[0] * d[1] - d[2], xp.sqrt(d[2] * d[2] + 1.0)],
+                               [[first[k][0], later[k], early[2 * k % 6] if k % 2 else 0.0]
+                                for k in range(5)] + [[x[1], later[5], early[3]]])
+    return xp.stack([r[j] + 0.5 for r in first + second for j in range(2)], axis=0)
+
+
+def _chained_maps_numpy(x, y):
+    early = [np.sin(x[0] + 0.1 * k) * y[0] for k in range(6)]
+    first = [(early[k] * early[(k + 1) % 6] + 1.0, np.cos(early[k]) - early[(k + 1) % 6])
+             for k in range(5)]
+    later = [np.exp(0.1 * early[k]) for k in range(6)]
+    columns = [(first[k][0], later[k], early[2 * k % 6] if k % 2 else 0.0)
+               for k in range(5)] + [(x[1], later[5], early[3])]
+    second = [(a * b - c, np.sqrt(c * c + 1.0)) for a, b, c in columns]
+    return np.array([r[j] + 0.5 for r in first + second for j in range(2)])
+
+
+@pytest.mark.parametrize("segment", [3, 5, 8, 10 ** 9])
+def test_maps_keep_their_tables_in_the_scratch_array_across_segments(segment):
+    """Split into segments, a map whose columns were made by earlier segments reads them where
+    those segments stored them, and a map whose results later segments read leaves them in its
+    table (``llvm._layout``): no copies, the same bits as whole and unrolled, in one lane and
+    four, and numpy's values."""
+    program = trace.trace(_chained_maps, {"x": 2, "y": 1})
+    g = program.graph
+    maps = [i for i in program.schedule() if g.op[i] == "map"]
+    assert len(maps) == 2
+    tables = llvm._layout(program, segment)[4]
+    if segment == 3:  # both maps' columns come from earlier segments, their results go on
+        assert set(tables) == set(maps) and all(set(t) == {"in", "out"}
+                                                 for t in tables.values())
+        ir = llvm.kernel_ir(program, segment=segment)
+        for m in maps:
+            assert f"%mp{m}.in = getelementptr double, ptr %scratch" in ir
+            assert f"%mp{m}.out = getelementptr double, ptr %scratch" in ir
+    if segment == 10 ** 9:
+        assert tables == {}
+    rng = np.random.default_rng(5)
+    x, y = rng.normal(size=(9, 2)), rng.normal(size=(9, 1))
+    x[3, 0], y[4, 0] = np.nan, np.inf
+    outs = []
+    for p in (program, graph.unroll(program)):
+        for width in (1, 4):
+            ir = llvm.kernel_ir(p, segment=segment, width=width)
+            library = llvm.Library(llvm.compile_object(ir, 0 if width == 1 else 2))
+            out = np.empty((len(x), len(p.outputs)))
+            entry.caller(library.address("kernel"))([x, y], out, len(x))
+            outs.append(out)
+    whole = llvm.kernel_ir(program, segment=10 ** 9)
+    library = llvm.Library(llvm.compile_object(whole, 0))
+    reference = np.empty((len(x), len(program.outputs)))
+    entry.caller(library.address("kernel"))([x, y], reference, len(x))
+    for out in outs:
+        assert np.array_equal(out, reference, equal_nan=True)
+    with np.errstate(invalid="ignore"):
+        for k in range(len(x)):
+            np.testing.assert_allclose(reference[k], _chained_maps_numpy(x[k], y[k]),
+                                       rtol=1e-12, atol=1e-12)
+
+
 def _loop_of_maps(x, y):
     """A loop (5 iterations) whose body holds a map over 3 columns of the carry (sine, a value
     from outside); its numpy twin is ``_loop_of_maps_numpy``."""
