@@ -440,14 +440,13 @@ class Graph:
                 return self.constant(cx * cy)
             return self.constant(_ieee(op, cx, cy))
         if i < 0 or j < 0 or cx is not None or cy is not None:
-            folded = self._fold(op, (self.constant(cx).i if i < 0 else i,
-                                     self.constant(cy).i if j < 0 else j))
-            if folded is not None:
-                return folded
             if i < 0:
                 i = self.constant(cx).i
             if j < 0:
                 j = self.constant(cy).i
+            folded = self._fold(op, (i, j))
+            if folded is not None:
+                return folded
         elif op == "add" or op == "sub":
             folded = self._fold(op, (i, j))  # a + (-b) -> a - b and the like
             if folded is not None:

@@ -15,9 +15,12 @@ namespace has one, so the program does not grow with the count.
 
 ``when(xp, condition, body, x)`` is ``body(x)`` for the states (rows of the batch) where the
 boolean ``condition`` (N,) holds, and ``x`` for the others: on numpy and JAX, ``body`` on all of
-them and ``where``; in the native tracer (one state), ``trace.when``: the body runs only where
-the condition holds. Either way a state where the condition does not hold keeps ``x`` exactly,
-and one where it holds gets the body's values."""
+them and ``where`` (on numpy, not at all where the condition holds for no state); in the native
+tracer (one state), ``trace.when``: the body runs only where the condition holds. Either way a
+state where the condition does not hold keeps ``x`` exactly, and one where it holds gets the
+body's values."""
+import numpy as np
+
 from .._backend import is_jax_namespace
 
 
@@ -39,6 +42,8 @@ def when(xp, condition, body, x):
     an array or a tuple of arrays, each (N, ...)."""
     if getattr(xp, "traced", False) and hasattr(xp, "when"):
         return xp.when(condition, body, x)
+    if xp is np and not np.any(condition):  # every state keeps x: the body need not run
+        return x
     new = body(x)
 
     def pick(a, b):
