@@ -171,6 +171,33 @@ def test_a_point_apart_costs_no_sweep_in_native_code():
                                    rtol=1e-12, atol=1e-12)
 
 
+def test_a_when_on_numpy_runs_its_body_only_if_some_state_needs_it():
+    """``loops.when`` on numpy: where the condition holds for no state the body does not run
+    and the values come back as they were (NaN included); where it holds for some, the body's
+    values there and the passed ones elsewhere, as ``where`` gives them."""
+    from screwdyn.sim import loops
+
+    calls = []
+
+    def body(x):
+        calls.append(1)
+        f, u = x
+        return f * 2.0 + 1.0, u - f[:, :1]
+
+    f = np.array([[1.0, np.nan], [3.0, 4.0], [-5.0, 6.0]])
+    u = np.array([[0.5, 0.25, -1.0], [2.0, np.inf, 0.0], [7.0, 8.0, 9.0]])
+    out = loops.when(np, np.zeros(3, dtype=bool), body, (f, u))
+    assert calls == []
+    np.testing.assert_array_equal(out[0], f)
+    np.testing.assert_array_equal(out[1], u)
+    some = np.array([False, True, False])
+    out = loops.when(np, some, body, (f, u))
+    assert calls == [1]
+    new = body((f, u))
+    for got, changed, kept in zip(out, new, (f, u)):
+        np.testing.assert_array_equal(got, np.where(some[:, None], changed, kept))
+
+
 def test_a_batch_whose_states_touch_in_some_lanes_equals_each_state_alone():
     """Native batches run four states in the vector lanes, and a point's rows are taken where
     it touches in any lane, then selected lane by lane: five states of the two stacked cubes,
