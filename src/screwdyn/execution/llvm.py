@@ -250,12 +250,15 @@ def _layout(program, segment, width=1):
                 continue
             K = len(g.value[m].items)
             columns = g.args[m][:g.value[m].n * K]
-            if any(crosses(a, s) and a not in slots for a in columns):
+
+            def stored_there(a):  # a value the segment that made it may store in the table
+                return crosses(a, s) and a not in slots and g.op[a] != "map_out"
+
+            if any(stored_there(a) for a in columns):
                 base, places, length = _map_table(g.value[m], K, width, size)
                 for (c, k), place in places.items():
-                    a = columns[c * K + k]
-                    if crosses(a, s) and a not in slots and g.op[a] != "map_out":
-                        slots[a] = place
+                    if stored_there(columns[c * K + k]):
+                        slots[columns[c * K + k]] = place
                 tables.setdefault(m, {})["in"] = base
                 size += length
     for s, part in enumerate(segments):
@@ -287,15 +290,22 @@ def _map_lanes(width):
     return (vector_width(), vector_width()) if width == 1 else (width, 1)
 
 
+def _table_index(c, k, K, width):
+    """The double of column c's value k in a map's table of K values per column at ``width``
+    lanes: [group][k][lane], a group being the columns of one iteration (``_map_lanes``)."""
+    lanes, per = _map_lanes(width)
+    return ((c // per) * K + k) * lanes + c % per
+
+
 def _map_table(spec, K, width, start):
     """(first slot, {(column, k): slot}, slots) of a table of K values per column of a map
     (``graph.Map`` ``spec``) placed in the scratch array from slot ``start`` (aligned to a
-    vector of lanes), in the layout ``_Segment.map`` reads and writes, [group][k][lane], a slot
-    being ``width`` doubles."""
+    vector of lanes), in the layout ``_Segment.map`` reads and writes (``_table_index``), a
+    slot being ``width`` doubles."""
     lanes, per = _map_lanes(width)
     step = lanes // width  # slots per vector of the table
     base = -(-start // step) * step
-    places = {(c, k): base + ((c // per) * K + k) * step + c % per
+    places = {(c, k): base + _table_index(c, k, K, width) // width
               for c in range(spec.n) for k in range(K)}
     return base, places, base - start + -(-spec.n // per) * K * step
 
@@ -730,7 +740,7 @@ class _Segment:
         for c in range(groups * per):  # the table: [group][item][lane]
             column = args[min(c, C - 1) * K:(min(c, C - 1) + 1) * K]
             for k, a in enumerate(column):
-                index = ((c // per) * K + k) * lanes + c % per
+                index = _table_index(c, k, K, t.width)
                 if "in" in tables and c < C and self.slots.get(a) == \
                         tables["in"] + index // t.width:
                     continue  # stored there by the segment that made it
@@ -777,7 +787,7 @@ class _Segment:
         outs = g.loop_outs[i]
         for c in range(C):
             for o in range(R):
-                index = ((c // per) * R + o) * lanes + c % per
+                index = _table_index(c, o, R, t.width)
                 v = f"%v{outs[c * R + o]}"
                 self.emit(f"  {v} = load {t.f}, ptr {element('out', index)}, align 8")
                 self.value[outs[c * R + o]] = v

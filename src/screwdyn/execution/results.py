@@ -78,15 +78,19 @@ def _give_back(buffer):
     ``config.result_pool`` (nothing kept where the buffer alone is more)."""
     if buffer.nbytes > config.result_pool:
         return
-    while _KEPT and kept_bytes() + buffer.nbytes > config.result_pool:
-        _KEPT.pop(next(iter(_KEPT), None), None)
+    _let_go(room=buffer.nbytes)
     _KEPT[id(buffer)] = buffer
+
+
+def _let_go(room=0):
+    """Let go of the oldest kept buffers until ``room`` bytes more fit in ``config.result_pool``."""
+    while _KEPT and kept_bytes() + room > config.result_pool:
+        _KEPT.pop(next(iter(_KEPT), None), None)
 
 
 def _trim(name):
     if name == "result_pool":
-        while _KEPT and kept_bytes() > config.result_pool:
-            _KEPT.pop(next(iter(_KEPT), None), None)
+        _let_go()
 
 
 _LISTENERS.append(_trim)
