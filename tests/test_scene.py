@@ -139,11 +139,12 @@ def test_two_boxes_stand_and_backends_agree():
 
 
 def test_a_point_apart_costs_no_sweep_in_native_code():
-    """In the native program each candidate point's three rows of the solver's sweep are a
-    branch taken only while the point is within the margin (``loops.when``): two stacked
-    cubes' 24 points are 24 whens inside the one loop of the sweeps. The traced program gives
-    numpy's qdd where some points touch and some are apart (the top cube's upper corners), and
-    where the top cube is lifted clear (its pair's points all apart)."""
+    """In the native program each pair's rows of the solver's sweep are a branch taken only
+    while one of its points is within the margin (``loops.when``): two stacked cubes' 24
+    points in 3 pairs are 3 whens inside the one loop of the sweeps. The traced program gives
+    numpy's qdd where some points of a pair touch and some are apart (the cubes' corners
+    against each other: a point apart in a pair that is in keeps no force), and where the top
+    cube is lifted clear (its pair's points all apart)."""
     from screwdyn.execution import trace
 
     model, contact, q0 = _stack(2)
@@ -162,11 +163,27 @@ def test_a_point_apart_costs_no_sweep_in_native_code():
     g = program.graph
     sweeps = [i for i in program.schedule() if g.op[i] == "loop"]
     assert len(sweeps) == 1 and len(solver.labels) == 24
-    assert [g.op[i] for i in g.value[sweeps[0]].order].count("when") == 24
+    assert solver.groups == ((0, 8), (8, 16), (16, 24))  # the pairs' points
+    assert [g.op[i] for i in g.value[sweeps[0]].order].count("when") == 3
     qd = np.random.default_rng(3).uniform(-0.1, 0.1, model.nv)
     lifted = q0.copy()
     lifted[9] += 0.05  # the top cube 5 cm above the lower one
-    for q in (q0, lifted):
+    tilted = q0.copy()  # the top cube tipped by 0.02 rad: half its corners on the lower one
+    tilted[9] += 0.0015
+    tilted[10:14] = [np.sin(0.01), 0.0, 0.0, np.cos(0.01)]
+    T = sd.forward_kinematics(model, tilted)[None]
+    touching = solver.depths(np, solver.params(np), T)[0, :8] > -solver.ground.margin
+    assert 0 < touching.sum() < 8  # the cubes' pair in the solve, some of its points apart
+    # a point apart in a pair that is in keeps no force, even approaching fast (the stabilisation
+    # alone would pull it): the same as each point a group of its own
+    fast = np.zeros(model.nv)
+    fast[9] = -3.0  # the top cube tipping back at 3 rad/s, its raised corners coming down
+    grouped = qdd(np, tilted[None], fast[None])
+    solver.__dict__["groups"] = tuple((i, i + 1) for i in range(24))
+    np.testing.assert_allclose(qdd(np, tilted[None], fast[None]), grouped, rtol=1e-12,
+                               atol=1e-12)
+    del solver.__dict__["groups"]
+    for q in (q0, lifted, tilted):
         np.testing.assert_allclose(program.evaluate(q=q, qd=qd), qdd(np, q[None], qd[None])[0],
                                    rtol=1e-12, atol=1e-12)
 

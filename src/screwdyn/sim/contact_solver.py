@@ -174,6 +174,12 @@ class SolvedContact(Contact):
     def key(self):
         return ("rigid", self.points.key, self.ground.iterations)
 
+    @property
+    def groups(self):
+        """The sweeps' groups, ((first, stop), ...): runs of consecutive points on one link,
+        in order. A group none of whose points may touch costs a sweep one test."""
+        return runs(self.link)
+
     def solver_params(self, xp=np):
         """The solver's numbers: mu, the stabilisation's k and b, regularization, margin and
         the plane's height (what every solved contact has)."""
@@ -289,32 +295,51 @@ class SolvedContact(Contact):
         def moved(u, j, new, old):  # u after f_j changed from old to new
             return u + MinvJT[:, :, j] * (new - old)[:, None]
 
-        def contact(i, fu):  # one point's three rows, Gauss-Seidel, where it may touch
-            f, u = fu
+        def point(i, fi, u):  # one point's three rows, Gauss-Seidel; fi (N, 3): its forces
             n, t1, t2 = 3 * i, 3 * i + 1, 3 * i + 2
+            # a point apart keeps f_n = 0 (and so f_t = 0: its cone has no room), where
+            # its group is in the solve for another point's sake
+            fn = xp.where(touching[:, i], xp.maximum(fi[:, 0] - row(n, u) / diag[:, n], 0.0),
+                          0.0)
+            u = moved(u, n, fn, fi[:, 0])
+            g1 = fi[:, 1] - row(t1, u) / diag[:, t1]
+            g2 = fi[:, 2] - row(t2, u) / diag[:, t2]
+            square = g1 * g1 + g2 * g2
+            limit = mu * fn
+            big = square > limit * limit
+            scale = xp.where(big, limit / xp.sqrt(xp.where(big, square, 1.0)), 1.0)
+            g1, g2 = g1 * scale, g2 * scale
+            u = moved(moved(u, t1, g1, fi[:, 1]), t2, g2, fi[:, 2])
+            return xp.stack([fn, g1, g2], axis=-1), u
+
+        def group(first, count, near, fu):  # points first .. first+count-1 in turn, where
+            f, u = fu                         # one of them may touch (near (N,))
 
             def rows(x):
-                fi, u = x
-                fn = xp.maximum(fi[:, 0] - row(n, u) / diag[:, n], 0.0)
-                u = moved(u, n, fn, fi[:, 0])
-                g1 = fi[:, 1] - row(t1, u) / diag[:, t1]
-                g2 = fi[:, 2] - row(t2, u) / diag[:, t2]
-                square = g1 * g1 + g2 * g2
-                limit = mu * fn
-                big = square > limit * limit
-                scale = xp.where(big, limit / xp.sqrt(xp.where(big, square, 1.0)), 1.0)
-                g1, g2 = g1 * scale, g2 * scale
-                u = moved(moved(u, t1, g1, fi[:, 1]), t2, g2, fi[:, 2])
-                return xp.stack([fn, g1, g2], axis=-1), u
+                fg, u = x
+                out = []
+                for k in range(count):
+                    fi, u = point(first + k, fg[:, 3 * k:3 * k + 3], u)
+                    out.append(fi)
+                return xp.concatenate(out, axis=1), u
 
-            # a point apart (its force 0 from the start) skips its rows: in native code a
-            # branch, so that a robot's shapes away from the ground cost no sweep
-            fi, u = when(xp, touching[:, i], rows,
-                         (xp.stack([f[:, n], f[:, t1], f[:, t2]], axis=-1), u))
-            return _put_point(xp, f, i, fi), u
+            # a group apart (every force 0 from the start) skips its rows: in native code a
+            # branch, so that a robot's links away from the ground and a scene's pairs apart
+            # cost one test a sweep, not one a point
+            fg, u = when(xp, near, rows, (_points(xp, f, first, count), u))
+            return _put_points(xp, f, first, fg), u
 
-        def sweep(_, fu):
-            return loop(xp, P, contact, fu)
+        if is_jax_namespace(xp):  # one loop over the points (a group each: an index traced)
+            def sweep(_, fu):
+                return loop(xp, P, lambda i, fu: group(i, 1, touching[:, i], fu), fu)
+        else:  # the groups unrolled (native code: in the loop of the sweeps)
+            groups = [(first, stop - first, xp.any(touching[:, first:stop], axis=-1))
+                      for first, stop in self.groups]  # whether one of a group's may touch
+
+            def sweep(_, fu):
+                for first, count, near in groups:
+                    fu = group(first, count, near, fu)
+                return fu
 
         start = xp.einsum("npk,npjk->npj", state["forces"], frames)  # (N, P, 3) in the frames
         start = (start * active[..., None]).reshape(bias.shape)
@@ -367,15 +392,34 @@ class SolvedContact(Contact):
                 "labels": list(self.labels)}
 
 
-def _put_point(xp, f, i, fi):
-    """f (N, 3P) with point i's three columns replaced by fi (N, 3) (i: an int, or a traced one
-    under JAX). A copy of the other columns, not a where over all of them: in the native
+def runs(keys):
+    """((first, stop), ...): the runs of equal consecutive items of ``keys``, in order."""
+    out = []
+    for i, key in enumerate(keys):
+        if out and keys[out[-1][0]] == key:
+            out[-1][1] = i + 1
+        else:
+            out.append([i, i + 1])
+    return tuple((first, stop) for first, stop in out)
+
+
+def _points(xp, f, first, count):
+    """(N, 3 count): the forces of points first .. first+count-1 in f (N, 3P) (first: an int,
+    or a traced one under JAX with count 1)."""
+    if is_jax_namespace(xp):
+        from jax import lax
+
+        return lax.dynamic_slice_in_dim(f, 3 * first, 3 * count, axis=1)
+    return f[:, 3 * first:3 * (first + count)]
+
+
+def _put_points(xp, f, first, fg):
+    """f (N, 3P) with the columns of points first, first+1, ... replaced by fg (N, 3 count)
+    (as ``_points``). A copy of the other columns, not a where over all of them: in the native
     tracer a where is one folded select per column, which made tracing ANYmal's 492 points
     quadratic (22 of its 32 seconds)."""
     if is_jax_namespace(xp):
         from jax import lax
 
-        return lax.dynamic_update_slice(f, fi.astype(f.dtype), (0, 3 * i))
-    return xp.concatenate([f[:, :3 * i], fi, f[:, 3 * i + 3:]], axis=1)
-
-
+        return lax.dynamic_update_slice(f, fg.astype(f.dtype), (0, 3 * first))
+    return xp.concatenate([f[:, :3 * first], fg, f[:, 3 * first + fg.shape[1]:]], axis=1)

@@ -37,7 +37,7 @@ from ..model.builder import ModelBuilder
 from ..model.meshes import first_line
 from . import collision
 from .checks import positive
-from .contact_solver import RigidContact, SolvedContact
+from .contact_solver import RigidContact, SolvedContact, runs
 
 #: scenes whose native program is larger than this (``ShapeContactModel.native_size``: per
 #: candidate contact point, the degrees of freedom that move it) warn at ``build`` that they
@@ -628,6 +628,11 @@ class ShapeContactModel(SolvedContact):
     def key(self):
         return ("shapes", tuple((a, la, b, lb) for a, la, b, lb in self.pairs),
                 self.ground.iterations)
+
+    @cached_property
+    def groups(self):
+        """The sweeps' groups (``SolvedContact.groups``): each pair's points."""
+        return runs([k for k, K in enumerate(self.counts) for _ in range(K)])
 
     @property
     def native_size(self):
