@@ -306,13 +306,23 @@ def test_bad_scenes_are_refused():
     with pytest.warns(sd.PenetrationWarning, match="'d\\|ground#0' 5 cm inside .* leave it out"):
         sd.simulate(model, q0, t_final=0.01, dt=1e-3, contact=contact, energy_limit=None)
     # a shape inside another: a cylinder coinciding with a box, whose surface points are all
-    # shallow (1e-9 from the box's faces), named by its centre's depth
+    # shallow (1e-9 from the box's faces): the axis of least overlap, 40 cm (either's height)
     inside = sd.Scene("inside")
     inside.add_object("box", collision.box((0.2, 0.2, 0.2)), 1.0, position=(0, 0, 1.0))
     inside.add_object("can", collision.cylinder(0.2, 0.2), 1.0, position=(0, 0, 1.0))
     model2, contact2, q2 = inside.build()
-    with pytest.warns(sd.PenetrationWarning, match="the centre of '(can|box)' is inside '(box|can)', 20 cm"):
+    with pytest.warns(sd.PenetrationWarning,
+                      match=r"'(can|box)' and '(box|can)' overlap by 40 cm \('box\|can#20'\)"):
         sd.simulate(model2, q2, t_final=0.002, dt=1e-3, contact=contact2, energy_limit=None)
+    # two coinciding cylinders: every surface point shallow, no axis slot: named by a centre's
+    # depth (its signed distance in the other, 20 cm)
+    cans = sd.Scene("cans")
+    for name in ("can", "tin"):
+        cans.add_object(name, collision.cylinder(0.2, 0.2), 1.0, position=(0, 0, 1.0))
+    model3, contact3, q3 = cans.build()
+    with pytest.warns(sd.PenetrationWarning,
+                      match="the centre of '(can|tin)' is inside '(tin|can)' by 20 cm"):
+        sd.simulate(model3, q3, t_final=0.002, dt=1e-3, contact=contact3, energy_limit=None)
     ghost = sd.sim.ShapeContact(shapes=(sd.sim.scene.Shape("x", "nowhere",
                                                            collision.sphere(0.1)),))
     with pytest.raises(sd.ModelError, match="nowhere"):

@@ -325,7 +325,7 @@ def test_a_robot_that_cannot_move_says_so_and_one_that_overlaps_itself_is_filter
     scene.add_object("box", collision.box((0.1, 0.1, 0.1)), 1.0, position=(0, 0, 1.17))
     model, contact, q0 = scene.build()
     with pytest.warns(sd.PenetrationWarning,
-                      match=r"a point of '(ball|box)' is inside '(box|ball)', 3 cm .* exclude "
+                      match=r"a point of '(ball|box)' is inside '(box|ball)' by 3 cm .* exclude "
                             r"the pair \(sd.Scene's exclude= or srdf=\)"):
         sd.simulate(model, q0, t_final=0.002, dt=1e-3, contact=contact)
 

@@ -80,7 +80,7 @@ Pairs (a, b): K, method
                           contacts equal MuJoCo's mjc_BoxBox (depth, normal, points); deep ones
                           can differ: MuJoCo may take a deeper axis than the least overlap.
 
-    cylinder-box      20  points of one surface inside the other, each at its own signed
+    cylinder-box      21  points of one surface inside the other, each at its own signed
     cylinder-cylinder 22  distance and gradient (the other's signed distance: exact). The
                           cylinder's (11): [0] the deepest point of its side line facing the
                           other (``_on_line``), [1], [2] the two ends of the part of that line
@@ -88,20 +88,26 @@ Pairs (a, b): K, method
                           box rests on both); [3:7], [7:11] four rim points of each end face, 90
                           degrees apart from the rim's deepest point (``_on_circle``). A box's
                           (9): its 8 corners and the deepest point of its 12 edges; a second
-                          cylinder's: its 11. The deepest slot is the exact penetration depth
+                          cylinder's: its 11. The deepest point is the exact penetration depth
                           where a point is deepest (a rim or corner on a face, a side on a face
                           or an edge: MuJoCo's depth to its solver's 1e-6, and deeper than
                           MuJoCo's where its solver stops short), and a lower bound of it where
                           an edge crosses an edge (a rim across a box edge or another rim: down
-                          to 1/sqrt(2) of it across right-angled edges, less across a
-                          polytope's sharper ones, cylinder-convex): it never exceeds it
+                          to 1/sqrt(2) of it across right-angled edges). Cylinder-box's last
+                          slot: the axis of least overlap (``_cylinder_axes``: the box's face
+                          normals, the end faces, side lines across edges, the side against
+                          corners, and a rim across an edge, searched over the rim's angle),
+                          where it is deeper than every point: the deepest slot is then the
+                          exact penetration depth (to 1e-9 m of a numerical minimisation over
+                          all directions). Two cylinders have none: a rim crossing a rim is
+                          seen by its deepest point (a lower bound)
 
     convex-plane       m  the polytope's m corners, each with its signed distance (exact)
     sphere-convex      1  exact: the polytope's signed distance at the centre and its gradient
                           (``_convex_sdf``: inside, the largest face-plane distance; outside,
                           the least distance to a face holding the projection, or to an edge)
     capsule-convex     3  as capsule-box, with the polytope's signed distance
-    cylinder-convex  12+m as cylinder-box, the polytope's m corners for the box's 8
+    cylinder-convex  13+m as cylinder-box, the polytope's m corners for the box's 8
     convex-box      m+11  each one's corners and deepest edge point against the other's signed
     convex-convex m+m'+3  distance, as cylinder-box (exact where a point is deepest); the
                           searches along edges, lines and rims minimise the largest face-plane
@@ -923,10 +929,88 @@ def _points_solid(xp, a, Ra, pa, b, Rb, pb):
     least overlap where the points are shallower (``_separating_axes``)."""
     parts = [_surface_into(xp, a, Ra, pa, b, Rb, pb),
              _surface_into(xp, b, Rb, pb, a, Ra, pa, flip=True)]
+    deepest = xp.maximum(xp.max(parts[0][2], axis=1), xp.max(parts[1][2], axis=1))
     if a.kind != "cylinder" and b.kind != "cylinder":
-        deepest = xp.maximum(xp.max(parts[0][2], axis=1), xp.max(parts[1][2], axis=1))
         parts.append(_separating_axes(xp, a, Ra, pa, b, Rb, pb, deepest))
+    elif b.kind != "cylinder":  # a cylinder against a box or a polytope
+        parts.append(_cylinder_axes(xp, a, Ra, pa, b, Rb, pb, deepest))
     return tuple(xp.concatenate(x, axis=1) for x in zip(*parts))
+
+
+def _edge_directions(g):
+    """A box's or a convex polytope's edge directions (E, 3), unit, one of each parallel set
+    (a box's 3), in its frame."""
+    V, edges = _corners(g)
+    out = []
+    for i, j in edges:
+        e = (V[j] - V[i]) / np.linalg.norm(V[j] - V[i])
+        if not any(abs(e @ d) > 1.0 - 1e-12 for d in out):
+            out.append(e)
+    return np.array(out)
+
+
+def _cylinder_axes(xp, a, Ra, pa, b, Rb, pb, deepest):
+    """A cylinder ``a`` against a box or a convex polytope ``b``: the axis of least overlap, one
+    slot ((N, 1, ...)), as ``_separating_axes`` for two polytopes. The overlap along a unit n
+    (b -> a) is b's support along n plus a's along -n: the exact penetration depth is its least
+    value over all directions, at one of the directions where a feature of one shape meets a
+    feature of the other: b's face normals, a's end faces (+-axis), a's side lines across b's
+    edges (axis x edge), a's side against b's corners (from the corner to the axis), and a rim
+    across an edge (the direction normal to the edge and to the rim's tangent at its point:
+    one direction per rim angle, the least overlap over the angles searched as ``_on_circle``
+    does). Each is a direction, so each overlap bounds the depth from above; their least is
+    the exact depth (faces and end faces preferred within 1e-9 m). The point: a's support
+    along -n moved by half the depth along n (the middle of the overlap). Kept where the shapes
+    overlap and it is deeper than ``deepest`` (N,) (the points inside, ``_surface_into``, a
+    lower bound where an edge crosses an edge) by more than 1e-9 m; else ``NO_CONTACT``."""
+    V, planes, _ = _polytope(b)
+    E = _edge_directions(b)
+    r, h = a.radius, a.half_length
+    R, c = _relative(xp, Rb, pb, Ra, pa)            # a in b's frame
+    w, e1, e2 = _col(R, 2), _col(R, 0), _col(R, 1)  # (N, 3)
+
+    def overlap(n):  # (N, ..., 3) unit -> (N, ...)
+        shape = (n.shape[0],) + (1,) * (n.ndim - 2) + (3,)
+        axis = xp.reshape(w, shape)
+        nw = _dot(xp, n, axis)
+        side = _norm(xp, n - nw[..., None] * axis)  # not sqrt(1 - nw^2): exact near the axis
+        support_b = xp.max(xp.sum(n[..., None, :] * V, axis=-1), axis=-1)
+        return support_b + r * side + h * xp.abs(nw) - _dot(xp, n, xp.reshape(c, shape))
+
+    def across(t):  # (N, E, G) rim angles -> (N, E, G, 3): normal to the edge and the tangent
+        rho = (xp.cos(t)[..., None] * e1[:, None, None, :]
+               + xp.sin(t)[..., None] * e2[:, None, None, :])
+        ww = w[:, None, None, :]
+        n = _dot(xp, rho, E[None, :, None, :])[..., None] * ww \
+            - _dot(xp, ww, E[None, :, None, :])[..., None] * rho
+        return _unit(xp, n, rho)[0]
+
+    zero = xp.zeros_like(c[:, :1])                                     # (N, 1)
+    faces = zero[..., None] + planes[None, :, :3]                      # (N, F, 3)
+    ends = xp.stack([w, -w], axis=1)
+    lines = _unit(xp, xp.cross(w[:, None, :] + 0.0 * E[None], E[None] + zero[..., None]),
+                  e1[:, None, :])[0]
+    lines = xp.concatenate([lines, -lines], axis=1)                    # (N, 2E, 3)
+    out = c[:, None, :] - V[None]                                      # corner -> centre
+    corners = _unit(xp, out - _dot(xp, out, w[:, None, :])[..., None] * w[:, None, :],
+                    e1[:, None, :])[0]                                 # (N, m, 3)
+    t0 = xp.zeros_like(c[:, :1] + 0.0 * E[None, :, 0])                 # (N, E)
+    rims = across(_search(xp, lambda ts: overlap(across(ts)), t0, t0 + np.pi)[..., None])[:, :, 0]
+    preferred = xp.concatenate([faces, ends], axis=1)
+    others = xp.concatenate([lines, corners, rims], axis=1)
+    normals = xp.concatenate([preferred, others], axis=1)
+    depths = xp.concatenate([overlap(preferred), overlap(others) + _FACE_BIAS], axis=1)
+    least = xp.min(depths, axis=1)
+    first = depths == least[:, None]
+    n = _first_of(xp, first, normals)
+    depth = least - xp.where(xp.any(first[:, preferred.shape[1]:], axis=1), _FACE_BIAS, 0.0)
+    nw = _dot(xp, n, w)
+    radial, _ = _unit(xp, n - nw[..., None] * w, 0.0 * w)  # 0 along the axis: an end's centre
+    support = c - w * (h * _sign(xp, nw))[..., None] - radial * r  # a's least along n
+    local = support + n * (0.5 * depth)[..., None]
+    kept = (depth > 0.0) & (depth > deepest + _FACE_BIAS)
+    return ((pb + _rot(xp, Rb, local))[:, None, :], _rot(xp, Rb, n)[:, None, :],
+            xp.where(kept, depth, NO_CONTACT)[:, None])
 
 
 def _polytope(g):
@@ -1209,12 +1293,12 @@ _PAIRS = {
     ("sphere", "cylinder"): (_sphere_solid, 1),
     ("capsule", "cylinder"): (_capsule_solid, 3),
     ("box", "box"): (_box_box, 8),
-    ("cylinder", "box"): (_points_solid, 20),
+    ("cylinder", "box"): (_points_solid, 21),
     ("cylinder", "cylinder"): (_points_solid, 22),
     ("convex", "plane"): (_polytope_plane, lambda a, b: len(a.vertices)),
     ("sphere", "convex"): (_sphere_solid, 1),
     ("capsule", "convex"): (_capsule_solid, 3),
-    ("cylinder", "convex"): (_points_solid, lambda a, b: 12 + len(b.vertices)),
+    ("cylinder", "convex"): (_points_solid, lambda a, b: 13 + len(b.vertices)),
     ("convex", "box"): (_points_solid, lambda a, b: len(a.vertices) + 11),
     ("convex", "convex"): (_points_solid, lambda a, b: len(a.vertices) + len(b.vertices) + 3),
 }
@@ -1239,6 +1323,17 @@ def contact_count(a: Geometry, b: Geometry) -> int:
     if callable(count):
         return count(*((b, a) if swapped else (a, b)))
     return count
+
+
+def axis_slot(a: Geometry, b: Geometry) -> Optional[int]:
+    """The slot of the pair (a, b) that is its axis of least overlap (two polytopes, a cylinder
+    and a polytope: the last; its depth is how far the two must move apart, its point the
+    middle of the overlap), or None where every slot is a point of one surface inside the
+    other."""
+    kinds = {getattr(a, "kind", None), getattr(b, "kind", None)}
+    if kinds <= {"box", "convex", "cylinder"} and kinds != {"cylinder"} and kinds != {"box"}:
+        return contact_count(a, b) - 1
+    return None
 
 
 def collide(xp, a: Geometry, pose_a: Pose, b: Geometry, pose_b: Pose, margin=None):

@@ -68,9 +68,10 @@ class ContactModel(Protocol):
         """(depth (m), label, overlap): the deepest penetration of any contact point into what
         it touches at the link poses T (N, nlinks, 4, 4) (numpy; negative: none touches), and
         that point's label; ``overlap`` None for a point in the ground, else a phrase naming
-        the two shapes ("a point of 'a' is inside 'b'", or, where the depth is instead a
-        shape's centre inside another, "the centre of 'a' is inside 'b'"): what ``simulate``
-        checks before step 0."""
+        the two shapes that the depth completes ("a point of 'a' is inside 'b'", "'a' and 'b'
+        overlap" where the depth is how far they must move apart, or, where the depth is
+        instead a shape's centre inside another, "the centre of 'a' is inside 'b'"): what
+        ``simulate`` checks before step 0."""
 
     def springs(self, model, p, q, M) -> list:
         """The contact's stiffest linear behaviour at one configuration q (nq,) with mass

@@ -39,9 +39,10 @@ step; A is never formed: the sweeps keep M^-1 J^T f up to date, so a row costs t
 freedom, not the points), warm-started from the previous step's forces (state the rollout carries: a contact at
 rest converges further at every step), a fixed count of operations, so that the same code runs on numpy, in JAX (a
 ``fori_loop``) and in the native tracer (the sweeps one loop of the program, the points of a
-sweep unrolled in it, each point's rows a branch taken only while it is within ``margin``:
-``loops.when``, so that a robot's shapes away from the ground and a scene's pairs apart cost no
-sweep). The forces' power is passive work in the energy
+sweep unrolled in it, each group of points (``groups``: a run on one link, a scene's pair) a
+branch taken only while one of its points is within ``margin``: ``loops.when``, so that a
+robot's links away from the ground and a scene's pairs apart cost a sweep one test). The
+forces' power is passive work in the energy
 balance; the stabilisation's spring, k times each point's apparent mass, holds the energy of a
 penetration (``traj.elastic``), so that pushing one out is not counted as energy the contact
 made.

@@ -153,8 +153,8 @@ def check_penetration(run):
     T = np.asarray(forward_kinematics(run.model, run.q0))
     depth, label, overlap = contact.deepest(run.model, run.params["contact"], T)
     if depth > INITIAL_PENETRATION and overlap:  # a shape inside another
-        warn(f"the initial state has two shapes overlapping: {overlap}, {depth * 100:.3g} cm "
-             f"from its surface ({label!r}); the contact throws them apart in the first steps, "
+        warn(f"the initial state has two shapes overlapping: {overlap} by {depth * 100:.3g} "
+             f"cm ({label!r}); the contact throws them apart in the first steps, "
              "and deep inside, their contact points can be shallow and will not push them "
              "apart reliably: move them apart in q0, or exclude the pair (sd.Scene's exclude= "
              "or srdf=) where two links of a robot overlap by design", PenetrationWarning)

@@ -686,14 +686,20 @@ class ShapeContactModel(SolvedContact):
 
     def deepest(self, model, p, T):
         """(depth (m), label, overlap) (``ContactModel.deepest``): the deepest candidate point
-        (``overlap`` names its two shapes, None for a point in the ground), or a shape's centre
-        inside another shape (two shapes overlapping deeply can have shallow points: a cylinder
-        in a box, two coinciding boxes) when that is deeper."""
+        (``overlap`` names its two shapes, None for a point in the ground; a pair's axis of
+        least overlap, ``collision.axis_slot``: how far they must move apart), or a shape's
+        centre inside another shape (two shapes overlapping deeply can have shallow points: two
+        cylinders, one inside the other) when that is deeper."""
         depth = np.asarray(self.depths(np, p, T))
         worst = np.unravel_index(np.argmax(depth), depth.shape)
         a, _, b, _ = self._pair_of[worst[-1]]
-        found = (float(depth[worst]), self.labels[worst[-1]],
-                 None if b is None else f"a point of {a.name!r} is inside {b.name!r}")
+        label = self.labels[worst[-1]]
+        if b is None:
+            found = (float(depth[worst]), label, None)
+        elif label.endswith(f"#{collision.axis_slot(a.shape, b.shape)}"):
+            found = (float(depth[worst]), label, f"{a.name!r} and {b.name!r} overlap")
+        else:
+            found = (float(depth[worst]), label, f"a point of {a.name!r} is inside {b.name!r}")
         centre = collision.sphere(0.0)
         for a, la, b, lb in self.pairs:
             if b is None:
