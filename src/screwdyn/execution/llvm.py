@@ -20,6 +20,7 @@ disk cache keeps; ``load`` links object code into the process (LLVM's MCJIT, mil
 returns the address of a function. The elementary functions (sin, cos, ...) are the C library's,
 resolved in the process when the object code is loaded.
 """
+import functools
 import struct
 import threading
 
@@ -57,11 +58,13 @@ def _hex(x):
     return "0x%016X" % struct.unpack("<Q", struct.pack("<d", x))[0]
 
 
+@functools.cache
 def vector_width():
     """States per iteration of a kernel's vector loop on this CPU: 4 with AVX, else 2. On a
     Zen 4 (AVX-512), 8 lanes ran the Talos's forward dynamics and mass matrix as fast as 4 and
     the Panda's programs up to 1.3x faster, within the noise of a shared machine; 4 keeps the
-    code smaller and the same on AVX2 and AVX-512 machines."""
+    code smaller and the same on AVX2 and AVX-512 machines. Asked once a process (LLVM's
+    answer costs 0.1 ms, and a program's layout asks for every value of its maps)."""
     return 4 if _llvm().get_host_cpu_features().get("avx") else 2
 
 
@@ -889,8 +892,10 @@ def version():
     return llvmlite.__version__, tuple(_llvm().llvm_version_info)
 
 
+@functools.cache
 def host():
-    """(triple, cpu, features): what object code is made for; part of every cache key."""
+    """(triple, cpu, features): what object code is made for; part of every cache key (asked
+    once a process)."""
     llvm = _llvm()
     return (llvm.get_process_triple(), llvm.get_host_cpu_name(),
             llvm.get_host_cpu_features().flatten())
