@@ -692,14 +692,16 @@ class ShapeContactModel(SolvedContact):
         cylinders, one inside the other) when that is deeper."""
         depth = np.asarray(self.depths(np, p, T))
         worst = np.unravel_index(np.argmax(depth), depth.shape)
-        a, _, b, _ = self._pair_of[worst[-1]]
-        label = self.labels[worst[-1]]
+        i = worst[-1]
+        a, _, b, _ = self._pair_of[i]
+        slot = i - next(first for first, stop in self.groups if first <= i < stop)
         if b is None:
-            found = (float(depth[worst]), label, None)
-        elif label.endswith(f"#{collision.axis_slot(a.shape, b.shape)}"):
-            found = (float(depth[worst]), label, f"{a.name!r} and {b.name!r} overlap")
+            overlap = None
+        elif slot == collision.axis_slot(a.shape, b.shape):
+            overlap = f"{a.name!r} and {b.name!r} overlap"
         else:
-            found = (float(depth[worst]), label, f"a point of {a.name!r} is inside {b.name!r}")
+            overlap = f"a point of {a.name!r} is inside {b.name!r}"
+        found = (float(depth[worst]), self.labels[i], overlap)
         centre = collision.sphere(0.0)
         for a, la, b, lb in self.pairs:
             if b is None:
