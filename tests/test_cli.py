@@ -134,6 +134,32 @@ def test_unsupported_ignore_loads_an_mjcf_file_with_a_tendon(tmp_path, capsys):
                  "--quiet", "--backend", "numpy", "--no-compile-cache"]) == 0
 
 
+def test_an_mjcf_file_starts_at_its_qpos0(tmp_path, capsys):
+    """Without --q0 (--q), simulate starts (dynamics evaluates) at MuJoCo's qpos0: a free body
+    where the file puts it, a hinge at its ref; --q0 still sets it."""
+    mujoco = pytest.importorskip("mujoco")
+    xml = """<mujoco><compiler angle="radian"/><worldbody>
+    <body name="box" pos="0.2 -0.1 1.5"><freejoint/>
+      <geom type="box" size="0.1 0.1 0.1"/>
+      <body name="lid" pos="0 0 0.1"><joint name="hinge" axis="1 0 0" ref="0.6"/>
+        <geom type="capsule" fromto="0 0 0 0 0.2 0" size="0.02"/></body></body>
+    </worldbody></mujoco>"""
+    path = tmp_path / "box.xml"
+    path.write_text(xml)
+    qpos0 = mujoco.MjModel.from_xml_string(xml).qpos0.tolist()
+    assert qpos0 == [0.2, -0.1, 1.5, 1, 0, 0, 0, 0.6]
+    assert main(["dynamics", str(path), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["q"] == qpos0
+    fast = ["--duration", "0.01", "--quiet", "--backend", "numpy", "--no-compile-cache"]
+    out = tmp_path / "t.npz"
+    assert main(["simulate", str(path), "--out", str(out)] + fast) == 0
+    assert sd.Trajectory.load(out).q[0].tolist() == qpos0
+    q0 = [0, 0, 3, 1, 0, 0, 0, 0]
+    assert main(["simulate", str(path), "--out", str(out), "--force", "--q0"]
+                + [str(x) for x in q0] + fast) == 0
+    assert sd.Trajectory.load(out).q[0].tolist() == q0
+
+
 def test_joint_order_chooses_the_order_and_silences_the_warning(capsys):
     """Talos lists its legs before its torso: by default a one-line warning names
     --joint-order name; --joint-order name gives Pinocchio's order, silently."""

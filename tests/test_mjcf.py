@@ -88,6 +88,104 @@ def test_bundled_mjcf_models_equal_mujoco(path):
             k = model.link_index(name)
             assert np.abs(T[k, :3, 3] - d.xpos[i]).max() < 1e-9
             assert np.abs(T[k, :3, :3] - d.xmat[i].reshape(3, 3)).max() < 1e-9
+    _assert_starts_as_mujoco(model, m)
+
+
+def _assert_starts_as_mujoco(model, m):
+    """model.q0 is MuJoCo's qpos0 and puts every body where MjData starts it (mj_forward at
+    qpos0: xpos, xquat, to 1e-9); the keyframes are key_qpos by name (unnamed: key{k})."""
+    assert model.q0.shape == (m.nq,) and np.array_equal(model.q0, m.qpos0)
+    assert not model.q0.flags.writeable
+    d = mujoco.MjData(m)  # MuJoCo starts at qpos0
+    assert np.array_equal(d.qpos, m.qpos0)
+    mujoco.mj_forward(m, d)
+    T = np.asarray(sd.forward_kinematics(model, model.q0))
+    for i in range(1, m.nbody):
+        k = model.link_index(mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, i) or f"body{i}")
+        assert np.abs(T[k, :3, 3] - d.xpos[i]).max() < 1e-9
+        R = np.zeros(9)
+        mujoco.mju_quat2Mat(R, d.xquat[i])
+        assert np.abs(T[k, :3, :3] - R.reshape(3, 3)).max() < 1e-9
+    expected = {"qpos0": m.qpos0}
+    for k in range(m.nkey):
+        expected[mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_KEY, k) or f"key{k}"] = m.key_qpos[k]
+    configurations = model.reference_configurations
+    assert sorted(configurations) == sorted(expected)
+    for name, qpos in expected.items():
+        assert np.array_equal(configurations[name], qpos), name
+
+
+def test_keyframes_are_named_configurations():
+    """<key> elements (one named, one not) are reference configurations by name; q0 stays
+    qpos0; the mapping and its arrays are read-only; a hinge's ref and a free body's pose are
+    qpos0."""
+    xml = JOINTS.replace("</worldbody>", """</worldbody>
+  <keyframe>
+    <key name="crouch" qpos="0 0 0.5 1 0 0 0  0.7071068 0 0.7071068 0  0.3 -0.2 0.1"/>
+    <key qpos="1 2 3 0 1 0 0  1 0 0 0  -0.5 0.5 0"/>
+  </keyframe>""")
+    m = mujoco.MjModel.from_xml_string(xml)
+    assert m.nkey == 2
+    model = sd.from_mujoco(m)
+    _assert_starts_as_mujoco(model, m)
+    configurations = model.reference_configurations
+    assert list(configurations) == ["qpos0", "crouch", "key1"]
+    assert np.array_equal(configurations["crouch"], m.key_qpos[0])
+    assert np.array_equal(configurations["key1"], m.key_qpos[1])
+    assert configurations["key1"][:3].tolist() == [1.0, 2.0, 3.0]
+    # the file's values: the torso's pos and (normalised) quat, hinge_a's and the slide's ref
+    assert np.allclose(model.q0[:3], [0.1, 0.2, 1.0], atol=0, rtol=0)
+    quat = np.array([0.9, 0.1, 0.3, -0.2])
+    assert np.abs(model.q0[3:7] - quat / np.linalg.norm(quat)).max() < 1e-12
+    assert model.q0[11] == 0.4 and model.q0[12] == 0.0 and model.q0[13] == 0.05
+    with pytest.raises(TypeError):
+        configurations["crouch"] = model.neutral
+    with pytest.raises(ValueError):
+        configurations["crouch"][0] = 1.0
+    # at a keyframe, the bodies are where MuJoCo puts them
+    d = mujoco.MjData(m)
+    mujoco.mj_resetDataKeyframe(m, d, 0)
+    mujoco.mj_forward(m, d)
+    T = np.asarray(sd.forward_kinematics(model, configurations["crouch"]))
+    for i in range(1, m.nbody):
+        k = model.link_index(mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, i))
+        assert np.abs(T[k, :3, 3] - d.xpos[i]).max() < 1e-9
+        assert np.abs(T[k, :3, :3] - d.xmat[i].reshape(3, 3)).max() < 1e-9
+
+
+def test_hinge_with_ref_starts_at_ref():
+    """A hinge with ref (a fixed base): q0 is ref, and the body's pose at q0 is the XML's
+    (pos, euler), MuJoCo's at qpos0; neutral (q = 0) turns it by -ref."""
+    xml = """<mujoco><compiler angle="radian"/><worldbody>
+      <body name="arm" pos="0.1 -0.2 0.3" euler="0.2 -0.1 0.4">
+        <joint name="elbow" axis="0 1 0" ref="0.7" pos="0.05 0 0"/>
+        <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.02"/>
+      </body></worldbody></mujoco>"""
+    m = mujoco.MjModel.from_xml_string(xml)
+    model = sd.from_mujoco(m)
+    assert model.q0.tolist() == [0.7] and model.neutral.tolist() == [0.0]
+    _assert_starts_as_mujoco(model, m)
+    k = model.link_index("arm")
+    T = np.asarray(sd.forward_kinematics(model, model.q0))[k]
+    quat, R = np.zeros(4), np.zeros(9)
+    mujoco.mju_euler2Quat(quat, np.array([0.2, -0.1, 0.4]), "xyz")  # MJCF's default eulerseq
+    mujoco.mju_quat2Mat(R, quat)
+    assert np.abs(T[:3, 3] - [0.1, -0.2, 0.3]).max() < 1e-12
+    assert np.abs(T[:3, :3] - R.reshape(3, 3)).max() < 1e-12
+    T0 = np.asarray(sd.forward_kinematics(model, model.neutral))[k]
+    assert np.abs(T0[:3, :3] - T[:3, :3]).max() > 0.1  # q = 0 is another pose
+
+
+def test_unsupported_ignore_keeps_the_layout_and_qpos0(tmp_path):
+    """Dropping a tendon leaves q as qpos: q0 is qpos0."""
+    xml = JOINTS.replace("</worldbody>", "</worldbody><tendon><fixed name='t' limited='true' "
+                         "range='-1 1'><joint joint='hinge_a' coef='1'/></fixed></tendon>")
+    m = mujoco.MjModel.from_xml_string(xml)
+    path = tmp_path / "limited.xml"
+    path.write_text(xml)
+    model = sd.load_mjcf(path, unsupported="ignore")
+    assert model.tendons == ()
+    _assert_starts_as_mujoco(model, m)
 
 
 JOINTS = """<mujoco model="joints">

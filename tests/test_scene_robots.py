@@ -371,3 +371,36 @@ def _depth(T, a, link_a, b, link_b):
         T_s = T[link] @ offset
         poses.append((T_s[None, :3, :3], T_s[None, :3, 3]))
     return float(np.max(collision.collide(np, a.shape, poses[0], b.shape, poses[1])[2]))
+
+
+def test_an_mjcf_robot_starts_where_its_file_places_it():
+    """dm_control's humanoid with the default q starts at MuJoCo's qpos0 (the torso at its
+    height in the file, mj_forward's xpos), its feet above the ground: no "inside the ground"
+    warning, which q = neutral (the torso at the origin) gives."""
+    mujoco = pytest.importorskip("mujoco")
+    path = _dm_control("humanoid")
+    m = mujoco.MjModel.from_xml_path(path)
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)
+    torso = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, "torso")
+    assert d.xpos[torso][2] > 1.0
+    robot = sd.load_mjcf(path)
+    found = {}
+    for q in (None, robot.neutral):
+        scene = sd.Scene("humanoid")
+        scene.add_robot(robot, q=q)
+        model, contact, q0 = scene.build()
+        T = np.asarray(sd.forward_kinematics(model, q0))
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            sd.simulate(model, q0, None, None, t_final=1e-3, dt=1e-3, contact=contact,
+                        backend="numpy")
+        found["default" if q is None else "neutral"] = (
+            q0, T[model.link_index("torso"), :3, 3],
+            [str(w.message) for w in caught if "inside the ground" in str(w.message)])
+    q0, position, inside = found["default"]
+    assert inside == []
+    assert np.array_equal(q0, m.qpos0)  # the scene's q is the robot's: nothing else moves
+    assert np.abs(position - d.xpos[torso]).max() < 1e-12
+    q0, position, inside = found["neutral"]
+    assert inside and abs(position[2]) < 1e-12  # the defect this guards against

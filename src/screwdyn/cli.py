@@ -153,7 +153,7 @@ def _state_vector(values, size, name, default):
 
 def cmd_dynamics(args):
     model = load_model(args)
-    q = _state_vector(args.q, model.nq, "q", np.array(model.neutral))
+    q = _state_vector(args.q, model.nq, "q", np.array(model.q0))  # MJCF: qpos0, as MjData
     qd = _state_vector(args.qd, model.nv, "qd", np.zeros(model.nv))
     qdd = _state_vector(args.qdd, model.nv, "qdd", np.zeros(model.nv))
     gravity = np.array(args.gravity) if args.gravity else None
@@ -287,8 +287,10 @@ def build_parser():
 
     dyn = sub.add_parser("dynamics", help="torques, gravity torques and mass matrix at a state")
     add_model_arguments(dyn)
-    for name, meaning in (("q", "configuration (nq numbers)"), ("qd", "velocity (nv numbers)"),
-                          ("qdd", "acceleration (nv numbers)")):
+    dyn.add_argument("--q", type=float, nargs="+",
+                     help="configuration (nq numbers); default: the model's q0 (an MJCF "
+                          "file's qpos0, where MuJoCo's MjData starts), else zero")
+    for name, meaning in (("qd", "velocity (nv numbers)"), ("qdd", "acceleration (nv numbers)")):
         dyn.add_argument(f"--{name}", type=float, nargs="+", help=meaning + "; default zero")
     dyn.add_argument("--gravity", type=float, nargs=3, metavar=("GX", "GY", "GZ"),
                      help="gravity in the world frame (default 0 0 -9.81)")

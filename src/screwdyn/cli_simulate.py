@@ -31,7 +31,8 @@ def add_parser(subparsers):
 
     p = subparsers.add_parser(
         "simulate", help="simulate a robot, save, plot and animate the trajectory",
-        description="Simulate MODEL from q0 (default: the neutral configuration) under a "
+        description="Simulate MODEL from q0 (default: the model's q0, where an MJCF file "
+                    "places its bodies (MuJoCo's qpos0), else the neutral configuration) under a "
                     "built-in controller and print a summary.")
     add_model_arguments(p)
     p.add_argument("--duration", type=float, default=5.0, help="simulated time [s] (default 5)")
@@ -41,7 +42,9 @@ def add_parser(subparsers):
                         "PD plus gravity compensation (default zero)")
     p.add_argument("--kp", type=float, default=100.0, help="PD stiffness (default 100)")
     p.add_argument("--kd", type=float, default=20.0, help="PD damping (default 20)")
-    p.add_argument("--q0", type=float, nargs="+", help="initial configuration (nq numbers)")
+    p.add_argument("--q0", type=float, nargs="+",
+                   help="initial configuration (nq numbers; default: the model's q0, an MJCF "
+                        "file's qpos0, else neutral)")
     p.add_argument("--qd0", type=float, nargs="+", help="initial velocity (nv numbers)")
     p.add_argument("--q-ref", type=float, nargs="+", help="PD target (default neutral)")
     p.add_argument("--damping", type=float, help="viscous damping on every joint [N m s/rad]")
@@ -232,7 +235,7 @@ def run(args):
     model = load_model(args)
     if args.damping is not None:
         model = model.with_joint_parameters(damping=args.damping)
-    q0 = _vector(args.q0, model.nq, "q0", np.array(model.neutral))
+    q0 = _vector(args.q0, model.nq, "q0", np.array(model.q0))  # MJCF: qpos0, as MuJoCo starts
     qd0 = _vector(args.qd0, model.nv, "qd0", np.zeros(model.nv))
     controller = make_controller(args, model)
     contact = ground_contact(args)

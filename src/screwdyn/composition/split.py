@@ -78,8 +78,21 @@ def _part(model, owner, part, name, base_inertia):
              or (link.body < 0 and part is None)]
     root_link = model.root_link if part is None else bodies[0].link if bodies else ""
     out = replace(model, name=name, bodies=tuple(bodies), links=tuple(links),
-                  root_link=root_link, base_inertia=base_inertia, _hash_cache=[])
+                  root_link=root_link, base_inertia=base_inertia,
+                  configurations=_part_configurations(model, owner, part), _hash_cache=[])
     for attribute in ("dh", "dh_convention"):  # a DH table describes the whole chain only
         if getattr(out, attribute, None):
             out = replace(out, **{attribute: type(getattr(out, attribute))()}, _hash_cache=[])
     return out, index
+
+
+def _part_configurations(model, owner, part):
+    """The model's named configurations restricted to the part's joints (its q is theirs, in
+    body order); none for a coupled model, whose parts' q layouts the mimics decide."""
+    if model.coupled or not model.configurations:
+        return ()
+    index = np.concatenate([np.arange(s.start, s.stop, dtype=int)
+                            for i, s in enumerate(model.q_slices) if owner[i] == part]
+                           or [np.zeros(0, dtype=int)])
+    return tuple((name, tuple(float(x) for x in np.asarray(q)[index]))
+                 for name, q in model.configurations)

@@ -14,7 +14,12 @@ compiled ``mujoco.MjModel`` is read into a screwdyn Model whose q and v are exac
                                                                 linear velocity in world axes,
                                                                 angular velocity in body axes
 
-A hinge or slide measures from its reference ``ref`` (MuJoCo's qpos0), as MuJoCo does. Every
+A hinge or slide measures from its reference ``ref`` (MuJoCo's qpos0), as MuJoCo does. The
+model keeps MuJoCo's ``qpos0`` (where the file places its bodies: a free body at its ``pos`` and
+``quat``, hinges and slides at ``ref``) as ``model.q0`` and
+``model.reference_configurations["qpos0"]``, and each ``<key>`` keyframe's ``qpos`` under its
+name (unnamed keys, and one named ``qpos0``: ``key0``, ``key1``, ... by its index), as
+Pinocchio's MJCF parser fills ``referenceConfigurations``. Every
 MuJoCo body is a link of the same name (``world`` is the root; unnamed bodies are ``body{id}``,
 unnamed joints ``joint{id}``); a body with several joints gets one massless link per extra joint
 (``{body}/{joint}``). Inertias are the bodies' (``body_mass``, ``body_ipos``, ``body_iquat``,
@@ -100,7 +105,8 @@ def from_mujoco(mj_model: "mujoco.MjModel", name: "str | None" = None, armature:
     """A screwdyn Model of a compiled ``mujoco.MjModel`` (see the module docstring): its
     rigid-body tree, its fixed tendons (``model.tendons``) and the equality constraints active
     at load (``model.constraints``, ``eq_active0``; inactive ones are skipped), held as hard
-    constraints with ``solref``'s time constant and damping ratio (``solimp`` is ignored).
+    constraints with ``solref``'s time constant and damping ratio (``solimp`` is ignored), and
+    its ``qpos0`` and keyframes (``model.q0``, ``model.reference_configurations``).
 
     armature: keep ``dof_armature`` (MuJoCo's mass matrix includes it; False gives the bare
         rigid-body dynamics, which ``mj_rne`` computes).
@@ -139,7 +145,19 @@ def from_mujoco(mj_model: "mujoco.MjModel", name: "str | None" = None, armature:
     _check_layout(model, m, joint_name)
     if tendons or constraints:
         model = model.with_constraints(*constraints, tendons=tendons)
-    return model
+    return model.with_configurations(_configurations(mujoco, m))
+
+
+def _configurations(mujoco, m):
+    """{name: qpos}: ``"qpos0"`` (where the file places the bodies), then each keyframe's
+    ``key_qpos`` by its name (unnamed, or named ``qpos0``: ``key{k}``); q is qpos, so they pass
+    as they are."""
+    out = {"qpos0": np.array(m.qpos0, dtype=float)}
+    for k in range(m.nkey):
+        name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_KEY, k)
+        out[name if name and name != "qpos0" else f"key{k}"] = np.array(m.key_qpos[k],
+                                                                        dtype=float)
+    return out
 
 
 def _add_body_joints(builder, m, i, body_name, joint_name, armature, joint_damping,

@@ -23,10 +23,21 @@ Mimic joints (URDF ``<mimic>``) are recorded in ``mimic``. A *coupled* model (``
 joints' configuration tied to their source, q_mimic = multiplier * q_source + offset: its q and v
 hold the independent joints only (``active``), ``tree`` is the same model with every joint
 independent, and ``coupling`` the map between the two.
+
+Named configurations of the source file are kept in ``configurations`` and read as
+``reference_configurations`` (a read-only mapping name -> q, as Pinocchio's
+``model.referenceConfigurations``): an MJCF model has ``"qpos0"`` (where the file places its
+bodies; MuJoCo's ``qpos0``) and one entry per ``<key>`` keyframe. ``q0`` is the configuration a
+simulation of the file starts from: ``"qpos0"`` when the file gives it, else ``neutral`` (URDF
+files, DH tables and ``ModelBuilder`` models give none). ``neutral`` stays the zero
+configuration. The configurations do not take part in a model's equality or hash (they do not
+change its dynamics); variants with the same q layout keep them (``with_constraints``,
+``with_inertial_parameters``, ...).
 """
 import math
 from dataclasses import dataclass, field, replace
 from functools import cached_property
+from types import MappingProxyType
 
 import numpy as np
 
@@ -147,6 +158,9 @@ class Model:
     # under ``jax.jit``/``jax.grad``): the recursions then read them (``traced_parameters``)
     parameters: "TracedParameters | None" = field(default=None, repr=False)
     source: str = field(default="", compare=False)  # the file the model was loaded from
+    # named configurations of the source file: ((name, (nq floats)), ...), e.g. MJCF's "qpos0"
+    # and its keyframes (``reference_configurations``, ``q0``); not part of equality or hash
+    configurations: tuple = field(default=(), compare=False, repr=False)
     _hash_cache: list = field(default_factory=list, compare=False, repr=False)
 
     def __hash__(self):
@@ -294,8 +308,22 @@ class Model:
     @cached_property
     def tree(self):
         """The same tree with every joint independent (itself when not coupled): what the
-        recursions run on."""
-        return replace(self, coupled=False, _hash_cache=[]) if self.coupled else self
+        recursions run on. Its named configurations are the model's, mapped through
+        ``coupling``."""
+        if not self.coupled:
+            return self
+        if not self.configurations:
+            return self._independent
+        q_index, q_scale, q_offset, _ = self.coupling
+        configurations = tuple((name, _tuple(np.asarray(q)[q_index] * q_scale + q_offset))
+                               for name, q in self.configurations)
+        return replace(self._independent, configurations=configurations, _hash_cache=[])
+
+    @cached_property
+    def _independent(self):
+        """The tree's layout: the model with every joint independent, without configurations
+        (``coupling`` maps them)."""
+        return replace(self, coupled=False, configurations=(), _hash_cache=[])
 
     # -- the configuration layout: q (nq), v (nv), over the independent joints ------------------
     @cached_property
@@ -346,7 +374,7 @@ class Model:
         v_tree = v @ G.T, G (tree nv, nv); tau = tau_tree @ G. None when not coupled."""
         if not self.coupled:
             return None
-        tree = self.tree
+        tree = self._independent
         position = {self.bodies[i].joint: (qs.start, vs.start)
                     for i, qs, vs in zip(self.active, self.q_slices, self.v_slices)}
         rule = {m.joint: m for m in self.mimic}
@@ -433,6 +461,39 @@ class Model:
         """The zero configuration (identity quaternions)."""
         return _frozen(np.concatenate([b.joint_model.neutral() for b in self.active_bodies]
                                       or [[]]))
+
+    @cached_property
+    def reference_configurations(self) -> "MappingProxyType[str, np.ndarray]":
+        """The named configurations of the source file, a read-only mapping name -> q (nq,
+        read-only arrays), as Pinocchio's ``model.referenceConfigurations``: for an MJCF model
+        ``"qpos0"`` (MuJoCo's ``qpos0``, where the file places its bodies) and one entry per
+        ``<key>`` keyframe (its name, or ``"key0"``, ``"key1"``, ... for unnamed keys). Empty
+        for models whose source gives none (URDF, DH tables, ``ModelBuilder``)."""
+        return MappingProxyType({name: _frozen(q) for name, q in self.configurations})
+
+    @cached_property
+    def q0(self) -> np.ndarray:
+        """The configuration a simulation of the file starts from (nq, read-only): MJCF's
+        ``qpos0`` (``reference_configurations["qpos0"]``: a free body where the file puts it,
+        hinges and slides at their ``ref``), else ``neutral``. ``Scene.add_robot`` and
+        ``screwdyn simulate`` start there by default, as MuJoCo's ``MjData`` does."""
+        return self.reference_configurations.get("qpos0", self.neutral)
+
+    def with_configurations(self, configurations: "dict[str, ArrayLike] | None" = None,
+                            **named: ArrayLike) -> "Model":
+        """A copy with these named configurations (name -> q of nq finite numbers) added to
+        the model's (an existing name is replaced); ``"qpos0"`` sets ``q0``.
+
+        Raises ``ValueError`` naming a configuration that is not nq finite numbers."""
+        given = dict(configurations or {}, **named)
+        merged = dict(self.configurations)
+        for name, q in given.items():
+            a = np.asarray(q, dtype=float)
+            if a.shape != (self.nq,) or not np.all(np.isfinite(a)):
+                raise ValueError(f"configuration {name!r} of model {self.name!r} must be "
+                                 f"{self.nq} finite numbers (nq), got shape {a.shape}")
+            merged[str(name)] = _tuple(a)
+        return replace(self, configurations=tuple(merged.items()), _hash_cache=[])
 
     # -- lookups ------------------------------------------------------------------------
     def link_index(self, link):

@@ -157,7 +157,9 @@ class Scene:
         mimic relations, equality constraints and fixed tendons are copied into
         ``scene.builder`` under the names ``prefix + name``: its joints keep their order in the
         scene's q and v (after what was added before it), and ``build`` puts them at ``q``
-        (the robot's own q, ``model.nq``; default ``model.neutral``). Its root frame sits at
+        (the robot's own q, ``model.nq``; default ``model.q0``: an MJCF model's ``qpos0``,
+        where the file places its bodies, as MuJoCo starts; ``model.neutral`` for others,
+        e.g. ``q=model.reference_configurations["home"]`` for a keyframe). Its root frame sits at
         ``position`` (m) and ``quaternion`` (x, y, z, w) in the world: a fixed base is welded
         there, a floating base's q (its free joint) is measured from there. A root link named
         ``"world"`` (every MJCF model) is the scene's world.
@@ -377,8 +379,8 @@ _NO_SHAPES_HINT = ("put it into the scene without them (Scene.add_robot(model, s
 
 
 def _robot_q(model, q, where):
-    if q is None:
-        return np.array(model.neutral, dtype=float)
+    if q is None:  # where the file places the robot (MJCF's qpos0), else neutral
+        return np.array(model.q0, dtype=float)
     q = np.asarray(q, dtype=float)
     if q.shape != (model.nq,) or not np.isfinite(q).all():
         raise ValueError(f"{where}: q must be {model.nq} finite numbers (the robot's "
