@@ -353,13 +353,12 @@ def test_point_pairs_are_points_inside_and_bound_mujocos_depth(a, b):
     deepest slot is the exact depth, and the last slot's overlap along its own normal: two
     polytopes', the least overlap over the axes of an independent separating-axis test
     (scipy's hull: each triangle's normal, the cross products of all pairs of triangle edges)
-    to 1e-9 m; a cylinder and a polytope, the least overlap found numerically (4,000
-    directions and Nelder-Mead, ``_least_overlap``) to 1e-9 m, where a rim crossing an edge
-    makes it deeper than every point in about half of the contacts. MuJoCo's depth equals it
-    (1e-6) in 40% or more of the shallow contacts (< 5 cm); its general convex solver stops
-    short, or past the exact depth (two polytopes: by up to 2.5% in 2,000 random poses). Two
-    cylinders: the deepest point, at least 1/sqrt(2) of MuJoCo's depth (a rim crossing a rim:
-    a lower bound). MuJoCo finds no contact: neither do we."""
+    to 1e-9 m; a cylinder and a polytope or a cylinder, the least overlap found numerically
+    (4,000 directions and Nelder-Mead, ``_least_overlap``) to 1e-9 m, where a rim crossing an
+    edge or a rim makes it deeper than every point in about half of the contacts. MuJoCo's
+    depth equals it (1e-6) in 40% or more of the shallow contacts (< 5 cm); its general convex
+    solver stops short, or past the exact depth (two polytopes: by up to 2.5% in 2,000 random
+    poses). MuJoCo finds no contact: neither do we."""
     rng = np.random.default_rng(11)
     scene = Scene(a, b)
     n = 800 if "convex" in (a.kind, b.kind) else 400  # the polytopes are smaller
@@ -371,8 +370,7 @@ def test_point_pairs_are_points_inside_and_bound_mujocos_depth(a, b):
     assert np.allclose(np.linalg.norm(N, axis=-1), 1.0, atol=1e-12)
     seen, differences = 0, []
     polytopes = "cylinder" not in (a.kind, b.kind)
-    axis = (a.kind, b.kind) != ("cylinder", "cylinder")  # the last slot: least overlap's
-    points = slice(0, K - 1 if axis else K)
+    points = slice(0, K - 1)  # the last slot: the axis of least overlap
     crossings, checked = 0, 0
     for i in range(n):
         Ra, Rb = _mat(qa[i]), _mat(qb[i])
@@ -384,7 +382,7 @@ def test_point_pairs_are_points_inside_and_bound_mujocos_depth(a, b):
         assert ok[real].all(), (i, np.nonzero(real & ~ok))
         k = int(np.argmax(D[i]))
         ours = D[i, k]
-        if axis and ours > 1e-9 and (polytopes or checked < 60):
+        if ours > 1e-9 and (polytopes or checked < 60):
             exact = (_separating_axis_depth if polytopes else _least_overlap)(
                 a, Ra, pa[i], b, Rb, pb[i])
             checked += 1
@@ -401,9 +399,9 @@ def test_point_pairs_are_points_inside_and_bound_mujocos_depth(a, b):
         for direction in (normal, N[i, k]):
             assert ours <= _overlap(a, Ra, pa[i], b, Rb, pb[i], direction) + 1e-9
         if depth < 0.05:  # deeper, a point's depth is bounded by the other's inner radius
-            assert ours >= (0.97 if axis else np.sqrt(0.5)) * depth - 1e-6
+            assert ours >= 0.97 * depth - 1e-6
             differences.append(abs(ours - depth))
-    assert not axis or crossings >= 20  # the axis is deeper than every point
+    assert crossings >= 20  # the axis is deeper than every point
     assert seen >= 40 and len(differences) >= 20
     assert np.mean(np.array(differences) < 1e-6) >= 0.4  # MuJoCo's depth
 

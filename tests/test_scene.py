@@ -314,14 +314,15 @@ def test_bad_scenes_are_refused():
     with pytest.warns(sd.PenetrationWarning,
                       match=r"'(can|box)' and '(box|can)' overlap by 40 cm \('box\|can#20'\)"):
         sd.simulate(model2, q2, t_final=0.002, dt=1e-3, contact=contact2, energy_limit=None)
-    # two coinciding cylinders: every surface point shallow, no axis slot: named by a centre's
-    # depth (its signed distance in the other, 20 cm)
+    # two coinciding cylinders: every surface point shallow (their centres 20 cm deep): the
+    # axis of least overlap, 40 cm
     cans = sd.Scene("cans")
     for name in ("can", "tin"):
         cans.add_object(name, collision.cylinder(0.2, 0.2), 1.0, position=(0, 0, 1.0))
     model3, contact3, q3 = cans.build()
     with pytest.warns(sd.PenetrationWarning,
-                      match="the centre of '(can|tin)' is inside '(tin|can)' by 20 cm"):
+                      match=r"'(can|tin)' and '(tin|can)' overlap by 40 cm "
+                            r"\('(can|tin)\|(tin|can)#22'\)"):
         sd.simulate(model3, q3, t_final=0.002, dt=1e-3, contact=contact3, energy_limit=None)
     ghost = sd.sim.ShapeContact(shapes=(sd.sim.scene.Shape("x", "nowhere",
                                                            collision.sphere(0.1)),))

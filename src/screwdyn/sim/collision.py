@@ -81,7 +81,7 @@ Pairs (a, b): K, method
                           can differ: MuJoCo may take a deeper axis than the least overlap.
 
     cylinder-box      21  points of one surface inside the other, each at its own signed
-    cylinder-cylinder 22  distance and gradient (the other's signed distance: exact). The
+    cylinder-cylinder 23  distance and gradient (the other's signed distance: exact). The
                           cylinder's (11): [0] the deepest point of its side line facing the
                           other (``_on_line``), [1], [2] the two ends of the part of that line
                           at least half as deep, with [0]'s normal (a side on a face or across a
@@ -93,14 +93,16 @@ Pairs (a, b): K, method
                           or an edge: MuJoCo's depth to its solver's 1e-6, and deeper than
                           MuJoCo's where its solver stops short), and a lower bound of it where
                           an edge crosses an edge (a rim across a box edge or another rim: down
-                          to 1/sqrt(2) of it across right-angled edges). Cylinder-box's last
-                          slot: the axis of least overlap (``_cylinder_axes``: the box's face
+                          to 1/sqrt(2) of it across right-angled edges). The last slot: the
+                          axis of least overlap (``_cylinder_axes``: against a box, its face
                           normals, the end faces, side lines across edges, the side against
-                          corners, and a rim across an edge, searched over the rim's angle),
-                          where it is deeper than every point: the deepest slot is then the
-                          exact penetration depth (to 1e-9 m of a numerical minimisation over
-                          all directions). Two cylinders have none: a rim crossing a rim is
-                          seen by its deepest point (a lower bound)
+                          corners, and a rim across an edge, searched over the rim's angle;
+                          against a cylinder, the end faces, the side lines across each other,
+                          a rim across a side line, and a rim across a rim: from 8 angles of
+                          each of the 4 pairs of rims, then Newton's steps to the rims'
+                          critical points), where it is deeper than every point: the deepest
+                          slot is then the exact penetration depth (to 1e-9 m of a numerical
+                          minimisation over all directions)
 
     convex-plane       m  the polytope's m corners, each with its signed distance (exact)
     sphere-convex      1  exact: the polytope's signed distance at the centre and its gradient
@@ -142,6 +144,9 @@ _TINY = 1e-12        # guards of divisions and normalisations
 _PARALLEL = 1e-10    # capsule-capsule: sin^2 of the angle below which the axes are parallel
 _EDGE_SIN = 1e-6     # box-box: edge axes with |a_i x b_j| below this are skipped
 _FACE_BIAS = 1e-9    # box-box: an edge axis wins only if its overlap is less by this much (m)
+_NEWTON = 8  # two cylinders: Newton steps to a rim-rim critical point
+_RIM_STARTS, _RIM_ROUNDS = 8, 5  # two cylinders: 8 searches along each rim (several minima)
+# of 5 rounds each (then Newton's steps)
 _GRID, _ROUNDS = 9, 21  # capsule-box: 9 samples a round, 21 rounds (bracket 4^-21 ~ 2e-13 of L)
 _FLAT = 1e-9         # cylinder-box/cylinder: a line's points this close to its least signed
                      # distance (m) are on its flat part
@@ -739,9 +744,9 @@ def _sphere_solid(xp, a, Ra, pa, b, Rb, pb):
     return p[:, None, :], n[:, None, :], d[:, None]
 
 
-def _search(xp, f, t, half, lo=None, hi=None):
+def _search(xp, f, t, half, lo=None, hi=None, rounds=_ROUNDS):
     """The t of least ``f(ts)`` (ts (N, G) -> values (N, G)) near ``t`` (N,): 9 samples spaced
-    over t +- half (clipped to [lo, hi] where given), then ``_ROUNDS`` rounds of 9 around the
+    over t +- half (clipped to [lo, hi] where given), then ``rounds`` rounds of 9 around the
     best one of the last, each a quarter as wide (the best sample and its two neighbours
     bracket the minimum of a convex f). One loop of a compiled program (``loops.loop``); the
     first of equal values wins."""
@@ -758,7 +763,7 @@ def _search(xp, f, t, half, lo=None, hi=None):
         t = xp.min(xp.where(v <= best[..., None], ts, far), axis=-1)
         return t, half * (2.0 / (_GRID - 1))
 
-    return loop(xp, _ROUNDS, round_, (t, half), indexed=False)[0]
+    return loop(xp, rounds, round_, (t, half), indexed=False)[0]
 
 
 def _on_line(xp, sdf_of, x0, u, L):
@@ -932,7 +937,7 @@ def _points_solid(xp, a, Ra, pa, b, Rb, pb):
     deepest = xp.maximum(xp.max(parts[0][2], axis=1), xp.max(parts[1][2], axis=1))
     if a.kind != "cylinder" and b.kind != "cylinder":
         parts.append(_separating_axes(xp, a, Ra, pa, b, Rb, pb, deepest))
-    elif b.kind != "cylinder":  # a cylinder against a box or a polytope
+    else:  # a cylinder against a box, a polytope or a cylinder
         parts.append(_cylinder_axes(xp, a, Ra, pa, b, Rb, pb, deepest))
     return tuple(xp.concatenate(x, axis=1) for x in zip(*parts))
 
@@ -950,21 +955,17 @@ def _edge_directions(g):
 
 
 def _cylinder_axes(xp, a, Ra, pa, b, Rb, pb, deepest):
-    """A cylinder ``a`` against a box or a convex polytope ``b``: the axis of least overlap, one
-    slot ((N, 1, ...)), as ``_separating_axes`` for two polytopes. The overlap along a unit n
-    (b -> a) is b's support along n plus a's along -n: the exact penetration depth is its least
-    value over all directions, at one of the directions where a feature of one shape meets a
-    feature of the other: b's face normals, a's end faces (+-axis), a's side lines across b's
-    edges (axis x edge), a's side against b's corners (from the corner to the axis), and a rim
-    across an edge (the direction normal to the edge and to the rim's tangent at its point:
-    one direction per rim angle, the least overlap over the angles searched as ``_on_circle``
-    does). Each is a direction, so each overlap bounds the depth from above; their least is
-    the exact depth (faces and end faces preferred within 1e-9 m). The point: a's support
-    along -n moved by half the depth along n (the middle of the overlap). Kept where the shapes
-    overlap and it is deeper than ``deepest`` (N,) (the points inside, ``_surface_into``, a
-    lower bound where an edge crosses an edge) by more than 1e-9 m; else ``NO_CONTACT``."""
-    V, planes, _ = _polytope(b)
-    E = _edge_directions(b)
+    """A cylinder ``a`` against a box, a convex polytope or a cylinder ``b``: the axis of least
+    overlap, one slot ((N, 1, ...)), as ``_separating_axes`` for two polytopes. The overlap
+    along a unit n (b -> a) is b's support along n plus a's along -n: the exact penetration
+    depth is its least value over all directions, at one of the directions where a feature of
+    one shape meets a feature of the other (``_polytope_features``, ``_cylinder_features``).
+    Each is a direction, so each overlap bounds the depth from above; their least is the exact
+    depth (the flat faces' normals preferred within 1e-9 m). The point: a's support along -n
+    moved by half the depth along n (the middle of the overlap). Kept where the shapes overlap
+    and it is deeper than ``deepest`` (N,) (the points inside, ``_surface_into``, a lower bound
+    where an edge or a rim crosses an edge or a rim) by more than 1e-9 m; else
+    ``NO_CONTACT``."""
     r, h = a.radius, a.half_length
     R, c = _relative(xp, Rb, pb, Ra, pa)            # a in b's frame
     w, e1, e2 = _col(R, 2), _col(R, 0), _col(R, 1)  # (N, 3)
@@ -974,30 +975,11 @@ def _cylinder_axes(xp, a, Ra, pa, b, Rb, pb, deepest):
         axis = xp.reshape(w, shape)
         nw = _dot(xp, n, axis)
         side = _norm(xp, n - nw[..., None] * axis)  # not sqrt(1 - nw^2): exact near the axis
-        support_b = xp.max(xp.sum(n[..., None, :] * V, axis=-1), axis=-1)
-        return support_b + r * side + h * xp.abs(nw) - _dot(xp, n, xp.reshape(c, shape))
+        return _support(xp, b, n) + r * side + h * xp.abs(nw) - _dot(xp, n, xp.reshape(c, shape))
 
-    def across(t):  # (N, E, G) rim angles -> (N, E, G, 3): normal to the edge and the tangent
-        rho = (xp.cos(t)[..., None] * e1[:, None, None, :]
-               + xp.sin(t)[..., None] * e2[:, None, None, :])
-        ww = w[:, None, None, :]
-        n = _dot(xp, rho, E[None, :, None, :])[..., None] * ww \
-            - _dot(xp, ww, E[None, :, None, :])[..., None] * rho
-        return _unit(xp, n, rho)[0]
-
-    zero = xp.zeros_like(c[:, :1])                                     # (N, 1)
-    faces = zero[..., None] + planes[None, :, :3]                      # (N, F, 3)
-    ends = xp.stack([w, -w], axis=1)
-    lines = _unit(xp, xp.cross(w[:, None, :] + 0.0 * E[None], E[None] + zero[..., None]),
-                  e1[:, None, :])[0]
-    lines = xp.concatenate([lines, -lines], axis=1)                    # (N, 2E, 3)
-    out = c[:, None, :] - V[None]                                      # corner -> centre
-    corners = _unit(xp, out - _dot(xp, out, w[:, None, :])[..., None] * w[:, None, :],
-                    e1[:, None, :])[0]                                 # (N, m, 3)
-    t0 = xp.zeros_like(c[:, :1] + 0.0 * E[None, :, 0])                 # (N, E)
-    rims = across(_search(xp, lambda ts: overlap(across(ts)), t0, t0 + np.pi)[..., None])[:, :, 0]
-    preferred = xp.concatenate([faces, ends], axis=1)
-    others = xp.concatenate([lines, corners, rims], axis=1)
+    features = _cylinder_features if b.kind == "cylinder" else _polytope_features
+    faces, others = features(xp, b, a, w, e1, e2, c, overlap)
+    preferred = xp.concatenate([faces, xp.stack([w, -w], axis=1)], axis=1)  # and a's end faces
     normals = xp.concatenate([preferred, others], axis=1)
     depths = xp.concatenate([overlap(preferred), overlap(others) + _FACE_BIAS], axis=1)
     least = xp.min(depths, axis=1)
@@ -1011,6 +993,143 @@ def _cylinder_axes(xp, a, Ra, pa, b, Rb, pb, deepest):
     kept = (depth > 0.0) & (depth > deepest + _FACE_BIAS)
     return ((pb + _rot(xp, Rb, local))[:, None, :], _rot(xp, Rb, n)[:, None, :],
             xp.where(kept, depth, NO_CONTACT)[:, None])
+
+
+def _support(xp, g, n):
+    """max over the box, polytope or cylinder g of n . x, for directions n (N, ..., 3) in its
+    frame (m)."""
+    if g.kind == "cylinder":
+        return (g.half_length * xp.abs(n[..., 2])
+                + g.radius * xp.sqrt(n[..., 0] * n[..., 0] + n[..., 1] * n[..., 1]))
+    V, _ = _corners(g)
+    return xp.max(xp.sum(n[..., None, :] * V, axis=-1), axis=-1)
+
+
+def _across(xp, rho, axis, line):
+    """The unit directions normal to a rim's tangent and to a line (rho (..., 3): the rim's
+    radial directions, axis (..., 3): its cylinder's axis, line (..., 3)): (rho . line) axis -
+    (axis . line) rho, which is normal to both (the tangent is axis x rho); rho where the
+    tangent is along the line."""
+    n = _dot(xp, rho, line)[..., None] * axis - _dot(xp, axis, line)[..., None] * rho
+    return _unit(xp, n, rho)[0]
+
+
+def _rim(xp, t, e1, e2):
+    """cos t e1 + sin t e2: a rim's radial directions at the angles t (N, ...) for its axes e1,
+    e2 (N, 3): (N, ..., 3)."""
+    shape = (e1.shape[0],) + (1,) * (t.ndim - 1) + (3,)
+    return (xp.cos(t)[..., None] * xp.reshape(e1, shape)
+            + xp.sin(t)[..., None] * xp.reshape(e2, shape))
+
+
+def _polytope_features(xp, b, a, w, e1, e2, c, overlap):
+    """The candidate directions of ``_cylinder_axes`` against a box or a convex polytope b (in
+    its frame; a's axes w, e1, e2 and centre c (N, 3)): b's face normals (flat, preferred), and
+    a's side lines across b's edges (axis x edge), a's side against b's corners (from the
+    corner to the axis), a rim across an edge (``_across``: one direction per rim angle, the
+    least overlap over the angles searched as ``_on_circle`` does)."""
+    V, planes, _ = _polytope(b)
+    E = _edge_directions(b)
+    zero = xp.zeros_like(c[:, :1])                                     # (N, 1)
+    faces = zero[..., None] + planes[None, :, :3]                      # (N, F, 3)
+    lines = _unit(xp, xp.cross(w[:, None, :] + 0.0 * E[None], E[None] + zero[..., None]),
+                  e1[:, None, :])[0]
+    lines = xp.concatenate([lines, -lines], axis=1)                    # (N, 2E, 3)
+    out = c[:, None, :] - V[None]                                      # corner -> centre
+    corners = _unit(xp, out - _dot(xp, out, w[:, None, :])[..., None] * w[:, None, :],
+                    e1[:, None, :])[0]                                 # (N, m, 3)
+
+    def across(t):  # (N, E, G) rim angles -> (N, E, G, 3)
+        return _across(xp, _rim(xp, t, e1, e2), w[:, None, None, :], E[None, :, None, :])
+
+    t0 = xp.zeros_like(c[:, :1] + 0.0 * E[None, :, 0])                 # (N, E)
+    rims = across(_search(xp, lambda ts: overlap(across(ts)), t0, t0 + np.pi)[..., None])[:, :, 0]
+    return faces, xp.concatenate([lines, corners, rims], axis=1)
+
+
+def _cylinder_features(xp, b, a, w, e1, e2, c, overlap):
+    """The candidate directions of ``_cylinder_axes`` against a cylinder b (in its frame: axis
+    z; a's axes w, e1, e2 and centre c (N, 3)): b's end faces (+-z, flat, preferred), and the
+    side lines across each other (+-w x z), a's rims across b's side lines and b's rims across
+    a's (``_across``, searched over the rim's angle), and a rim across a rim: the direction
+    from a point of a's rim to the nearest point of b's (normal to both tangents where it is
+    least), its overlap searched over a's rim angle for each of the 4 pairs of rims, from 4
+    starts 90 degrees apart (the overlap has several minima along the rim)."""
+    x_, y_, z = (xp.zeros_like(c) + np.eye(3)[k] for k in range(3))   # b's axes (N, 3)
+    faces = xp.stack([z, -z], axis=1)
+    line = _unit(xp, xp.cross(w, z), e1)[0]
+    t0 = xp.zeros_like(c[:, :1])                                       # (N, 1)
+
+    def like(v, t):  # v (N, 3) broadcast against directions at the angles t (N, ...)
+        return xp.reshape(v, (v.shape[0],) + (1,) * (t.ndim - 1) + (3,))
+
+    def a_across(t):  # a's rims across b's side lines
+        return _across(xp, _rim(xp, t, e1, e2), like(w, t), like(z, t))
+
+    def b_across(t):  # b's rims across a's side lines
+        return _across(xp, _rim(xp, t, x_, y_), like(z, t), like(w, t))
+
+    sides = [f(_search(xp, lambda ts: overlap(f(ts)), t0, t0 + np.pi))
+             for f in (a_across, b_across)]
+    ends = [(sa, sb) for sa in (1.0, -1.0) for sb in (1.0, -1.0)]
+    centres_a = xp.stack([c + w * (sa * a.half_length) for sa, _ in ends], axis=1)   # (N, 4, 3)
+    centres_b = np.array([[0.0, 0.0, sb * b.half_length] for _, sb in ends])          # (4, 3)
+
+    def rim_a(t):  # (N, 4, ...) angles of a's rims -> (points, tangents d/dt), b's frame
+        extra = (1,) * (t.ndim - 2)
+        centre = xp.reshape(centres_a, centres_a.shape[:2] + extra + (3,))
+        return (centre + a.radius * _rim(xp, t, e1, e2),
+                a.radius * _rim(xp, t + np.pi / 2, e1, e2))
+
+    def nearest_b(x):  # points (N, 4, ..., 3) -> the nearest points of b's rims, their radials
+        centre = np.reshape(centres_b, (1, 4) + (1,) * (x.ndim - 3) + (3,))
+        radial, _ = _unit(xp, (x - centre) * np.array([1.0, 1.0, 0.0]), np.eye(3)[0])
+        return centre + b.radius * radial, radial
+
+    def rim_rim(t):  # from b's nearest rim point to a's rim point at t: (unit, length)
+        x = rim_a(t)[0]
+        return _unit(xp, x - nearest_b(x)[0], 0.0 * x)
+
+    def gap(t):  # the distance between the rims
+        return rim_rim(t)[1]
+
+    def least(t):  # the overlap along +-rim_rim(t) (apart, or crossing), huge where they meet
+        n, length = rim_rim(t)
+        return xp.where(length > _TINY, xp.minimum(overlap(n), overlap(-n)), 1e300)
+
+    def newton(_, st):  # one Newton step towards d . x'(s) = d . y'(t) = 0, d = x(s) - y(t)
+        s, u = st  # a's rim angle, b's rim point's radial (its angle t, as a unit vector)
+        x, dx = rim_a(s)
+        v = np.array([0.0, 0.0, 1.0]) * 1.0
+        du = xp.cross(v + 0.0 * u, u)               # the radial turned by 90 degrees about z
+        y = np.reshape(centres_b, (1, 4, 3)) + b.radius * u
+        dy = b.radius * du
+        d = x - y
+        g1, g2 = _dot(xp, d, dx), _dot(xp, d, dy)
+        j11 = _dot(xp, dx, dx) - _dot(xp, d, x - xp.reshape(centres_a, x.shape))
+        j12 = -_dot(xp, dy, dx)
+        j22 = -_dot(xp, dy, dy) + _dot(xp, d, -b.radius * u)
+        det = j11 * j22 + j12 * j12                 # J = [[j11, j12], [-j12, j22]]
+        ok = xp.abs(det) > _TINY
+        det = xp.where(ok, det, 1.0)
+        ds = xp.where(ok, -(j22 * g1 - j12 * g2) / det, 0.0)
+        dt = xp.where(ok, -(j12 * g1 + j11 * g2) / det, 0.0)
+        return s + ds, xp.cos(dt)[..., None] * u + xp.sin(dt)[..., None] * du
+
+    spacing = 2 * np.pi / _RIM_STARTS
+    starts = xp.zeros_like(centres_a[..., :1]) + spacing * np.arange(_RIM_STARTS)  # (N, 4, S)
+    rims = []
+    for f in (gap, least):
+        t = _search(xp, f, starts, 0.0 * starts + spacing / 2, rounds=_RIM_ROUNDS)
+        best = f(t)
+        t = xp.sum(xp.where(_first_rows(xp, best == xp.min(best, axis=-1)[..., None]), t, 0.0),
+                   axis=-1)                                                      # (N, 4)
+        x = rim_a(t)[0]
+        s, u = loop(xp, _NEWTON, newton, (t, nearest_b(x)[1]), indexed=False)
+        y = np.reshape(centres_b, (1, 4, 3)) + b.radius * u
+        for n in (rim_rim(t)[0], _unit(xp, rim_a(s)[0] - y, 0.0 * y)[0]):
+            rims += [n, -n]
+    return faces, xp.concatenate([xp.stack([line, -line], axis=1)] + sides + rims, axis=1)
 
 
 def _polytope(g):
@@ -1294,7 +1413,7 @@ _PAIRS = {
     ("capsule", "cylinder"): (_capsule_solid, 3),
     ("box", "box"): (_box_box, 8),
     ("cylinder", "box"): (_points_solid, 21),
-    ("cylinder", "cylinder"): (_points_solid, 22),
+    ("cylinder", "cylinder"): (_points_solid, 23),
     ("convex", "plane"): (_polytope_plane, lambda a, b: len(a.vertices)),
     ("sphere", "convex"): (_sphere_solid, 1),
     ("capsule", "convex"): (_capsule_solid, 3),
@@ -1327,11 +1446,11 @@ def contact_count(a: Geometry, b: Geometry) -> int:
 
 def axis_slot(a: Geometry, b: Geometry) -> Optional[int]:
     """The slot of the pair (a, b) that is its axis of least overlap (two polytopes, a cylinder
-    and a polytope: the last; its depth is how far the two must move apart, its point the
+    and a polytope or a cylinder: the last; its depth is how far the two must move apart, its point the
     middle of the overlap), or None where every slot is a point of one surface inside the
     other."""
     kinds = {getattr(a, "kind", None), getattr(b, "kind", None)}
-    if kinds <= {"box", "convex", "cylinder"} and kinds != {"cylinder"} and kinds != {"box"}:
+    if kinds <= {"box", "convex", "cylinder"} and kinds != {"box"}:
         return contact_count(a, b) - 1
     return None
 
