@@ -74,7 +74,7 @@ class Viewer:
         self._speed_input: Any = None
         self._reference = np.zeros(0)
         self._speed, self._loop = _positive(speed, "speed"), bool(loop)
-        q0 = model.neutral if q is None else _configuration(model, q, "q")
+        q0 = model.q0 if q is None else _configuration(model, q, "q")
         if trajectory is not None:
             if q is not None:
                 raise ValueError("view: give q or a trajectory, not both")
@@ -377,7 +377,8 @@ def view(subject: Union[Model, Assembly, Trajectory, URDF], q: Optional[npt.Arra
         subject: a ``Model``, an ``Assembly`` (shown as ``to_model()``), a ``Trajectory``
             (played back; its model is ``traj.model`` or ``model=``), or the path of a URDF file
             (loaded with ``load_urdf``).
-        q: the configuration (nq,) to show; default ``model.neutral``.
+        q: the configuration (nq,) to show; default ``model.q0`` (an MJCF file's qpos0, else
+            ``model.neutral``).
         model: the model of a trajectory loaded from a file (``Trajectory.load``); it must be
             the model the trajectory was made with (same name and coordinates), else
             ``ValueError``.
