@@ -406,6 +406,35 @@ def test_point_pairs_are_points_inside_and_bound_mujocos_depth(a, b):
     assert np.mean(np.array(differences) < 1e-6) >= 0.4  # MuJoCo's depth
 
 
+AXIS_PAIRS = [(CYLINDER, CYLINDER2), (CYLINDER, BOX2), (CYLINDER, CONVEX)]
+
+
+@pytest.mark.parametrize("a,b", AXIS_PAIRS, ids=[f"{a.kind}-{b.kind}" for a, b in AXIS_PAIRS])
+def test_the_axis_of_least_overlap_is_exact_shallow_and_gone_apart(a, b):
+    """Where the axis of least overlap is the deepest slot (a rim or an edge crossing a rim or
+    an edge), moving ``a`` along its normal by the depth less 1 mm leaves exactly 1 mm (the
+    overlap along that normal falls by the move, and no direction's falls more), and by the
+    depth and 1 mm more leaves them 1 mm apart: the deepest slot is then 1 mm to 1e-9 m
+    (where the searches' minima along a rim are narrowest: rims 1 mm apart), and no slot is
+    deeper than -1 mm. Each starting depth equals the numerical minimisation's to 1e-9 m."""
+    rng = np.random.default_rng(5)
+    pa, qa, pb, qb = _poses(rng, 300, 0.5, 0.5)
+    P, N, D = _ours(a, b, pa, qa, pb, qb)
+    crossing = [i for i in range(len(D)) if D[i, -1] > 1e-9 and D[i, -1] == D[i].max()][:12]
+    assert len(crossing) >= 8
+    for i in crossing:
+        Ra, Rb = _mat(qa[i]), _mat(qb[i])
+        depth, n = D[i, -1], N[i, -1]
+        assert abs(depth - _least_overlap(a, Ra, pa[i], b, Rb, pb[i])) < 1e-9
+        for move, expected in ((depth - 1e-3, 1e-3), (depth + 1e-3, -1e-3)):
+            moved = (pa[i] + move * n)[None]
+            _, _, d = _ours(a, b, moved, qa[i][None], pb[i][None], qb[i][None])
+            if expected > 0:
+                assert abs(d.max() - expected) < 1e-9, (i, d.max())
+            else:
+                assert d.max() < expected + 1e-9, (i, d.max())
+
+
 def test_the_hull_of_a_box_is_the_box():
     """A box's corners with points inside it and on its faces and edges: the hull keeps the 8
     corners, 6 faces (their coplanar triangles merged) and 12 edges; its signed distance is the
@@ -733,7 +762,7 @@ def test_counts_order_and_unsupported_pairs():
          ("cylinder", "plane"): 8, ("sphere", "sphere"): 1, ("sphere", "capsule"): 1,
          ("capsule", "capsule"): 2, ("sphere", "box"): 1, ("capsule", "box"): 3,
          ("box", "box"): 8, ("sphere", "cylinder"): 1, ("capsule", "cylinder"): 3,
-         ("cylinder", "box"): 21, ("cylinder", "cylinder"): 22}
+         ("cylinder", "box"): 21, ("cylinder", "cylinder"): 23}
     geoms = {"sphere": SPHERE, "capsule": CAPSULE, "box": BOX, "cylinder": CYLINDER,
              "plane": PLANE}
     for a, b, k in ((CONVEX, PLANE, 16), (SPHERE, CONVEX, 1), (CAPSULE, CONVEX, 3),

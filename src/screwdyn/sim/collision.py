@@ -1051,10 +1051,14 @@ def _cylinder_features(xp, b, a, w, e1, e2, c, overlap):
     """The candidate directions of ``_cylinder_axes`` against a cylinder b (in its frame: axis
     z; a's axes w, e1, e2 and centre c (N, 3)): b's end faces (+-z, flat, preferred), and the
     side lines across each other (+-w x z), a's rims across b's side lines and b's rims across
-    a's (``_across``, searched over the rim's angle), and a rim across a rim: the direction
-    from a point of a's rim to the nearest point of b's (normal to both tangents where it is
-    least), its overlap searched over a's rim angle for each of the 4 pairs of rims, from 4
-    starts 90 degrees apart (the overlap has several minima along the rim)."""
+    a's (``_across``, searched over the rim's angle), and a rim across a rim: the line from the
+    nearest point of b's rim to a point of a's (normal to both tangents at the rims' critical
+    points), its length and its overlap (either way) each searched over a's rim angle for
+    each of the 4 pairs of rims from 8 starts 45 degrees apart (``_RIM_STARTS``: both have
+    several minima along a rim, the overlap's narrow where the rims are close, the length's
+    not always the depth's), then ``_NEWTON`` Newton steps from the best to the rims' critical
+    point (d . x'(s) = d . y'(t) = 0, d = x(s) - y(t)): the lines found and Newton's are
+    candidates."""
     x_, y_, z = (xp.zeros_like(c) + np.eye(3)[k] for k in range(3))   # b's axes (N, 3)
     faces = xp.stack([z, -z], axis=1)
     line = _unit(xp, xp.cross(w, z), e1)[0]
@@ -1086,9 +1090,9 @@ def _cylinder_features(xp, b, a, w, e1, e2, c, overlap):
         radial, _ = _unit(xp, (x - centre) * np.array([1.0, 1.0, 0.0]), np.eye(3)[0])
         return centre + b.radius * radial, radial
 
-    def rim_rim(t):  # from b's nearest rim point to a's rim point at t: (unit, length)
-        x = rim_a(t)[0]
-        return _unit(xp, x - nearest_b(x)[0], 0.0 * x)
+    def rim_rim(t):  # from b's nearest rim point to a's rim point at t: (unit, length); a's
+        x = rim_a(t)[0]  # axis where they meet (a direction: its overlap bounds the depth too)
+        return _unit(xp, x - nearest_b(x)[0], like(w, t) + 0.0 * x)
 
     def gap(t):  # the distance between the rims
         return rim_rim(t)[1]
@@ -1124,10 +1128,9 @@ def _cylinder_features(xp, b, a, w, e1, e2, c, overlap):
         best = f(t)
         t = xp.sum(xp.where(_first_rows(xp, best == xp.min(best, axis=-1)[..., None]), t, 0.0),
                    axis=-1)                                                      # (N, 4)
-        x = rim_a(t)[0]
-        s, u = loop(xp, _NEWTON, newton, (t, nearest_b(x)[1]), indexed=False)
+        s, u = loop(xp, _NEWTON, newton, (t, nearest_b(rim_a(t)[0])[1]), indexed=False)
         y = np.reshape(centres_b, (1, 4, 3)) + b.radius * u
-        for n in (rim_rim(t)[0], _unit(xp, rim_a(s)[0] - y, 0.0 * y)[0]):
+        for n in (rim_rim(t)[0], _unit(xp, rim_a(s)[0] - y, like(w, t) + 0.0 * y)[0]):
             rims += [n, -n]
     return faces, xp.concatenate([xp.stack([line, -line], axis=1)] + sides + rims, axis=1)
 
