@@ -134,3 +134,17 @@ def test_a_coupled_tree_and_split_parts_map_them_a_flat_assembly_drops_them():
     flat = assembly.to_model()
     assert flat.configurations == () and np.array_equal(flat.q0, flat.neutral)
     assert flat.q0.shape == (model.nq,)
+
+
+def test_a_configuration_that_is_not_finite_names_the_joint():
+    """A free body at a NaN position (MuJoCo compiles it; its qpos0 is NaN) and a keyframe
+    with an infinite qpos: ModelError naming the keyframe or qpos0 and the joint."""
+    mujoco = pytest.importorskip("mujoco")
+    xml = """<mujoco><worldbody><body pos="0 0 {z}"><freejoint name="f"/><geom size="0.1"/>
+      </body></worldbody><keyframe><key name="home" qpos="0 0 {k} 1 0 0 0"/></keyframe>
+    </mujoco>"""
+    for z, k, match in (("nan", "1", r"qpos0 .*joint 'f' \(qpos\[2\] = nan\)"),
+                        ("1", "inf", r"<key name=\"home\"> qpos.*joint 'f' \(qpos\[2\] = inf\)")):
+        m = mujoco.MjModel.from_xml_string(xml.format(z=z, k=k))
+        with pytest.raises(sd.ModelError, match=match):
+            sd.from_mujoco(m)

@@ -152,12 +152,27 @@ def _configurations(mujoco, m):
     """{name: qpos}: ``"qpos0"`` (where the file places the bodies), then each keyframe's
     ``key_qpos`` by its name (unnamed, or named ``qpos0``: ``key{k}``); q is qpos, so they pass
     as they are."""
-    out = {"qpos0": np.array(m.qpos0, dtype=float)}
+    out = {"qpos0": _finite(mujoco, m, m.qpos0, "qpos0 (the bodies' pos and quat, the "
+                                                 "joints' ref)")}
     for k in range(m.nkey):
         name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_KEY, k)
-        out[name if name and name != "qpos0" else f"key{k}"] = np.array(m.key_qpos[k],
-                                                                        dtype=float)
+        label = f'<key name="{name}">' if name else f"<key> {k}"
+        out[name if name and name != "qpos0" else f"key{k}"] = _finite(
+            mujoco, m, m.key_qpos[k], f"{label} qpos")
     return out
+
+
+def _finite(mujoco, m, qpos, what):
+    """qpos as a float array; ``ModelError`` naming ``what`` and the first joint whose values
+    are not finite."""
+    q = np.array(qpos, dtype=float)
+    bad = np.flatnonzero(~np.isfinite(q))
+    if bad.size:
+        j = int(np.searchsorted(m.jnt_qposadr, bad[0], side="right")) - 1
+        name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, j) or f"joint{j}"
+        raise ModelError(f"MJCF {what}: not finite at joint {name!r} (qpos[{bad[0]}] = "
+                         f"{q[bad[0]]}): give finite numbers")
+    return q
 
 
 def _add_body_joints(builder, m, i, body_name, joint_name, armature, joint_damping,
