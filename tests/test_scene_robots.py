@@ -273,10 +273,14 @@ def test_bad_robots_are_clear_errors():
         sd.Scene("x").add_robot(panda, q=np.zeros(7), shapes=False)
     with pytest.raises(TypeError, match="Model"):
         sd.Scene("x").add_robot("panda.urdf")
+    boxes = sd.Scene("x")
+    boxes.add_object("box", collision.box((0.1, 0.1, 0.1)), 1.0, position=(0, 0, 0.1))
     with warnings.catch_warnings():
-        warnings.simplefilter("error")  # a robot with only boxes: no warning about cylinders
-        model, contact, _ = sd.Scene("x").build()
+        warnings.simplefilter("error")  # only boxes: no warning about cylinders
+        model, contact, _ = boxes.build()
         contact.resolve(model)
+    with pytest.warns(UserWarning, match="no two shapes can touch"):  # an empty scene
+        assert sd.Scene("x").build()[1] is None
 
 
 def test_a_robot_that_cannot_move_says_so_and_one_that_overlaps_itself_is_filtered():
@@ -404,3 +408,75 @@ def test_an_mjcf_robot_starts_where_its_file_places_it():
     assert np.abs(position - d.xpos[torso]).max() < 1e-12
     q0, position, inside = found["neutral"]
     assert inside and abs(position[2]) < 1e-12  # the defect this guards against
+
+
+def _gymnasium(name):
+    mujoco = pytest.importorskip("mujoco")
+    site = os.path.dirname(os.path.dirname(mujoco.__file__))
+    path = os.path.join(site, "gymnasium", "envs", "mujoco", "assets", f"{name}.xml")
+    if not os.path.exists(path):
+        pytest.skip("gymnasium is not installed")
+    return path
+
+
+def test_an_mjcf_files_floor_is_the_ground():
+    """gymnasium's pusher stands on a table, a world plane at z = -0.325 m: the scene's ground
+    is there (build's default height, read from MuJoCo's geom_pos; moved with the robot's
+    position), and the depths of the shapes on it at qpos0 equal MuJoCo's (its contacts with
+    the table, dist ~ 0): 0.3 s run with no "inside the ground" warning (at z = 0 the object
+    started 32.5 cm inside it and the run diverged). The floor's contype/conaffinity hold:
+    inverted_double_pendulum's (contype 0, conaffinity 1) touches none of its geoms (contype 0;
+    MuJoCo: no contact), so build warns and returns no contact. The world's other geoms are
+    named (cartpole's rails). Two files whose floors differ: refused, nothing added."""
+    mujoco = pytest.importorskip("mujoco")
+    path = _gymnasium("pusher")
+    m = mujoco.MjModel.from_xml_path(path)
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)
+    table = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, "table")
+    on_table = [-c.dist for c in d.contact[:d.ncon] if table in (c.geom1, c.geom2)]
+    assert on_table
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sd.InertiaWarning)
+        robot = sd.load_mjcf(path)
+    scene = sd.Scene("pusher")
+    scene.add_robot(robot)
+    model, contact, q0 = scene.build()
+    assert contact.solver.height == m.geom_pos[table][2] == -0.325
+    resolved, depth = _depths(contact, model, q0)
+    ground = [k for k, label in enumerate(resolved.labels) if "|ground#" in label]
+    assert abs(depth[0, ground].max() - max(on_table)) < 1e-9
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        traj = sd.simulate(model, q0, None, None, t_final=0.3, dt=1e-3, contact=contact,
+                           integrator="semi_implicit_euler")
+    assert not [w for w in caught if "inside the ground" in str(w.message)]
+    assert np.all(np.isfinite(traj.q))
+    raised = sd.Scene("raised")
+    raised.add_robot(robot, position=(0.0, 0.0, 1.0))
+    assert raised.build()[1].solver.height == pytest.approx(0.675, abs=1e-15)
+
+    # a floor nothing touches: MuJoCo finds no contact, and neither does the scene
+    path = _gymnasium("inverted_double_pendulum")
+    m = mujoco.MjModel.from_xml_path(path)
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)
+    assert d.ncon == 0
+    pendulum = sd.Scene("pendulum")
+    with pytest.warns(UserWarning, match=r"rail \(capsule\)"):  # a shape fixed to the world
+        pendulum.add_robot(sd.load_mjcf(path))
+    with pytest.warns(UserWarning, match="no two shapes can touch"):
+        model, contact, q0 = pendulum.build()
+    assert contact is None
+    with pytest.raises(sd.ModelError, match="no two shapes can touch"):
+        sd.sim.ShapeContact(shapes=tuple(pendulum.shapes), ground=False,
+                            exclude=frozenset(pendulum._excluded)).resolve(model)
+
+    # dm_control's floor (z = 0) and the pusher's table: one ground, refused before any change
+    cartpole = sd.Scene("two floors")
+    with pytest.warns(UserWarning, match=r"rail1 \(capsule\), rail2 \(capsule\)"):
+        cartpole.add_robot(sd.load_mjcf(_dm_control("cartpole")))
+    shapes = list(cartpole.shapes)
+    with pytest.raises(sd.ModelError, match=r"table.*-0\.325 m.*floor.*-0\.05 m.*position="):
+        cartpole.add_robot(robot, prefix="pusher/")
+    assert cartpole.shapes == shapes and not cartpole.builder.has_link("pusher/world")

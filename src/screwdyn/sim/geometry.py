@@ -13,7 +13,7 @@ URDF ``<collision>`` elements are read from the file (``<origin>`` and ``<geomet
 ``<capsule>`` as some URDFs write it is read too); MJCF geoms come from MuJoCo's compiled model
 (``geom_pos``, ``geom_quat``, ``geom_size``; geoms with ``contype`` and ``conaffinity`` both 0
 collide with nothing and are skipped, as MuJoCo does, and so are planes and geoms of the world
-body). Meshes (and MJCF ellipsoids and height fields) have no points here: they are skipped with
+body: ``CollisionGeometry.floors`` and ``world`` list them). Meshes (and MJCF ellipsoids and height fields) have no points here: they are skipped with
 a ``UserWarning`` naming their links; declare points on those links instead.
 """
 import os
@@ -175,7 +175,9 @@ class CollisionGeometry:
     ellipsoids and height fields), ``meshes`` (the mesh elements, ``CollisionMesh``s, in file
     order), ``excluded`` (pairs of body names whose contact the file excludes: MJCF
     ``<contact><exclude>``; URDF none), ``source`` (the file), ``format`` ('urdf' or
-    'mjcf')."""
+    'mjcf'), ``floors`` ((geom name, height (m), contype, conaffinity) of each MJCF plane of the
+    world facing up, +z: a floor or a table top), ``world`` ((geom name, kind) of the world's
+    other geoms that collide: tilted planes (walls), shapes fixed to the world)."""
 
     shapes: tuple
     skipped: tuple
@@ -183,6 +185,8 @@ class CollisionGeometry:
     source: str
     format: str
     meshes: tuple = ()
+    floors: tuple = ()
+    world: tuple = ()
 
 
 def collision_geometry(model, hint=NO_GEOMETRY_HINT):
@@ -201,17 +205,19 @@ def collision_geometry(model, hint=NO_GEOMETRY_HINT):
 
     with open(source, "rb") as f:
         root = parse_xml(f.read(), source)
+    floors, world = (), ()
     if root.tag == "robot":
         shapes, skipped, meshes = _urdf_shapes(root, source)
         excluded, kind = (), "urdf"
     elif root.tag == "mujoco":
-        shapes, skipped, excluded, meshes = _mjcf_shapes(source)
+        shapes, skipped, excluded, meshes, floors, world = _mjcf_shapes(source)
         kind = "mjcf"
     else:
         raise ModelError(f"{source}: cannot read collision geometry from a <{root.tag}> file; "
                          + hint)
     return CollisionGeometry(tuple(CollisionShape(*s) for s in shapes), tuple(skipped),
-                             tuple(excluded), source, kind, tuple(meshes))
+                             tuple(excluded), source, kind, tuple(meshes), tuple(floors),
+                             tuple(world))
 
 
 def _from_source(model, rim_points):
@@ -333,7 +339,8 @@ def _mjcf_shapes(source):
     """The geoms of MuJoCo's compiled model, as (body link, kind, size, R, p, name, contype,
     conaffinity); the skipped ones as (link, kind); the pairs of body names that
     ``<contact><exclude>`` excludes; the ``CollisionMesh`` of every mesh geom (its vertices as
-    MuJoCo compiled them, in the geom's frame)."""
+    MuJoCo compiled them, in the geom's frame); the world's planes facing up as (name, height,
+    contype, conaffinity); the world's other colliding geoms as (name, kind)."""
     try:
         import mujoco
     except ImportError:
@@ -345,11 +352,19 @@ def _mjcf_shapes(source):
              int(geom.mjGEOM_BOX): "box", int(geom.mjGEOM_CYLINDER): "cylinder"}
     ignored = {int(geom.mjGEOM_MESH): "mesh", int(geom.mjGEOM_ELLIPSOID): "ellipsoid",
                int(geom.mjGEOM_HFIELD): "height field", int(geom.mjGEOM_SDF): "sdf"}
-    shapes, skipped, meshes = [], [], []
+    shapes, skipped, meshes, floors, world = [], [], [], [], []
     for g in range(m.ngeom):
         body = int(m.geom_bodyid[g])
         kind = int(m.geom_type[g])
         if body == 0 or kind == int(geom.mjGEOM_PLANE):
+            bits = (int(m.geom_contype[g]), int(m.geom_conaffinity[g]))
+            label = mujoco.mj_id2name(m, obj.mjOBJ_GEOM, g) or f"geom{g}"
+            up = _quat_matrix(m.geom_quat[g])[:, 2]
+            if kind == int(geom.mjGEOM_PLANE) and body == 0 and up[2] > 1.0 - 1e-12:
+                floors.append((label, float(m.geom_pos[g][2])) + bits)
+            elif any(bits):
+                world.append((label, "plane" if kind == int(geom.mjGEOM_PLANE)
+                              else kinds.get(kind, ignored.get(kind, f"type {kind}"))))
             continue
         if m.geom_contype[g] == 0 and m.geom_conaffinity[g] == 0:
             continue
@@ -376,7 +391,7 @@ def _mjcf_shapes(source):
         pair = (int(signature) >> 16, int(signature) & 0xFFFF)
         excluded.append(tuple(mujoco.mj_id2name(m, obj.mjOBJ_BODY, b) or f"body{b}"
                               for b in pair))
-    return shapes, skipped, excluded, meshes
+    return shapes, skipped, excluded, meshes, floors, world
 
 
 def _quat_matrix(wxyz):

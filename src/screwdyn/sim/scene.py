@@ -118,6 +118,7 @@ class Scene:
         self._excluded = set()  # frozensets of two shape names that never touch
         self._excluded_links = set()  # frozensets of two link names whose shapes never touch
         self._constraints, self._tendons, self._couple = [], [], False
+        self._floor = None  # (geom name, height, contype, conaffinity): an MJCF file's floor
 
     def add_object(self, name, shape, mass, position=(0.0, 0.0, 0.0),
                    quaternion=(0.0, 0.0, 0.0, 1.0), inertia=None):
@@ -162,7 +163,12 @@ class Scene:
         e.g. ``q=model.reference_configurations["home"]`` for a keyframe). Its root frame sits at
         ``position`` (m) and ``quaternion`` (x, y, z, w) in the world: a fixed base is welded
         there, a floating base's q (its free joint) is measured from there. A root link named
-        ``"world"`` (every MJCF model) is the scene's world.
+        ``"world"`` (every MJCF model) is the scene's world, and an MJCF file's floor (the
+        first plane of its world facing up that collides) is the scene's ground: ``build``'s
+        default ``height``, its contype/conaffinity holding against the robot's geoms; the
+        world's other geoms (walls, shapes fixed to the world) are not modelled, and a
+        ``UserWarning`` names them. ``ModelError`` when another file put the floor at another
+        height.
 
         Shapes (``shapes=True``): the primitive collision geometry of ``model.source``
         (``sim.geometry.collision_geometry``: URDF ``<collision>`` box, sphere, cylinder,
@@ -232,9 +238,10 @@ class Scene:
         prefix = str(prefix)
         q = _robot_q(model, q, where)
         T = _placement(position, quaternion, where)
-        found, excluded = [], ()
+        found, excluded, floor = [], (), None
         if shapes:  # read first: a bad file changes nothing
-            found, excluded = _robot_shapes(model, links, where, meshes, mesh_corners)
+            found, excluded, geometry = _robot_shapes(model, links, where, meshes, mesh_corners)
+            floor = self._file_floor(geometry, T, where)
         pairs = set()
         for names, what in ((exclude, "exclude"), (_srdf_pairs(srdf) if srdf else (), srdf),
                             (excluded, f"{model.source} <exclude>")):
@@ -263,9 +270,44 @@ class Scene:
                         or frozenset((link_a, link_b)) in pairs
                         or _overlap(model, T_q, found[i], found[j])):
                     self._excluded.add(frozenset((a, b)))
+        if floor is not None:  # the file's floor is the ground: its contype/conaffinity hold
+            self._floor = floor
+            for a, _, (contype, conaffinity) in added:
+                if not (contype & floor[3] or floor[2] & conaffinity):
+                    self._excluded.add(frozenset((a, "ground")))
         self._excluded_links.update(p for p in pairs if len(p) == 2)
         self._robots.append((model, prefix, q))
         return names
+
+    def _file_floor(self, geometry, T, where):
+        """The floor an MJCF file declares, in the scene: (geom name, height (m), contype,
+        conaffinity) of its first world plane facing up that collides (the first of them if
+        none does), carried by the robot's placement ``T``; None without one (a URDF file).
+        Warns naming the world's geoms that are not modelled (walls, shapes fixed to the world,
+        other floors); ``ModelError`` when another file put the floor at another height."""
+        R_T, p_T = T
+        floors = list(geometry.floors)
+        colliding = [f for f in floors if any(f[2:])]
+        chosen = (colliding or floors or [None])[0]
+        others = list(geometry.world) + [(f[0], "plane") for f in colliding if f is not chosen]
+        floor = None
+        if chosen is not None and R_T[2, 2] > 1.0 - 1e-12:  # still facing up
+            floor = (chosen[0], float(chosen[1] + p_T[2])) + tuple(chosen[2:])
+        elif chosen is not None:
+            others.append((chosen[0], "plane"))
+        if others:
+            names = ", ".join(f"{name} ({kind})" for name, kind in others[:6])
+            warnings.warn(f"{where}: {len(others)} geom(s) of the world of {geometry.source} "
+                          f"are not modelled: {names}{', ...' if len(others) > 6 else ''} "
+                          "(the scene's world has one floor, the ground: add walls and "
+                          "shapes fixed to the world with add_shape('world', collision.box("
+                          "...)))", UserWarning, stacklevel=3)
+        if floor is not None and self._floor is not None and floor[1] != self._floor[1]:
+            raise ModelError(f"{where}: the floor of {geometry.source} ({floor[0]!r}) is at "
+                             f"z = {floor[1]:g} m, the scene's ({self._floor[0]!r}) at "
+                             f"z = {self._floor[1]:g} m: one ground for both; move the robot "
+                             "(position=) or take its shapes only (links=)")
+        return floor
 
     def _graft(self, model, prefix, T, where):
         """Copy ``model``'s tree into the builder (see ``add_robot``)."""
@@ -331,12 +373,17 @@ class Scene:
         self._constraints += [_renamed(c, prefix) for c in model.constraints]
         self._tendons += [_renamed(t, prefix) for t in model.tendons]
 
-    def build(self, mu=0.8, ground=True, height=0.0, **solver):
+    def build(self, mu=0.8, ground=True, height=None, **solver):
         """(model, contact, q0): the Model (the builder's, fixed base at the world), the
         contact settings (a ``ShapeContact``; ``mu``, ``ground``, ``height`` and the solver's
         ``RigidContact`` options: ``timeconst``, ``dampratio``, ``restitution``,
         ``iterations``, ``regularization``, ``margin``) and the initial configuration (the
-        objects at their poses, the robots at their ``q``, every other joint at zero)."""
+        objects at their poses, the robots at their ``q``, every other joint at zero).
+        ``height`` (m): the ground plane's z; default the floor of an MJCF file added with
+        ``add_robot`` (its world plane facing up, e.g. gymnasium's pusher table at -0.325 m),
+        else 0. ``contact`` is None, with a ``UserWarning``, when no pair can touch."""
+        if height is None:
+            height = self._floor[1] if self._floor is not None else 0.0
         model = self.builder.build(mimic="couple" if self._couple else "independent")
         if self._constraints or self._tendons:
             model = model.with_constraints(*self._constraints, tendons=self._tendons)
@@ -360,7 +407,13 @@ class Scene:
         contact = ShapeContact(shapes=tuple(self.shapes), ground=ground,
                                solver=RigidContact(mu=mu, height=height, **solver),
                                exclude=frozenset(excluded))
-        resolved = contact.resolve(model)
+        resolved = ShapeContactModel(model, contact)  # contact.resolve, unless it has no pair
+        if not resolved.pairs:
+            warnings.warn(f"scene {self.builder.name!r}: no two shapes can touch, nor a shape "
+                          "and the ground (their contype/conaffinity, exclude=, a file's floor "
+                          "that nothing touches): build returns contact None, a simulation "
+                          "without contact", UserWarning, stacklevel=2)
+            return model, None, q0
         size = resolved.native_size
         if size > LARGE_SCENE:
             warn(f"scene {self.builder.name!r}: {sum(resolved.counts):,} candidate contact "
@@ -415,8 +468,9 @@ _KINDS = {"sphere": lambda s: collision.sphere(s[0]),
 
 
 def _robot_shapes(model, links, where, meshes="capsule", corners=24):
-    """([(link, shape, R, p, label, (contype, conaffinity), from a mesh)], excluded link pairs)
-    of the model's file, its meshes as ``meshes`` says (``Scene.add_robot``)."""
+    """([(link, shape, R, p, label, (contype, conaffinity), from a mesh)], excluded link pairs,
+    the file's ``CollisionGeometry``) of the model's file, its meshes as ``meshes`` says
+    (``Scene.add_robot``)."""
     from .geometry import collision_geometry
 
     if meshes not in _MESH_MODES:
@@ -474,7 +528,7 @@ def _robot_shapes(model, links, where, meshes="capsule", corners=24):
         out.append((m.link, shape, m.rotation @ R, m.rotation @ p + m.translation,
                     m.name or f"mesh{k - 1}", (m.contype, m.conaffinity), True))
     excluded = [pair for pair in geometry.excluded if all(l in model.link_names for l in pair)]
-    return out, excluded
+    return out, excluded, geometry
 
 
 _MESH_MODES = ("capsule", "hull", "skip")
@@ -577,7 +631,12 @@ class ShapeContact:
     exclude: frozenset = frozenset()
 
     def resolve(self, model):
-        return ShapeContactModel(model, self)
+        resolved = ShapeContactModel(model, self)
+        if not resolved.pairs:
+            raise ModelError(f"ShapeContact on model {model.name!r}: no two shapes can touch, "
+                             "nor a shape and the ground (their links, exclude, ground=False): "
+                             "simulate without contact (contact=None)")
+        return resolved
 
 
 class ShapeContactModel(SolvedContact):
