@@ -148,3 +148,16 @@ def test_a_configuration_that_is_not_finite_names_the_joint():
         m = mujoco.MjModel.from_xml_string(xml.format(z=z, k=k))
         with pytest.raises(sd.ModelError, match=match):
             sd.from_mujoco(m)
+
+
+def test_a_model_whose_configurations_were_read_still_pickles():
+    """Process pools pickle the model (rollouts' engine="processes"): reading q0 and
+    reference_configurations keeps nothing that pickle refuses (a mapping proxy did)."""
+    import pickle
+
+    model = sd.from_mujoco(mujoco.MjModel.from_xml_string(ARM))
+    assert set(model.reference_configurations) == {"qpos0", "home"}
+    copy = pickle.loads(pickle.dumps(model))
+    assert np.array_equal(copy.q0, model.q0) and copy.configurations == model.configurations
+    np.testing.assert_array_equal(copy.reference_configurations["home"],
+                                  model.reference_configurations["home"])

@@ -462,14 +462,18 @@ class Model:
         return _frozen(np.concatenate([b.joint_model.neutral() for b in self.active_bodies]
                                       or [[]]))
 
-    @cached_property
+    @property
     def reference_configurations(self) -> "MappingProxyType[str, np.ndarray]":
         """The named configurations of the source file, a read-only mapping name -> q (nq,
         read-only arrays), as Pinocchio's ``model.referenceConfigurations``: for an MJCF model
         ``"qpos0"`` (MuJoCo's ``qpos0``, where the file places its bodies) and one entry per
         ``<key>`` keyframe (its name, or ``"key0"``, ``"key1"``, ... for unnamed keys). Empty
         for models whose source gives none (URDF, DH tables, ``ModelBuilder``)."""
-        return MappingProxyType({name: _frozen(q) for name, q in self.configurations})
+        return MappingProxyType(self._configuration_arrays)  # a view: not kept (no pickle)
+
+    @cached_property
+    def _configuration_arrays(self):
+        return {name: _frozen(q) for name, q in self.configurations}
 
     @cached_property
     def q0(self) -> np.ndarray:
