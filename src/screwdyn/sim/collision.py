@@ -1104,8 +1104,7 @@ def _cylinder_features(xp, b, a, w, e1, e2, c, overlap):
     def newton(_, st):  # one Newton step towards d . x'(s) = d . y'(t) = 0, d = x(s) - y(t)
         s, u = st  # a's rim angle, b's rim point's radial (its angle t, as a unit vector)
         x, dx = rim_a(s)
-        v = np.array([0.0, 0.0, 1.0]) * 1.0
-        du = xp.cross(v + 0.0 * u, u)               # the radial turned by 90 degrees about z
+        du = xp.cross(like(z, s) + 0.0 * u, u)      # the radial turned by 90 degrees about z
         y = np.reshape(centres_b, (1, 4, 3)) + b.radius * u
         dy = b.radius * du
         d = x - y
@@ -1449,9 +1448,9 @@ def contact_count(a: Geometry, b: Geometry) -> int:
 
 def axis_slot(a: Geometry, b: Geometry) -> Optional[int]:
     """The slot of the pair (a, b) that is its axis of least overlap (two polytopes, a cylinder
-    and a polytope or a cylinder: the last; its depth is how far the two must move apart, its point the
-    middle of the overlap), or None where every slot is a point of one surface inside the
-    other."""
+    and a polytope or a cylinder: the last; its depth is how far the two must move apart, its
+    point the middle of the overlap), or None where every slot is a point of one surface
+    inside the other."""
     kinds = {getattr(a, "kind", None), getattr(b, "kind", None)}
     if kinds <= {"box", "convex", "cylinder"} and kinds != {"box"}:
         return contact_count(a, b) - 1

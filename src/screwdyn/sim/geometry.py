@@ -13,8 +13,9 @@ URDF ``<collision>`` elements are read from the file (``<origin>`` and ``<geomet
 ``<capsule>`` as some URDFs write it is read too); MJCF geoms come from MuJoCo's compiled model
 (``geom_pos``, ``geom_quat``, ``geom_size``; geoms with ``contype`` and ``conaffinity`` both 0
 collide with nothing and are skipped, as MuJoCo does, and so are planes and geoms of the world
-body: ``CollisionGeometry.floors`` and ``world`` list them). Meshes (and MJCF ellipsoids and height fields) have no points here: they are skipped with
-a ``UserWarning`` naming their links; declare points on those links instead.
+body: ``CollisionGeometry.floors`` and ``world`` list them). Meshes (and MJCF ellipsoids and
+height fields) have no points here: they are skipped with a ``UserWarning`` naming their links;
+declare points on those links instead.
 """
 import os
 import warnings
