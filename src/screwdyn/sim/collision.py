@@ -798,6 +798,14 @@ def _sublevel_ends(xp, sdf_of, x0, u, t, L, level):
     return [loop(xp, _ROUNDS, round_, (t, t * 0.0 + far), indexed=False)[0] for far in (-L, L)]
 
 
+def _rim(xp, t, e1, e2):
+    """cos t e1 + sin t e2: a rim's radial directions at the angles t (N, ...) for its axes e1,
+    e2 (N, 3): (N, ..., 3)."""
+    shape = (e1.shape[0],) + (1,) * (t.ndim - 1) + (3,)
+    return (xp.cos(t)[..., None] * xp.reshape(e1, shape)
+            + xp.sin(t)[..., None] * xp.reshape(e2, shape))
+
+
 def _on_circle(xp, sdf_of, c, e1, e2, r):
     """The angle t of least signed distance ``sdf_of`` on the circle c + r (cos t e1 + sin t e2)
     (local points of the solid; c, e1, e2 (N, 3)): 9 samples over the whole circle, then
@@ -806,9 +814,7 @@ def _on_circle(xp, sdf_of, c, e1, e2, r):
     t = xp.zeros_like(c[..., 0])
 
     def f(ts):
-        x = (c[..., None, :] + r * (xp.cos(ts)[..., None] * e1[..., None, :]
-                                    + xp.sin(ts)[..., None] * e2[..., None, :]))
-        return sdf_of(xp, x)[0]
+        return sdf_of(xp, c[..., None, :] + r * _rim(xp, ts, e1, e2))[0]
 
     return _search(xp, f, t, t + np.pi)
 
@@ -861,7 +867,7 @@ def _cylinder_into(xp, a, Ra, pa, b, Rb, pb, flip=False):
         t0 = _on_circle(xp, sdf_of, c, e1, e2, r)
         for k in range(4):
             angle = t0 + k * (np.pi / 2)
-            points.append(c + r * (xp.cos(angle)[..., None] * e1 + xp.sin(angle)[..., None] * e2))
+            points.append(c + r * _rim(xp, angle, e1, e2))
     world = _to_world(xp, Rb, pb, xp.stack(points, axis=1))          # (N, 11, 3) from b's frame
     p, n, d = _points_into(xp, world, Rb, pb, b, flip)
     ends = world[:, 1:3]
@@ -1012,14 +1018,6 @@ def _across(xp, rho, axis, line):
     tangent is along the line."""
     n = _dot(xp, rho, line)[..., None] * axis - _dot(xp, axis, line)[..., None] * rho
     return _unit(xp, n, rho)[0]
-
-
-def _rim(xp, t, e1, e2):
-    """cos t e1 + sin t e2: a rim's radial directions at the angles t (N, ...) for its axes e1,
-    e2 (N, 3): (N, ..., 3)."""
-    shape = (e1.shape[0],) + (1,) * (t.ndim - 1) + (3,)
-    return (xp.cos(t)[..., None] * xp.reshape(e1, shape)
-            + xp.sin(t)[..., None] * xp.reshape(e2, shape))
 
 
 def _polytope_features(xp, b, a, w, e1, e2, c, overlap):
