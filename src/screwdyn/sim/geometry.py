@@ -134,6 +134,24 @@ class CollisionShape:
 
 
 @dataclass(frozen=True)
+class Floor:
+    """An MJCF plane of the world facing up (+z): a floor or a table top. ``name`` the geom's
+    name (or ``geom{id}``), ``height`` (m) its z, ``contype``, ``conaffinity`` MuJoCo's
+    collision bit masks."""
+
+    name: str
+    height: float
+    contype: int
+    conaffinity: int
+
+
+def masks_collide(a: tuple, b: tuple) -> bool:
+    """Whether two geoms with these (contype, conaffinity) bit masks collide: MuJoCo's rule,
+    a's contype against b's conaffinity or b's contype against a's conaffinity."""
+    return bool(a[0] & b[1] or b[0] & a[1])
+
+
+@dataclass(frozen=True)
 class CollisionMesh:
     """One mesh collision element of a model's file: on link ``link``, at ``rotation`` (3, 3)
     and ``translation`` (3,) (m) in the link's frame, ``name`` ('' if none), ``contype`` and
@@ -176,8 +194,8 @@ class CollisionGeometry:
     ellipsoids and height fields), ``meshes`` (the mesh elements, ``CollisionMesh``s, in file
     order), ``excluded`` (pairs of body names whose contact the file excludes: MJCF
     ``<contact><exclude>``; URDF none), ``source`` (the file), ``format`` ('urdf' or
-    'mjcf'), ``floors`` ((geom name, height (m), contype, conaffinity) of each MJCF plane of the
-    world facing up, +z: a floor or a table top), ``world`` ((geom name, kind) of the world's
+    'mjcf'), ``floors`` (a ``Floor`` for each MJCF plane of the world facing up, +z: a floor or
+    a table top), ``world`` ((geom name, kind) of the world's
     other geoms that collide: tilted planes (walls), shapes fixed to the world)."""
 
     shapes: tuple
@@ -340,8 +358,8 @@ def _mjcf_shapes(source):
     """The geoms of MuJoCo's compiled model, as (body link, kind, size, R, p, name, contype,
     conaffinity); the skipped ones as (link, kind); the pairs of body names that
     ``<contact><exclude>`` excludes; the ``CollisionMesh`` of every mesh geom (its vertices as
-    MuJoCo compiled them, in the geom's frame); the world's planes facing up as (name, height,
-    contype, conaffinity); the world's other colliding geoms as (name, kind)."""
+    MuJoCo compiled them, in the geom's frame); the world's planes facing up (``Floor``s); the
+    world's other colliding geoms as (name, kind)."""
     try:
         import mujoco
     except ImportError:
@@ -362,7 +380,7 @@ def _mjcf_shapes(source):
             label = mujoco.mj_id2name(m, obj.mjOBJ_GEOM, g) or f"geom{g}"
             up = _quat_matrix(m.geom_quat[g])[:, 2]
             if kind == int(geom.mjGEOM_PLANE) and body == 0 and up[2] > 1.0 - 1e-12:
-                floors.append((label, float(m.geom_pos[g][2])) + bits)
+                floors.append(Floor(label, float(m.geom_pos[g][2]), *bits))
             elif any(bits):
                 world.append((label, "plane" if kind == int(geom.mjGEOM_PLANE)
                               else kinds.get(kind, ignored.get(kind, f"type {kind}"))))

@@ -38,6 +38,7 @@ from ..model.meshes import first_line
 from . import collision
 from .checks import positive
 from .contact_solver import RigidContact, SolvedContact, runs
+from .geometry import masks_collide
 
 #: scenes whose native program is larger than this (``ShapeContactModel.native_size``: per
 #: candidate contact point, the degrees of freedom that move it) warn at ``build`` that they
@@ -118,7 +119,7 @@ class Scene:
         self._excluded = set()  # frozensets of two shape names that never touch
         self._excluded_links = set()  # frozensets of two link names whose shapes never touch
         self._constraints, self._tendons, self._couple = [], [], False
-        self._floor = None  # (geom name, height, contype, conaffinity): an MJCF file's floor
+        self._floor = None  # an MJCF file's floor (geometry.Floor), in the scene
 
     def add_object(self, name, shape, mass, position=(0.0, 0.0, 0.0),
                    quaternion=(0.0, 0.0, 0.0, 1.0), inertia=None):
@@ -266,35 +267,35 @@ class Scene:
             T_q = np.asarray(forward_kinematics(model, q))
         for i, (a, link_a, bits_a) in enumerate(added):
             for j, (b, link_b, bits_b) in enumerate(added[i + 1:], i + 1):
-                if (not self_collision or not (bits_a[0] & bits_b[1] or bits_b[0] & bits_a[1])
+                if (not self_collision or not masks_collide(bits_a, bits_b)
                         or frozenset((link_a, link_b)) in pairs
                         or _overlap(model, T_q, found[i], found[j])):
                     self._excluded.add(frozenset((a, b)))
         if floor is not None:  # the file's floor is the ground: its contype/conaffinity hold
             self._floor = floor
-            for a, _, (contype, conaffinity) in added:
-                if not (contype & floor[3] or floor[2] & conaffinity):
+            for a, _, bits in added:
+                if not masks_collide(bits, (floor.contype, floor.conaffinity)):
                     self._excluded.add(frozenset((a, "ground")))
         self._excluded_links.update(p for p in pairs if len(p) == 2)
         self._robots.append((model, prefix, q))
         return names
 
     def _file_floor(self, geometry, T, where):
-        """The floor an MJCF file declares, in the scene: (geom name, height (m), contype,
-        conaffinity) of its first world plane facing up that collides (the first of them if
-        none does), carried by the robot's placement ``T``; None without one (a URDF file).
+        """The floor an MJCF file declares, in the scene: the ``Floor`` of its first world plane
+        facing up that collides (the first of them if none does), raised by the robot's
+        placement ``T``; None without one (a URDF file).
         Warns naming the world's geoms that are not modelled (walls, shapes fixed to the world,
         other floors); ``ModelError`` when another file put the floor at another height."""
         R_T, p_T = T
         floors = list(geometry.floors)
-        colliding = [f for f in floors if any(f[2:])]
+        colliding = [f for f in floors if f.contype or f.conaffinity]
         chosen = (colliding or floors or [None])[0]
-        others = list(geometry.world) + [(f[0], "plane") for f in colliding if f is not chosen]
+        others = list(geometry.world) + [(f.name, "plane") for f in colliding if f is not chosen]
         floor = None
         if chosen is not None and R_T[2, 2] > 1.0 - 1e-12:  # still facing up
-            floor = (chosen[0], float(chosen[1] + p_T[2])) + tuple(chosen[2:])
+            floor = replace(chosen, height=float(chosen.height + p_T[2]))
         elif chosen is not None:
-            others.append((chosen[0], "plane"))
+            others.append((chosen.name, "plane"))
         if others:
             names = ", ".join(f"{name} ({kind})" for name, kind in others[:6])
             warnings.warn(f"{where}: {len(others)} geom(s) of the world of {geometry.source} "
@@ -302,10 +303,11 @@ class Scene:
                           "(the scene's world has one floor, the ground: add walls and "
                           "shapes fixed to the world with add_shape('world', collision.box("
                           "...)))", UserWarning, stacklevel=3)
-        if floor is not None and self._floor is not None and floor[1] != self._floor[1]:
-            raise ModelError(f"{where}: the floor of {geometry.source} ({floor[0]!r}) is at "
-                             f"z = {floor[1]:g} m, the scene's ({self._floor[0]!r}) at "
-                             f"z = {self._floor[1]:g} m: one ground for both; move the robot "
+        if (floor is not None and self._floor is not None
+                and floor.height != self._floor.height):
+            raise ModelError(f"{where}: the floor of {geometry.source} ({floor.name!r}) is at "
+                             f"z = {floor.height:g} m, the scene's ({self._floor.name!r}) at "
+                             f"z = {self._floor.height:g} m: one ground for both; move the robot "
                              "(position=) or take its shapes only (links=)")
         return floor
 
@@ -383,7 +385,7 @@ class Scene:
         ``add_robot`` (its world plane facing up, e.g. gymnasium's pusher table at -0.325 m),
         else 0. ``contact`` is None, with a ``UserWarning``, when no pair can touch."""
         if height is None:
-            height = self._floor[1] if self._floor is not None else 0.0
+            height = self._floor.height if self._floor is not None else 0.0
         model = self.builder.build(mimic="couple" if self._couple else "independent")
         if self._constraints or self._tendons:
             model = model.with_constraints(*self._constraints, tendons=self._tendons)
