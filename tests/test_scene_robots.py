@@ -380,15 +380,22 @@ def _depth(T, a, link_a, b, link_b):
     return float(np.max(collision.collide(np, a.shape, poses[0], b.shape, poses[1])[2]))
 
 
+def _at_qpos0(path):
+    """MuJoCo's compiled model of the file and its data after mj_forward at qpos0."""
+    mujoco = pytest.importorskip("mujoco")
+    m = mujoco.MjModel.from_xml_path(path)
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)
+    return m, d
+
+
 def test_an_mjcf_robot_starts_where_its_file_places_it():
     """dm_control's humanoid with the default q starts at MuJoCo's qpos0 (the torso at its
     height in the file, mj_forward's xpos), its feet above the ground: no "inside the ground"
     warning, which q = neutral (the torso at the origin) gives."""
     mujoco = pytest.importorskip("mujoco")
     path = _dm_control("humanoid")
-    m = mujoco.MjModel.from_xml_path(path)
-    d = mujoco.MjData(m)
-    mujoco.mj_forward(m, d)
+    m, d = _at_qpos0(path)
     torso = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, "torso")
     assert d.xpos[torso][2] > 1.0
     robot = sd.load_mjcf(path)
@@ -433,9 +440,7 @@ def test_an_mjcf_files_floor_is_the_ground():
     named (cartpole's rails). Two files whose floors differ: refused, nothing added."""
     mujoco = pytest.importorskip("mujoco")
     path = _gymnasium("pusher")
-    m = mujoco.MjModel.from_xml_path(path)
-    d = mujoco.MjData(m)
-    mujoco.mj_forward(m, d)
+    m, d = _at_qpos0(path)
     table = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_GEOM, "table")
     on_table = [-c.dist for c in d.contact[:d.ncon] if table in (c.geom1, c.geom2)]
     assert on_table
@@ -461,9 +466,7 @@ def test_an_mjcf_files_floor_is_the_ground():
 
     # a floor nothing touches: MuJoCo finds no contact, and neither does the scene
     path = _gymnasium("inverted_double_pendulum")
-    m = mujoco.MjModel.from_xml_path(path)
-    d = mujoco.MjData(m)
-    mujoco.mj_forward(m, d)
+    m, d = _at_qpos0(path)
     assert d.ncon == 0
     pendulum = sd.Scene("pendulum")
     with pytest.warns(UserWarning, match=r"rail \(capsule\)"):  # a shape fixed to the world
