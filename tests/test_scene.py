@@ -295,7 +295,8 @@ def test_stack_of_three_boxes_stands_still_for_ten_seconds():
 
 def test_bad_scenes_are_refused():
     scene = sd.Scene("bad")
-    with pytest.raises(ValueError, match="collision.sphere, capsule, box, cylinder or convex"):
+    with pytest.raises(ValueError,
+                       match="collision.sphere, capsule, box, cylinder, convex or plane"):
         scene.add_shape("world", "a box")
     with pytest.raises(ValueError, match="quaternion"):
         scene.add_object("b", collision.box((0.1, 0.1, 0.1)), 1.0, quaternion=(0, 0, 0, 0))

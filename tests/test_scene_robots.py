@@ -436,8 +436,8 @@ def test_an_mjcf_files_floor_is_the_ground():
     the table, dist ~ 0): 0.3 s run with no "inside the ground" warning (at z = 0 the object
     started 32.5 cm inside it and the run diverged). The floor's contype/conaffinity hold:
     inverted_double_pendulum's (contype 0, conaffinity 1) touches none of its geoms (contype 0;
-    MuJoCo: no contact), so build warns and returns no contact. The world's other geoms are
-    named (cartpole's rails). Two files whose floors differ: refused, nothing added."""
+    MuJoCo: no contact), so build warns and returns no contact (its rail, a shape of the world,
+    touches nothing either). Two files whose floors differ: refused, nothing added."""
     mujoco = pytest.importorskip("mujoco")
     path = _gymnasium("pusher")
     m, d = _at_qpos0(path)
@@ -469,8 +469,7 @@ def test_an_mjcf_files_floor_is_the_ground():
     m, d = _at_qpos0(path)
     assert d.ncon == 0
     pendulum = sd.Scene("pendulum")
-    with pytest.warns(UserWarning, match=r"rail \(capsule\)"):  # a shape fixed to the world
-        pendulum.add_robot(sd.load_mjcf(path))
+    assert "world/rail" in pendulum.add_robot(sd.load_mjcf(path))  # a shape fixed to the world
     with pytest.warns(UserWarning, match="no two shapes can touch"):
         model, contact, q0 = pendulum.build()
     assert contact is None
@@ -480,9 +479,97 @@ def test_an_mjcf_files_floor_is_the_ground():
 
     # dm_control's floor (z = 0) and the pusher's table: one ground, refused before any change
     cartpole = sd.Scene("two floors")
-    with pytest.warns(UserWarning, match=r"rail1 \(capsule\), rail2 \(capsule\)"):
-        cartpole.add_robot(sd.load_mjcf(_dm_control("cartpole")))
+    added = cartpole.add_robot(sd.load_mjcf(_dm_control("cartpole")))
+    assert {"world/rail1", "world/rail2"} <= set(added)
     shapes = list(cartpole.shapes)
     with pytest.raises(sd.ModelError, match=r"table.*-0\.325 m.*floor.*-0\.05 m.*position="):
         cartpole.add_robot(robot, prefix="pusher/")
     assert cartpole.shapes == shapes and not cartpole.builder.has_link("pusher/world")
+
+
+_ROOM = """<mujoco model="room">
+  <option timestep="0.001"/>
+  <worldbody>
+    <geom name="floor" type="plane" size="2 2 .1"/>
+    <geom name="wall" type="plane" pos="0.5 0 0" zaxis="-1 0 0" size="1 1 .1"/>
+    <geom name="table" type="box" pos="-0.5 0 0.2" size="0.2 0.2 0.2"/>
+    <geom name="rail" type="capsule" fromto="0 -0.5 0.05 0 0.5 0.05" size="0.05"/>
+    <body name="ball" pos="0.2 0 0.1"><freejoint/><geom name="ball" size="0.1" mass="1"/></body>
+    <body name="cube" pos="-0.5 0 0.5">
+      <freejoint/><geom name="cube" type="box" size="0.05 0.05 0.05" mass="1"/>
+    </body>
+  </worldbody>
+</mujoco>"""
+
+
+def test_an_mjcf_files_world_geoms_are_shapes_fixed_to_the_world(tmp_path):
+    """The geoms of an MJCF file's world other than its floor are shapes fixed to the scene's
+    world, as in MuJoCo: its walls (planes not facing up, ``collision.plane()``), its rails and
+    tables (primitives). dm_control's point mass pushed into two of its four walls: the depths
+    equal MuJoCo's (its contact flag turned on), and the walls stay with self_collision=False
+    (they are not the robot's self). A room (a wall, a box table, a capsule rail; a ball and a
+    cube on free joints) run 1 s beside mj_step at the same dt: the ball sent at the wall at
+    1 m/s stops at it (its farthest x 0.4 m plus the contact's give, within 1 mm of MuJoCo's)
+    and the cube dropped on the table rests on its top. Placed at position=, the walls move
+    with the world. A plane on a link that moves: ModelError."""
+    mujoco = pytest.importorskip("mujoco")
+    path = _dm_control("point_mass")
+    m, d = _at_qpos0(path)
+    m.opt.disableflags = 0  # the file turns contact off
+    d.qpos[:] = (-0.295, 0.293)
+    mujoco.mj_forward(m, d)
+    walls = {}
+    for c in d.contact[:d.ncon]:
+        for g in (c.geom1, c.geom2):
+            name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_GEOM, g)
+            if name.startswith("wall"):
+                walls[name] = -c.dist
+    assert walls == pytest.approx({"wall_x": 0.005, "wall_neg_y": 0.003}, abs=1e-12)
+    robot = sd.load_mjcf(path)
+    for self_collision in (True, False):
+        scene = sd.Scene("point mass")
+        added = scene.add_robot(robot, self_collision=self_collision)
+        assert {f"world/{w}" for w in ("wall_x", "wall_y", "wall_neg_x", "wall_neg_y")} <= \
+            set(added)
+        model, contact, q0 = scene.build()
+        resolved, depth = _depths(contact, model, np.array([-0.295, 0.293]))
+        ours = {}
+        for k, label in enumerate(resolved.labels):
+            other = label.split("|")[1].split("#")[0]
+            if other.startswith("world/wall") and depth[0, k] > 0:
+                ours[other[len("world/"):]] = depth[0, k]
+        assert ours == pytest.approx(walls, abs=1e-12)
+
+    room = tmp_path / "room.xml"
+    room.write_text(_ROOM)
+    m = mujoco.MjModel.from_xml_path(str(room))
+    d = mujoco.MjData(m)
+    d.qvel[0] = 1.0  # the ball at 1 m/s towards the wall
+    farthest = []
+    while d.time < 1.0 - 1e-9:
+        mujoco.mj_step(m, d)
+        farthest.append(d.qpos[0])
+    scene = sd.Scene("room")
+    added = scene.add_robot(sd.load_mjcf(str(room)))
+    assert {"world/wall", "world/table", "world/rail"} <= set(added)
+    model, contact, q0 = scene.build(mu=0.5)
+    v0 = np.zeros(model.nv)
+    v0[0] = 1.0
+    traj = sd.simulate(model, q0, v0, None, t_final=1.0, dt=1e-3, contact=contact,
+                       integrator="semi_implicit_euler")
+    assert 0.4 < traj.q[:, 0].max() < 0.4 + 0.01
+    assert abs(traj.q[:, 0].max() - max(farthest)) < 1e-3
+    assert abs(traj.q[-1, 9] - 0.45) < 1e-4 and abs(d.qpos[9] - 0.45) < 5e-4  # on the table
+    assert np.abs(traj.q[-1, 7:9] - (-0.5, 0.0)).max() < 1e-6
+
+    moved = sd.Scene("moved room")
+    moved.add_robot(sd.load_mjcf(str(room)), position=(1.0, 0.0, 0.0))
+    wall = next(s for s in moved.shapes if s.name == "world/wall")
+    assert wall.translation == pytest.approx((1.5, 0.0, 0.0))
+    assert np.reshape(wall.rotation, (3, 3))[:, 2] == pytest.approx((-1.0, 0.0, 0.0))
+
+    bad = sd.Scene("moving wall")
+    bad.add_object("box", collision.box((0.1, 0.1, 0.1)), mass=1.0, position=(0, 0, 0.1))
+    bad.add_shape("box", collision.plane(), name="wall")
+    with pytest.raises(sd.ModelError, match="plane 'wall' is on 'box', a link that moves"):
+        bad.build()

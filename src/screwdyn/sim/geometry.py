@@ -12,10 +12,11 @@ geometry of the file the model was loaded from (``model.source``) gives them:
 URDF ``<collision>`` elements are read from the file (``<origin>`` and ``<geometry>``; a
 ``<capsule>`` as some URDFs write it is read too); MJCF geoms come from MuJoCo's compiled model
 (``geom_pos``, ``geom_quat``, ``geom_size``; geoms with ``contype`` and ``conaffinity`` both 0
-collide with nothing and are skipped, as MuJoCo does, and so are planes and geoms of the world
-body: ``CollisionGeometry.floors`` and ``world`` list them). Meshes (and MJCF ellipsoids and
-height fields) have no points here: they are skipped with a ``UserWarning`` naming their links;
-declare points on those links instead.
+collide with nothing and are skipped, as MuJoCo does; the world body's geoms are shapes of the
+link ``"world"``, which carries no contact points, its planes facing up are
+``CollisionGeometry.floors``). Meshes (and MJCF ellipsoids and height fields) have no points
+here: they are skipped with a ``UserWarning`` naming their links; declare points on those links
+instead.
 """
 import os
 import warnings
@@ -117,8 +118,9 @@ def _declared(model, points):
 @dataclass(frozen=True)
 class CollisionShape:
     """One primitive collision element of a model's file: on link ``link`` (a name of the file,
-    the model's link name), ``kind`` ('sphere', 'capsule', 'box' or 'cylinder'), ``size`` (m:
-    sphere (r,), capsule and cylinder (r, half-length along z), box half-extents (3,)), at
+    the model's link name), ``kind`` ('sphere', 'capsule', 'box', 'cylinder', or 'plane': an
+    MJCF plane of the world, a wall, the half-space z <= 0 of its frame), ``size`` (m: sphere
+    (r,), capsule and cylinder (r, half-length along z), box half-extents (3,), plane ()), at
     ``rotation`` (3, 3) and ``translation`` (3,) (m) in the link's frame; ``name`` the element's
     name in the file ('' if none); ``contype``, ``conaffinity``: MuJoCo's collision bit masks
     (URDF: 1, 1)."""
@@ -195,8 +197,8 @@ class CollisionGeometry:
     order), ``excluded`` (pairs of body names whose contact the file excludes: MJCF
     ``<contact><exclude>``; URDF none), ``source`` (the file), ``format`` ('urdf' or
     'mjcf'), ``floors`` (a ``Floor`` for each MJCF plane of the world facing up, +z: a floor or
-    a table top), ``world`` ((geom name, kind) of the world's
-    other geoms that collide: tilted planes (walls), shapes fixed to the world)."""
+    a table top; the world's other geoms are shapes, meshes and skipped elements of the link
+    ``"world"``: its walls are planes)."""
 
     shapes: tuple
     skipped: tuple
@@ -205,7 +207,6 @@ class CollisionGeometry:
     format: str
     meshes: tuple = ()
     floors: tuple = ()
-    world: tuple = ()
 
 
 def collision_geometry(model, hint=NO_GEOMETRY_HINT):
@@ -224,19 +225,18 @@ def collision_geometry(model, hint=NO_GEOMETRY_HINT):
 
     with open(source, "rb") as f:
         root = parse_xml(f.read(), source)
-    floors, world = (), ()
+    floors = ()
     if root.tag == "robot":
         shapes, skipped, meshes = _urdf_shapes(root, source)
         excluded, kind = (), "urdf"
     elif root.tag == "mujoco":
-        shapes, skipped, excluded, meshes, floors, world = _mjcf_shapes(source)
+        shapes, skipped, excluded, meshes, floors = _mjcf_shapes(source)
         kind = "mjcf"
     else:
         raise ModelError(f"{source}: cannot read collision geometry from a <{root.tag}> file; "
                          + hint)
     return CollisionGeometry(tuple(CollisionShape(*s) for s in shapes), tuple(skipped),
-                             tuple(excluded), source, kind, tuple(meshes), tuple(floors),
-                             tuple(world))
+                             tuple(excluded), source, kind, tuple(meshes), tuple(floors))
 
 
 def _from_source(model, rim_points):
@@ -249,9 +249,13 @@ def _from_source(model, rim_points):
             link = model.link_index(link_name)
         except ModelError:
             continue  # a link the model does not keep (never happens for files it loaded)
+        if model.links[link].body < 0:
+            continue  # fixed to the world (an MJCF world's geoms, its walls): no points
         for k, (center, radius) in enumerate(_shape_points(kind, size, rim_points)):
             label = f"{link_name} {kind}" + ("" if kind == "sphere" else f" point {k}")
             out.append((link, R @ center + p, radius, label))
+    skipped = [(name, kind) for name, kind in skipped if name in model.link_names
+               and model.links[model.link_index(name)].body >= 0]
     if skipped:
         links = sorted({name for name, _ in skipped})
         kinds = sorted({kind for _, kind in skipped})
@@ -356,10 +360,11 @@ def _positive(element, attribute, where, allow_zero=False):
 
 def _mjcf_shapes(source):
     """The geoms of MuJoCo's compiled model, as (body link, kind, size, R, p, name, contype,
-    conaffinity); the skipped ones as (link, kind); the pairs of body names that
+    conaffinity), the world body's (link ``"world"``) included, planes (only in bodies fixed
+    to the world, as MuJoCo requires) as kind 'plane' but for the world's planes facing up; the
+    skipped ones as (link, kind); the pairs of body names that
     ``<contact><exclude>`` excludes; the ``CollisionMesh`` of every mesh geom (its vertices as
-    MuJoCo compiled them, in the geom's frame); the world's planes facing up (``Floor``s); the
-    world's other colliding geoms as (name, kind)."""
+    MuJoCo compiled them, in the geom's frame); the world's planes facing up (``Floor``s)."""
     try:
         import mujoco
     except ImportError:
@@ -368,24 +373,20 @@ def _mjcf_shapes(source):
     m = mujoco.MjModel.from_xml_path(source)
     obj, geom = mujoco.mjtObj, mujoco.mjtGeom
     kinds = {int(geom.mjGEOM_SPHERE): "sphere", int(geom.mjGEOM_CAPSULE): "capsule",
-             int(geom.mjGEOM_BOX): "box", int(geom.mjGEOM_CYLINDER): "cylinder"}
+             int(geom.mjGEOM_BOX): "box", int(geom.mjGEOM_CYLINDER): "cylinder",
+             int(geom.mjGEOM_PLANE): "plane"}
     ignored = {int(geom.mjGEOM_MESH): "mesh", int(geom.mjGEOM_ELLIPSOID): "ellipsoid",
                int(geom.mjGEOM_HFIELD): "height field", int(geom.mjGEOM_SDF): "sdf"}
-    shapes, skipped, meshes, floors, world = [], [], [], [], []
+    shapes, skipped, meshes, floors = [], [], [], []
     for g in range(m.ngeom):
-        body = int(m.geom_bodyid[g])
-        kind = int(m.geom_type[g])
-        if body == 0 or kind == int(geom.mjGEOM_PLANE):
-            bits = (int(m.geom_contype[g]), int(m.geom_conaffinity[g]))
-            label = mujoco.mj_id2name(m, obj.mjOBJ_GEOM, g) or f"geom{g}"
-            up = _quat_matrix(m.geom_quat[g])[:, 2]
-            if kind == int(geom.mjGEOM_PLANE) and body == 0 and up[2] > 1.0 - 1e-12:
-                floors.append(Floor(label, float(m.geom_pos[g][2]), *bits))
-            elif any(bits):
-                world.append((label, "plane" if kind == int(geom.mjGEOM_PLANE)
-                              else kinds.get(kind, ignored.get(kind, f"type {kind}"))))
+        body, kind = int(m.geom_bodyid[g]), int(m.geom_type[g])
+        bits = (int(m.geom_contype[g]), int(m.geom_conaffinity[g]))
+        label = mujoco.mj_id2name(m, obj.mjOBJ_GEOM, g) or ""
+        R, p = _quat_matrix(m.geom_quat[g]), np.array(m.geom_pos[g], dtype=float)
+        if kind == int(geom.mjGEOM_PLANE) and body == 0 and R[2, 2] > 1.0 - 1e-12:
+            floors.append(Floor(label or f"geom{g}", float(p[2]), *bits))
             continue
-        if m.geom_contype[g] == 0 and m.geom_conaffinity[g] == 0:
+        if not any(bits):
             continue
         name = mujoco.mj_id2name(m, obj.mjOBJ_BODY, body) or f"body{body}"
         if kind not in kinds:
@@ -394,23 +395,18 @@ def _mjcf_shapes(source):
                 mesh = int(m.geom_dataid[g])
                 start, count = int(m.mesh_vertadr[mesh]), int(m.mesh_vertnum[mesh])
                 meshes.append(CollisionMesh(
-                    name, _quat_matrix(m.geom_quat[g]), np.array(m.geom_pos[g], dtype=float),
-                    mujoco.mj_id2name(m, obj.mjOBJ_GEOM, g) or "",
-                    mujoco.mj_id2name(m, obj.mjOBJ_MESH, mesh) or f"mesh{mesh}",
+                    name, R, p, label, mujoco.mj_id2name(m, obj.mjOBJ_MESH, mesh) or f"mesh{mesh}",
                     vertices=np.array(m.mesh_vert[start:start + count], dtype=float),
-                    contype=int(m.geom_contype[g]), conaffinity=int(m.geom_conaffinity[g])))
+                    contype=bits[0], conaffinity=bits[1]))
             continue
-        size = np.array(m.geom_size[g], dtype=float)
-        shapes.append((name, kinds[kind], size, _quat_matrix(m.geom_quat[g]),
-                       np.array(m.geom_pos[g], dtype=float),
-                       mujoco.mj_id2name(m, obj.mjOBJ_GEOM, g) or "",
-                       int(m.geom_contype[g]), int(m.geom_conaffinity[g])))
+        size = np.array(m.geom_size[g], dtype=float) if kinds[kind] != "plane" else np.zeros(0)
+        shapes.append((name, kinds[kind], size, R, p, label, *bits))
     excluded = []
     for signature in np.asarray(m.exclude_signature, dtype=np.int64).ravel():
         pair = (int(signature) >> 16, int(signature) & 0xFFFF)
         excluded.append(tuple(mujoco.mj_id2name(m, obj.mjOBJ_BODY, b) or f"body{b}"
                               for b in pair))
-    return shapes, skipped, excluded, meshes, floors, world
+    return shapes, skipped, excluded, meshes, floors
 
 
 def _quat_matrix(wxyz):

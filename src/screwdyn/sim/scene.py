@@ -11,10 +11,11 @@ every pair of shapes and with the ground, solved as ``RigidContact`` solves the 
 A ``Scene`` holds a ``ModelBuilder`` (``scene.builder``, its root link ``"world"``): a robot is
 built into it with ``add_link``/``add_joint`` (fixed to the world, or on a free joint), objects
 with ``add_object`` (a link on a free joint, its inertia that of a solid shape of its mass), and
-collision shapes (``screwdyn.sim.collision``: sphere, capsule, box, cylinder) are attached to any
-link with ``add_shape``; a loaded robot (URDF, MJCF) comes in with the collision shapes of its
-own file with ``add_robot``. ``build`` returns the Model, the contact settings
-(``ShapeContact``) and the initial configuration.
+collision shapes (``screwdyn.sim.collision``: sphere, capsule, box, cylinder, convex; a plane,
+a wall, on the world or a link fixed to it) are attached to any link with ``add_shape``; a
+loaded robot (URDF, MJCF) comes in with the collision shapes of its own file (an MJCF file's
+world too: its floor, walls, rails, tables) with ``add_robot``. ``build`` returns the Model,
+the contact settings (``ShapeContact``) and the initial configuration.
 
 The pairs that can touch: every two shapes on different rigid bodies, except a body and its
 parent in the tree joined by a joint that is not free (the usual adjacent-link filter: a link's
@@ -138,11 +139,15 @@ class Scene:
 
     def add_shape(self, link, shape, xyz=(0.0, 0.0, 0.0), rotation=None, name=None):
         """The collision ``shape`` on ``link`` at ``xyz`` (m) and ``rotation`` (3x3) in the
-        link's frame."""
+        link's frame. A ``collision.plane()`` (the half-space z <= 0 of its frame: a wall, a
+        tilted floor) only on a link that does not move (``"world"``, or one welded to it;
+        ``ModelError`` at ``build`` otherwise): ``add_shape("world", collision.plane(),
+        xyz=(1, 0, 0), rotation=R)`` with R's third column (-1, 0, 0) is the wall x <= 1 m
+        facing -x."""
         if not isinstance(shape, (collision.Sphere, collision.Capsule, collision.Box,
-                                  collision.Cylinder, collision.Convex)):
-            raise ValueError(f"a shape is a collision.sphere, capsule, box, cylinder or convex, "
-                             f"got {shape!r}")
+                                  collision.Cylinder, collision.Convex, collision.Plane)):
+            raise ValueError(f"a shape is a collision.sphere, capsule, box, cylinder, convex or "
+                             f"plane, got {shape!r}")
         R = np.eye(3) if rotation is None else np.asarray(rotation, dtype=float).reshape(3, 3)
         name = name or f"{link}/{type(shape).__name__.lower()}{len(self.shapes)}"
         self.shapes.append(Shape(name, link, shape, tuple(R.ravel().tolist()),
@@ -164,11 +169,15 @@ class Scene:
         e.g. ``q=model.reference_configurations["home"]`` for a keyframe). Its root frame sits at
         ``position`` (m) and ``quaternion`` (x, y, z, w) in the world: a fixed base is welded
         there, a floating base's q (its free joint) is measured from there. A root link named
-        ``"world"`` (every MJCF model) is the scene's world, and an MJCF file's floor (the
-        first plane of its world facing up that collides) is the scene's ground: ``build``'s
-        default ``height``, its contype/conaffinity holding against the robot's geoms; the
-        world's other geoms (walls, shapes fixed to the world) are not modelled, and a
-        ``UserWarning`` names them. ``ModelError`` when another file put the floor at another
+        ``"world"`` (every MJCF model) is the scene's world (moved to ``position``), and an MJCF
+        file's floor (the first plane of its world facing up that collides) is the scene's
+        ground: ``build``'s default ``height``, its contype/conaffinity holding against the
+        robot's geoms. The world's other geoms are shapes fixed to the world, as MuJoCo has
+        them: its walls (its other planes: ``collision.plane()``), its rails and tables
+        (primitives; a mesh is its hull, coarsened to ``mesh_corners``, unless ``meshes`` is
+        ``"skip"``: a capsule around a table would swallow what stands on it). They are not
+        the robot: ``self_collision=False`` keeps them, and they touch what they overlap at
+        ``q``, as in MuJoCo. ``ModelError`` when another file put the floor at another
         height.
 
         Shapes (``shapes=True``): the primitive collision geometry of ``model.source``
@@ -242,7 +251,11 @@ class Scene:
         found, excluded, floor = [], (), None
         if shapes:  # read first: a bad file changes nothing
             found, excluded, geometry = _robot_shapes(model, links, where, meshes, mesh_corners)
-            floor = self._file_floor(geometry, T, where)
+            floor, planes = self._file_floor(geometry, T, where)
+            if links is None or model.root_link in links:  # the file's other floors: planes
+                found += [(model.root_link, collision.plane(), np.eye(3),
+                           np.array([0.0, 0.0, f.height]), f.name, (f.contype, f.conaffinity),
+                           False) for f in planes]
         pairs = set()
         for names, what in ((exclude, "exclude"), (_srdf_pairs(srdf) if srdf else (), srdf),
                             (excluded, f"{model.source} <exclude>")):
@@ -255,25 +268,30 @@ class Scene:
                 pairs.add(frozenset(x if x == "ground" else prefix + x for x in (a, b)))
         self._graft(model, prefix, T, where)
         added = []
+        world = model.root_link if model.root_link == "world" else None  # the file's world
         for link, shape, R, p, label, bits, _ in found:
             name = f"{prefix}{link}/{label}"
+            if prefix + link == "world":  # the scene's world: the file's world at T
+                R, p = T[0] @ R, T[0] @ p + T[1]
             self.add_shape(prefix + link, shape, xyz=p, rotation=R, name=name)
-            added.append((name, prefix + link, bits))
+            added.append((name, prefix + link, bits, link == world))
         names = [a[0] for a in added]
         T_q = None
-        if self_collision and len(found) > 1:  # the links' poses at q
+        if len(found) > 1:  # the links' poses at q
             from ..dynamics import forward_kinematics
 
             T_q = np.asarray(forward_kinematics(model, q))
-        for i, (a, link_a, bits_a) in enumerate(added):
-            for j, (b, link_b, bits_b) in enumerate(added[i + 1:], i + 1):
-                if (not self_collision or not masks_collide(bits_a, bits_b)
+        for i, (a, link_a, bits_a, world_a) in enumerate(added):
+            for j, (b, link_b, bits_b, world_b) in enumerate(added[i + 1:], i + 1):
+                environment = world_a or world_b  # the file's world: as MuJoCo, overlap or not
+                if ((not self_collision and not environment)
+                        or not masks_collide(bits_a, bits_b)
                         or frozenset((link_a, link_b)) in pairs
-                        or _overlap(model, T_q, found[i], found[j])):
+                        or (not environment and _overlap(model, T_q, found[i], found[j]))):
                     self._excluded.add(frozenset((a, b)))
         if floor is not None:  # the file's floor is the ground: its contype/conaffinity hold
             self._floor = floor
-            for a, _, bits in added:
+            for a, _, bits, _ in added:
                 if not masks_collide(bits, (floor.contype, floor.conaffinity)):
                     self._excluded.add(frozenset((a, "ground")))
         self._excluded_links.update(p for p in pairs if len(p) == 2)
@@ -281,35 +299,29 @@ class Scene:
         return names
 
     def _file_floor(self, geometry, T, where):
-        """The floor an MJCF file declares, in the scene: the ``Floor`` of its first world plane
-        facing up that collides (the first of them if none does), raised by the robot's
-        placement ``T``; None without one (a URDF file).
-        Warns naming the world's geoms that are not modelled (walls, shapes fixed to the world,
-        other floors); ``ModelError`` when another file put the floor at another height."""
+        """(floor, planes): the floor an MJCF file declares, in the scene (the ``Floor`` of its
+        first world plane facing up that collides, the first of them if none does, raised by
+        the robot's placement ``T``; None without one: a URDF file, or a placement that tilts
+        it), and the file's other floors that collide (``Floor``s in the file's world: planes
+        fixed to the world, as its walls). ``ModelError`` when another file put the floor at
+        another height."""
         R_T, p_T = T
         floors = list(geometry.floors)
         colliding = [f for f in floors if f.contype or f.conaffinity]
         chosen = (colliding or floors or [None])[0]
-        others = list(geometry.world) + [(f.name, "plane") for f in colliding if f is not chosen]
+        planes = [f for f in colliding if f is not chosen]
         floor = None
         if chosen is not None and R_T[2, 2] > 1.0 - 1e-12:  # still facing up
             floor = replace(chosen, height=float(chosen.height + p_T[2]))
-        elif chosen is not None:
-            others.append((chosen.name, "plane"))
-        if others:
-            names = ", ".join(f"{name} ({kind})" for name, kind in others[:6])
-            warnings.warn(f"{where}: {len(others)} geom(s) of the world of {geometry.source} "
-                          f"are not modelled: {names}{', ...' if len(others) > 6 else ''} "
-                          "(the scene's world has one floor, the ground: add walls and "
-                          "shapes fixed to the world with add_shape('world', collision.box("
-                          "...)))", UserWarning, stacklevel=3)
+        elif chosen in colliding:
+            planes.insert(0, chosen)
         if (floor is not None and self._floor is not None
                 and floor.height != self._floor.height):
             raise ModelError(f"{where}: the floor of {geometry.source} ({floor.name!r}) is at "
                              f"z = {floor.height:g} m, the scene's ({self._floor.name!r}) at "
                              f"z = {self._floor.height:g} m: one ground for both; move the robot "
                              "(position=) or take its shapes only (links=)")
-        return floor
+        return floor, planes
 
     def _graft(self, model, prefix, T, where):
         """Copy ``model``'s tree into the builder (see ``add_robot``)."""
@@ -466,7 +478,8 @@ def _placement(position, quaternion, where):
 _KINDS = {"sphere": lambda s: collision.sphere(s[0]),
           "capsule": lambda s: collision.capsule(s[0], s[1]),
           "box": lambda s: collision.box(s[:3]),
-          "cylinder": lambda s: collision.cylinder(s[0], s[1])}
+          "cylinder": lambda s: collision.cylinder(s[0], s[1]),
+          "plane": lambda s: collision.plane()}
 
 
 def _robot_shapes(model, links, where, meshes="capsule", corners=24):
@@ -493,8 +506,10 @@ def _robot_shapes(model, links, where, meshes="capsule", corners=24):
     if meshes != "skip":
         for m in geometry.meshes:
             if m.link in model.link_names and (wanted is None or m.link in wanted):
+                world = m.link == model.root_link == "world"  # a table: its hull, not a capsule
                 try:
-                    from_meshes.append((m, _mesh_shape(m.points(), meshes, corners)))
+                    from_meshes.append((m, _mesh_shape(m.points(), "hull" if world else meshes,
+                                                       corners)))
                 except (OSError, ValueError, ImportError) as e:
                     unread.append(f"{m.link} ({m.file}: {first_line(e)})")
     if unread:
@@ -539,8 +554,10 @@ _MESH_MODES = ("capsule", "hull", "skip")
 def _overlap(model, T, a, b):
     """Whether two of a robot's shapes (``_robot_shapes``'s entries) on two links overlap where
     its links are at poses T (nlinks, 4, 4)."""
+    if isinstance(a[1], collision.Plane):
+        a, b = b, a
     (link_a, shape_a, Ra, pa, *_), (link_b, shape_b, Rb, pb, *_) = a, b
-    if link_a == link_b:
+    if link_a == link_b or isinstance(shape_a, collision.Plane):
         return False
     poses = [_world_pose(np, T[None, model.link_index(link)], R, p)
              for link, R, p in ((link_a, Ra, pa), (link_b, Rb, pb))]
@@ -651,12 +668,18 @@ class ShapeContactModel(SolvedContact):
         shapes = []
         for s in settings.shapes:
             shapes.append((s, model.link_index(s.link)))  # ModelError for a missing link
+            if isinstance(s.shape, collision.Plane) and model.links[shapes[-1][1]].body >= 0:
+                raise ModelError(f"ShapeContact on model {model.name!r}: the plane {s.name!r} is "
+                                 f"on {s.link!r}, a link that moves; a plane is infinite: put "
+                                 "it on the world or a link welded to it (a box for a moving "
+                                 "wall)")
         exclude = settings.exclude
         self.pairs = []  # (shape a, link a, shape b or None (the ground), link b or -1)
         for i, (a, la) in enumerate(shapes):
             for b, lb in shapes[i + 1:]:
                 if self._may_touch(la, lb) and frozenset((a.name, b.name)) not in exclude:
-                    self.pairs.append((a, la, b, lb))
+                    plane_first = isinstance(a.shape, collision.Plane)  # a plane goes second
+                    self.pairs.append((b, lb, a, la) if plane_first else (a, la, b, lb))
             if (settings.ground and model.links[la].body >= 0  # a fixed shape: no contact
                     and frozenset((a.name, "ground")) not in exclude):
                 self.pairs.append((a, la, None, -1))
@@ -770,6 +793,8 @@ class ShapeContactModel(SolvedContact):
             if b is None:
                 continue
             for x, lx, y, ly in ((a, la, b, lb), (b, lb, a, la)):
+                if isinstance(x.shape, collision.Plane):
+                    continue  # a plane has no centre
                 R, origin = self._pose(np, T, x, lx)
                 c = origin + np.einsum("nij,j->ni", R, _centre(x.shape))
                 inside = collision.collide(np, centre, (R, c), y.shape,
