@@ -573,3 +573,37 @@ def test_an_mjcf_files_world_geoms_are_shapes_fixed_to_the_world(tmp_path):
     bad.add_shape("box", collision.plane(), name="wall")
     with pytest.raises(sd.ModelError, match="plane 'wall' is on 'box', a link that moves"):
         bad.build()
+
+
+def test_an_mjcf_world_without_a_floor_has_no_ground():
+    """gymnasium's inverted pendulum has no floor (its file comments it out), and its cart sits
+    at z = 0: MuJoCo has no ground there, and neither has the scene by default (a warning says
+    so; at z = 0 the cart would start 10 cm inside one, and the run diverged at step 0). No pair
+    can touch (its geoms have contype 0), as in MuJoCo (ncon 0 all along): 0.5 s from the pole
+    at 0.1 rad, RK4 at 1 ms, equal mj_step's to 1e-9 (joint damping read, as MuJoCo has it).
+    ground=True puts the plane back."""
+    mujoco = pytest.importorskip("mujoco")
+    path = _gymnasium("inverted_pendulum")
+    m, d = _at_qpos0(path)
+    m.opt.timestep = 1e-3
+    d.qpos[1] = 0.1
+    contacts = 0
+    while d.time < 0.5 - 1e-9:
+        mujoco.mj_step(m, d)
+        contacts += d.ncon
+    assert contacts == 0
+    robot = sd.load_mjcf(path, joint_damping=True)
+    scene = sd.Scene("pendulum")
+    scene.add_robot(robot)
+    with pytest.warns(UserWarning, match="no ground: the world of inverted_pendulum.xml has no "
+                                         "floor"):
+        with pytest.warns(UserWarning, match="no two shapes can touch"):
+            model, contact, q0 = scene.build()
+    assert contact is None
+    q0[1] = 0.1
+    traj = sd.simulate(model, q0, t_final=0.5, dt=1e-3, contact=contact, integrator="rk4")
+    assert np.abs(traj.q[-1] - d.qpos).max() < 1e-9
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        contact = scene.build(ground=True)[1]
+    assert contact.ground and any("|ground#" in label for label in contact.resolve(model).labels)

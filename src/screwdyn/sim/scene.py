@@ -27,6 +27,7 @@ names; and every moving shape with the ground plane (``ground=True``, the plane 
 every evaluation; the solver (``contact_solver``) is the ground's, with the candidates' rows:
 the relative velocity of the two bodies' material points along the normal and two tangents.
 """
+import os
 import warnings
 from dataclasses import dataclass, fields, replace
 from functools import cached_property
@@ -121,6 +122,7 @@ class Scene:
         self._excluded_links = set()  # frozensets of two link names whose shapes never touch
         self._constraints, self._tendons, self._couple = [], [], False
         self._floor = None  # an MJCF file's floor (geometry.Floor), in the scene
+        self._floorless = []  # the MJCF files added whose world has no floor
 
     def add_object(self, name, shape, mass, position=(0.0, 0.0, 0.0),
                    quaternion=(0.0, 0.0, 0.0, 1.0), inertia=None):
@@ -252,6 +254,8 @@ class Scene:
         if shapes:  # read first: a bad file changes nothing
             found, excluded, geometry = _robot_shapes(model, links, where, meshes, mesh_corners)
             floor, planes = self._file_floor(geometry, T, where)
+            if geometry.format == "mjcf" and not geometry.floors:
+                self._floorless.append(os.path.basename(geometry.source))
             if links is None or model.root_link in links:  # the file's other floors: planes
                 found += [(model.root_link, collision.plane(), np.eye(3),
                            np.array([0.0, 0.0, f.height]), f.name, (f.contype, f.conaffinity),
@@ -387,7 +391,7 @@ class Scene:
         self._constraints += [_renamed(c, prefix) for c in model.constraints]
         self._tendons += [_renamed(t, prefix) for t in model.tendons]
 
-    def build(self, mu=0.8, ground=True, height=None, **solver):
+    def build(self, mu=0.8, ground=None, height=None, **solver):
         """(model, contact, q0): the Model (the builder's, fixed base at the world), the
         contact settings (a ``ShapeContact``; ``mu``, ``ground``, ``height`` and the solver's
         ``RigidContact`` options: ``timeconst``, ``dampratio``, ``restitution``,
@@ -395,9 +399,20 @@ class Scene:
         objects at their poses, the robots at their ``q``, every other joint at zero).
         ``height`` (m): the ground plane's z; default the floor of an MJCF file added with
         ``add_robot`` (its world plane facing up, e.g. gymnasium's pusher table at -0.325 m),
-        else 0. ``contact`` is None, with a ``UserWarning``, when no pair can touch."""
+        else 0. ``ground``: whether that plane takes part; default yes, unless the scene's
+        robots come from MJCF files whose worlds have no floor (gymnasium's inverted pendulum:
+        MuJoCo has no ground there, and at z = 0 its cart would start 10 cm inside one), which
+        a ``UserWarning`` says (``ground=True`` adds it). ``contact`` is None, with a
+        ``UserWarning``, when no pair can touch."""
         if height is None:
             height = self._floor.height if self._floor is not None else 0.0
+        if ground is None:
+            ground = self._floor is not None or not self._floorless
+            if not ground:
+                warnings.warn(f"scene {self.builder.name!r}: no ground: the world of "
+                              f"{', '.join(self._floorless)} has no floor, as in MuJoCo "
+                              "(build(ground=True) adds the plane z = height)", UserWarning,
+                              stacklevel=2)
         model = self.builder.build(mimic="couple" if self._couple else "independent")
         if self._constraints or self._tendons:
             model = model.with_constraints(*self._constraints, tendons=self._tendons)
