@@ -607,3 +607,22 @@ def test_an_mjcf_world_without_a_floor_has_no_ground():
         warnings.simplefilter("ignore")
         contact = scene.build(ground=True)[1]
     assert contact.ground and any("|ground#" in label for label in contact.resolve(model).labels)
+
+
+def test_an_mjcf_file_whose_geoms_collide_with_nothing_goes_in_without_shapes():
+    """gymnasium's swimmer: every geom has contype = conaffinity = 0 (its floor too), so MuJoCo
+    finds no contact; in a scene it comes in with no shape and a warning saying why (it was a
+    ModelError, "no collision element"), and build returns no contact. Asked for the shapes of
+    given links (links=), it stays a ModelError: there are none."""
+    mujoco = pytest.importorskip("mujoco")
+    path = _gymnasium("swimmer")
+    m, d = _at_qpos0(path)
+    assert not (np.any(m.geom_contype) or np.any(m.geom_conaffinity))
+    scene = sd.Scene("swimmer")
+    with pytest.warns(UserWarning, match="no geom of .*swimmer.xml collides"):
+        assert scene.add_robot(sd.load_mjcf(path)) == []
+    with pytest.warns(UserWarning, match="no two shapes can touch"):
+        model, contact, q0 = scene.build()
+    assert contact is None and model.nv == m.nv
+    with pytest.raises(sd.ModelError, match="swimmer.xml has no collision element on links"):
+        sd.Scene("swimmer").add_robot(sd.load_mjcf(path), links=["torso"])

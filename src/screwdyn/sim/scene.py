@@ -228,7 +228,8 @@ class Scene:
 
         Errors: ``ModelError`` when the model has no file (built in code, loaded from a
         string; use ``shapes=False`` and ``add_shape``), when its file (or ``links``) gives no
-        shape; ``ValueError`` for a ``meshes`` not named above or ``mesh_corners`` not an int
+        shape (but an MJCF file whose geoms all have contype = conaffinity = 0 says nothing
+        collides, as gymnasium's swimmer: a ``UserWarning``, and no shape); ``ValueError`` for a ``meshes`` not named above or ``mesh_corners`` not an int
         >= 4; when a link or joint name is already in the scene (give ``prefix``),
         or when a link of ``links``/``exclude``/``srdf`` is not the robot's.
 
@@ -531,7 +532,12 @@ def _robot_shapes(model, links, where, meshes="capsule", corners=24):
         warnings.warn(f"{where}: {len(unread)} collision mesh(es) of {geometry.source} cannot "
                       f"be used and are ignored: {'; '.join(unread[:4])}"
                       f"{'; ...' if len(unread) > 4 else ''}", UserWarning, stacklevel=3)
-    if not keep and not from_meshes:
+    if not keep and not from_meshes and geometry.format == "mjcf" and links is None \
+            and not skipped and not unread:  # the file says: nothing collides
+        warnings.warn(f"{where}: no geom of {geometry.source} collides (their contype and "
+                      "conaffinity are 0): the robot has no shapes and touches nothing, as in "
+                      "MuJoCo", UserWarning, stacklevel=3)
+    elif not keep and not from_meshes:
         kinds = " or ".join(sorted({k for _, k in skipped}))
         what = (f"{len(skipped)} collision element(s), all {kinds}" if skipped
                 else "no collision element" + (" that can be used" if unread else ""))
