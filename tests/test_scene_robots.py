@@ -199,7 +199,8 @@ def test_pendulum_comes_to_rest_on_a_box():
     scene = sd.Scene("pendulum_on_box")
     with warnings.catch_warnings():
         warnings.simplefilter("error")  # every pair has a narrow phase (its cylinder too)
-        scene.add_robot(pendulum, q=[0.6], exclude=[("pole", "ground")])
+        with pytest.warns(UserWarning, match="turns contact off"):  # not against the box
+            scene.add_robot(pendulum, q=[0.6], exclude=[("pole", "ground")])
         scene.add_object("box", collision.box((0.1, 0.1, 0.1)), mass=2.0,
                          position=(0.4, 0, 0.1))
         model, contact, q0 = scene.build(mu=0.0)
@@ -479,7 +480,8 @@ def test_an_mjcf_files_floor_is_the_ground():
 
     # dm_control's floor (z = 0) and the pusher's table: one ground, refused before any change
     cartpole = sd.Scene("two floors")
-    added = cartpole.add_robot(sd.load_mjcf(_dm_control("cartpole")))
+    with pytest.warns(UserWarning, match="turns contact off"):
+        added = cartpole.add_robot(sd.load_mjcf(_dm_control("cartpole")))
     assert {"world/rail1", "world/rail2"} <= set(added)
     shapes = list(cartpole.shapes)
     with pytest.raises(sd.ModelError, match=r"table.*-0\.325 m.*floor.*-0\.05 m.*position="):
@@ -505,40 +507,57 @@ _ROOM = """<mujoco model="room">
 def test_an_mjcf_files_world_geoms_are_shapes_fixed_to_the_world(tmp_path):
     """The geoms of an MJCF file's world other than its floor are shapes fixed to the scene's
     world, as in MuJoCo: its walls (planes not facing up, ``collision.plane()``), its rails and
-    tables (primitives). dm_control's point mass pushed into two of its four walls: the depths
-    equal MuJoCo's (its contact flag turned on), and the walls stay with self_collision=False
-    (they are not the robot's self). A room (a wall, a box table, a capsule rail; a ball and a
-    cube on free joints) run 1 s beside mj_step at the same dt: the ball sent at the wall at
-    1 m/s stops at it (its farthest x 0.4 m plus the contact's give, within 1 mm of MuJoCo's)
-    and the cube dropped on the table rests on its top. Placed at position=, the walls move
-    with the world. A plane on a link that moves: ModelError."""
+    tables (primitives). dm_control's quadruped with its back feet pushed into the ramp of its
+    arena (wall_px, tilted 45 degrees): the depths of every pair with a wall equal MuJoCo's,
+    and the walls stay with self_collision=False (they are not the robot's self). dm_control's
+    point mass turns contact off: its geoms touch neither each other nor its walls (MuJoCo:
+    nothing), but a ball the scene adds touches them. A room (a wall, a box table, a capsule
+    rail; a ball and a cube on free joints) run 1 s beside mj_step at the same dt: the ball
+    sent at the wall at 1 m/s stops at it (its farthest x 0.4 m plus the contact's give, within
+    1 mm of MuJoCo's) and the cube dropped on the table rests on its top. Placed at position=,
+    the walls move with the world. A plane on a link that moves: ModelError."""
     mujoco = pytest.importorskip("mujoco")
-    path = _dm_control("point_mass")
+    path = _dm_control("quadruped")
     m, d = _at_qpos0(path)
-    m.opt.disableflags = 0  # the file turns contact off
-    d.qpos[:] = (-0.295, 0.293)
+    d.qpos[0] = -14.9  # the back feet 15 to 33 cm inside the ramp at x + z < -15
     mujoco.mj_forward(m, d)
     walls = {}
     for c in d.contact[:d.ncon]:
-        for g in (c.geom1, c.geom2):
-            name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_GEOM, g)
-            if name.startswith("wall"):
-                walls[name] = -c.dist
-    assert walls == pytest.approx({"wall_x": 0.005, "wall_neg_y": 0.003}, abs=1e-12)
-    robot = sd.load_mjcf(path)
-    for self_collision in (True, False):
-        scene = sd.Scene("point mass")
-        added = scene.add_robot(robot, self_collision=self_collision)
-        assert {f"world/{w}" for w in ("wall_x", "wall_y", "wall_neg_x", "wall_neg_y")} <= \
-            set(added)
-        model, contact, q0 = scene.build()
-        resolved, depth = _depths(contact, model, np.array([-0.295, 0.293]))
-        ours = {}
-        for k, label in enumerate(resolved.labels):
-            other = label.split("|")[1].split("#")[0]
-            if other.startswith("world/wall") and depth[0, k] > 0:
-                ours[other[len("world/"):]] = depth[0, k]
-        assert ours == pytest.approx(walls, abs=1e-12)
+        names = [mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_GEOM, g) for g in (c.geom1, c.geom2)]
+        wall, other = names if names[0].startswith("wall") else names[::-1]
+        if wall.startswith("wall"):
+            walls[wall, other] = max(walls.get((wall, other), -1.0), -c.dist)
+    assert len(walls) == 6 and min(walls.values()) > 0.1
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # its ellipsoids and its height field are skipped
+        robot = sd.load_mjcf(path)
+        for self_collision in (True, False):
+            scene = sd.Scene("quadruped")
+            added = scene.add_robot(robot, self_collision=self_collision)
+            assert {f"world/wall_{w}" for w in ("px", "py", "nx", "ny")} <= set(added)
+            model, contact, q0 = scene.build()
+            q0[0] = -14.9
+            resolved, depth = _depths(contact, model, q0)
+            ours = {}
+            for k, label in enumerate(resolved.labels):
+                a, b = label.split("#")[0].split("|")
+                if b.startswith("world/wall") and depth[0, k] > 0:
+                    key = (b[len("world/"):], a.split("/")[1])
+                    ours[key] = max(ours.get(key, -1.0), depth[0, k])
+            assert ours.keys() == walls.keys()
+            assert ours == pytest.approx(walls, abs=1e-12)
+
+    scene = sd.Scene("point mass")
+    with pytest.warns(UserWarning, match="point_mass.xml turns contact off"):
+        added = scene.add_robot(sd.load_mjcf(_dm_control("point_mass")))
+    assert "world/wall_x" in added and "pointmass/pointmass" in added
+    scene.add_object("ball", collision.sphere(0.05), mass=0.1, position=(-0.27, 0.1, 0.05))
+    model, contact, q0 = scene.build()
+    pairs = {frozenset((a.name, b.name if b else "ground")) for a, _, b, _ in
+             contact.resolve(model).pairs}
+    assert all("ball" in pair for pair in pairs)  # the point mass touches only the ball
+    assert {frozenset(("ball", "world/wall_x")), frozenset(("ball", "pointmass/pointmass")),
+            frozenset(("ball", "ground"))} <= pairs
 
     room = tmp_path / "room.xml"
     room.write_text(_ROOM)

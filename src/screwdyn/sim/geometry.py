@@ -198,7 +198,9 @@ class CollisionGeometry:
     ``<contact><exclude>``; URDF none), ``source`` (the file), ``format`` ('urdf' or
     'mjcf'), ``floors`` (a ``Floor`` for each MJCF plane of the world facing up, +z: a floor or
     a table top; the world's other geoms are shapes, meshes and skipped elements of the link
-    ``"world"``: its walls are planes)."""
+    ``"world"``: its walls are planes), ``contact`` (False where an MJCF file turns contact
+    off, ``<option><flag contact="disable"/>`` or ``constraint="disable"``: in MuJoCo its geoms
+    touch nothing)."""
 
     shapes: tuple
     skipped: tuple
@@ -207,6 +209,7 @@ class CollisionGeometry:
     format: str
     meshes: tuple = ()
     floors: tuple = ()
+    contact: bool = True
 
 
 def collision_geometry(model, hint=NO_GEOMETRY_HINT):
@@ -225,18 +228,19 @@ def collision_geometry(model, hint=NO_GEOMETRY_HINT):
 
     with open(source, "rb") as f:
         root = parse_xml(f.read(), source)
-    floors = ()
+    floors, contact = (), True
     if root.tag == "robot":
         shapes, skipped, meshes = _urdf_shapes(root, source)
         excluded, kind = (), "urdf"
     elif root.tag == "mujoco":
-        shapes, skipped, excluded, meshes, floors = _mjcf_shapes(source)
+        shapes, skipped, excluded, meshes, floors, contact = _mjcf_shapes(source)
         kind = "mjcf"
     else:
         raise ModelError(f"{source}: cannot read collision geometry from a <{root.tag}> file; "
                          + hint)
     return CollisionGeometry(tuple(CollisionShape(*s) for s in shapes), tuple(skipped),
-                             tuple(excluded), source, kind, tuple(meshes), tuple(floors))
+                             tuple(excluded), source, kind, tuple(meshes), tuple(floors),
+                             contact)
 
 
 def _from_source(model, rim_points):
@@ -364,7 +368,8 @@ def _mjcf_shapes(source):
     to the world, as MuJoCo requires) as kind 'plane' but for the world's planes facing up; the
     skipped ones as (link, kind); the pairs of body names that
     ``<contact><exclude>`` excludes; the ``CollisionMesh`` of every mesh geom (its vertices as
-    MuJoCo compiled them, in the geom's frame); the world's planes facing up (``Floor``s)."""
+    MuJoCo compiled them, in the geom's frame); the world's planes facing up (``Floor``s);
+    whether the file's contact is on (its ``disableflags``)."""
     try:
         import mujoco
     except ImportError:
@@ -406,7 +411,8 @@ def _mjcf_shapes(source):
         pair = (int(signature) >> 16, int(signature) & 0xFFFF)
         excluded.append(tuple(mujoco.mj_id2name(m, obj.mjOBJ_BODY, b) or f"body{b}"
                               for b in pair))
-    return shapes, skipped, excluded, meshes, floors
+    off = mujoco.mjtDisableBit.mjDSBL_CONTACT | mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
+    return shapes, skipped, excluded, meshes, floors, not m.opt.disableflags & off
 
 
 def _quat_matrix(wxyz):

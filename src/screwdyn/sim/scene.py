@@ -179,8 +179,11 @@ class Scene:
         (primitives; a mesh is its hull, coarsened to ``mesh_corners``, unless ``meshes`` is
         ``"skip"``: a capsule around a table would swallow what stands on it). They are not
         the robot: ``self_collision=False`` keeps them, and they touch what they overlap at
-        ``q``, as in MuJoCo. ``ModelError`` when another file put the floor at another
-        height.
+        ``q``, as in MuJoCo. A file that turns contact off (``<option><flag
+        contact="disable"/>``, dm_control's cartpole, pendulum, point mass, reacher) keeps
+        MuJoCo's world without contact: its geoms touch neither each other nor its world
+        (floor, walls), with a ``UserWarning``; they touch the scene's objects and other
+        robots. ``ModelError`` when another file put the floor at another height.
 
         Shapes (``shapes=True``): the primitive collision geometry of ``model.source``
         (``sim.geometry.collision_geometry``: URDF ``<collision>`` box, sphere, cylinder,
@@ -261,6 +264,12 @@ class Scene:
                 found += [(model.root_link, collision.plane(), np.eye(3),
                            np.array([0.0, 0.0, f.height]), f.name, (f.contype, f.conaffinity),
                            False) for f in planes]
+        own = not shapes or geometry.contact  # False: the file turns its contact off
+        if not own:
+            warnings.warn(f"{where}: {model.source} turns contact off (<option><flag contact="
+                          "\"disable\"/> or constraint=): as in MuJoCo, its geoms touch neither "
+                          "each other nor its world (floor, walls); they touch what else the "
+                          "scene holds", UserWarning, stacklevel=2)
         pairs = set()
         for names, what in ((exclude, "exclude"), (_srdf_pairs(srdf) if srdf else (), srdf),
                             (excluded, f"{model.source} <exclude>")):
@@ -289,7 +298,7 @@ class Scene:
         for i, (a, link_a, bits_a, world_a) in enumerate(added):
             for j, (b, link_b, bits_b, world_b) in enumerate(added[i + 1:], i + 1):
                 environment = world_a or world_b  # the file's world: as MuJoCo, overlap or not
-                if ((not self_collision and not environment)
+                if (not own or (not self_collision and not environment)
                         or not masks_collide(bits_a, bits_b)
                         or frozenset((link_a, link_b)) in pairs
                         or (not environment and _overlap(model, T_q, found[i], found[j]))):
@@ -297,7 +306,7 @@ class Scene:
         if floor is not None:  # the file's floor is the ground: its contype/conaffinity hold
             self._floor = floor
             for a, _, bits, _ in added:
-                if not masks_collide(bits, (floor.contype, floor.conaffinity)):
+                if not own or not masks_collide(bits, (floor.contype, floor.conaffinity)):
                     self._excluded.add(frozenset((a, "ground")))
         self._excluded_links.update(p for p in pairs if len(p) == 2)
         self._robots.append((model, prefix, q))
