@@ -509,7 +509,8 @@ def test_an_mjcf_files_world_geoms_are_shapes_fixed_to_the_world(tmp_path):
     world, as in MuJoCo: its walls (planes not facing up, ``collision.plane()``), its rails and
     tables (primitives). dm_control's quadruped with its back feet pushed into the ramp of its
     arena (wall_px, tilted 45 degrees): the depths of every pair with a wall equal MuJoCo's,
-    and the walls stay with self_collision=False (they are not the robot's self). dm_control's
+    and the walls stay with self_collision=False (they are not the robot's self); world=False
+    leaves them out, the floor still the ground. dm_control's
     point mass turns contact off: its geoms touch neither each other nor its walls (MuJoCo:
     nothing), but a ball the scene adds touches them. A room (a wall, a box table, a capsule
     rail; a ball and a cube on free joints) run 1 s beside mj_step at the same dt: the ball
@@ -546,6 +547,10 @@ def test_an_mjcf_files_world_geoms_are_shapes_fixed_to_the_world(tmp_path):
                     ours[key] = max(ours.get(key, -1.0), depth[0, k])
             assert ours.keys() == walls.keys()
             assert ours == pytest.approx(walls, abs=1e-12)
+        bare = sd.Scene("quadruped without its arena")
+        kept = bare.add_robot(robot, world=False)  # no walls: 76 pairs fewer
+        assert kept == [name for name in added if not name.startswith("world/")]
+        assert bare.build()[1].solver.height == 0.0  # the floor is still the ground
 
     scene = sd.Scene("point mass")
     with pytest.warns(UserWarning, match="point_mass.xml turns contact off"):

@@ -158,7 +158,7 @@ class Scene:
     def add_robot(self, model, q=None, position=(0.0, 0.0, 0.0),
                   quaternion=(0.0, 0.0, 0.0, 1.0), prefix="", shapes=True, links=None,
                   self_collision=True, exclude=(), srdf=None, meshes="capsule",
-                  mesh_corners=24):
+                  mesh_corners=24, world=True):
         """Put a loaded robot (a ``Model`` from ``sd.load_urdf`` or ``sd.load_mjcf``) into the
         scene, with the collision shapes of its own file; returns the names of the shapes added.
 
@@ -179,7 +179,9 @@ class Scene:
         (primitives; a mesh is its hull, coarsened to ``mesh_corners``, unless ``meshes`` is
         ``"skip"``: a capsule around a table would swallow what stands on it). They are not
         the robot: ``self_collision=False`` keeps them, and they touch what they overlap at
-        ``q``, as in MuJoCo. A file that turns contact off (``<option><flag
+        ``q``, as in MuJoCo. ``world=False`` leaves them out (the floor stays the ground): each
+        is a pair with every moving shape, and dm_control's quadruped's four ramps, 15 m
+        away, add half to its scene's compile time and step. A file that turns contact off (``<option><flag
         contact="disable"/>``, dm_control's cartpole, pendulum, point mass, reacher) keeps
         MuJoCo's world without contact: its geoms touch neither each other nor its world
         (floor, walls), with a ``UserWarning``; they touch the scene's objects and other
@@ -254,22 +256,18 @@ class Scene:
         prefix = str(prefix)
         q = _robot_q(model, q, where)
         T = _placement(position, quaternion, where)
+        file_world = model.root_link if model.root_link == "world" else None  # its environment
         found, excluded, floor = [], (), None
         if shapes:  # read first: a bad file changes nothing
             found, excluded, geometry = _robot_shapes(model, links, where, meshes, mesh_corners)
             floor, planes = self._file_floor(geometry, T, where)
-            if geometry.format == "mjcf" and not geometry.floors:
-                self._floorless.append(os.path.basename(geometry.source))
             if links is None or model.root_link in links:  # the file's other floors: planes
                 found += [(model.root_link, collision.plane(), np.eye(3),
                            np.array([0.0, 0.0, f.height]), f.name, (f.contype, f.conaffinity),
                            False) for f in planes]
+            if not world:
+                found = [f for f in found if f[0] != file_world]
         own = not shapes or geometry.contact  # False: the file turns its contact off
-        if not own:
-            warnings.warn(f"{where}: {model.source} turns contact off (<option><flag contact="
-                          "\"disable\"/> or constraint=): as in MuJoCo, its geoms touch neither "
-                          "each other nor its world (floor, walls); they touch what else the "
-                          "scene holds", UserWarning, stacklevel=2)
         pairs = set()
         for names, what in ((exclude, "exclude"), (_srdf_pairs(srdf) if srdf else (), srdf),
                             (excluded, f"{model.source} <exclude>")):
@@ -282,13 +280,12 @@ class Scene:
                 pairs.add(frozenset(x if x == "ground" else prefix + x for x in (a, b)))
         self._graft(model, prefix, T, where)
         added = []
-        world = model.root_link if model.root_link == "world" else None  # the file's world
         for link, shape, R, p, label, bits, _ in found:
             name = f"{prefix}{link}/{label}"
             if prefix + link == "world":  # the scene's world: the file's world at T
                 R, p = T[0] @ R, T[0] @ p + T[1]
             self.add_shape(prefix + link, shape, xyz=p, rotation=R, name=name)
-            added.append((name, prefix + link, bits, link == world))
+            added.append((name, prefix + link, bits, link == file_world))
         names = [a[0] for a in added]
         T_q = None
         if len(found) > 1:  # the links' poses at q
@@ -303,6 +300,8 @@ class Scene:
                         or frozenset((link_a, link_b)) in pairs
                         or (not environment and _overlap(model, T_q, found[i], found[j]))):
                     self._excluded.add(frozenset((a, b)))
+        if shapes and geometry.format == "mjcf" and not geometry.floors:
+            self._floorless.append(os.path.basename(geometry.source))
         if floor is not None:  # the file's floor is the ground: its contype/conaffinity hold
             self._floor = floor
             for a, _, bits, _ in added:
@@ -310,6 +309,11 @@ class Scene:
                     self._excluded.add(frozenset((a, "ground")))
         self._excluded_links.update(p for p in pairs if len(p) == 2)
         self._robots.append((model, prefix, q))
+        if not own:
+            warnings.warn(f"{where}: {model.source} turns contact off (<option><flag contact="
+                          "\"disable\"/> or constraint=): as in MuJoCo, its geoms touch neither "
+                          "each other nor its world (floor, walls); they touch what else the "
+                          "scene holds", UserWarning, stacklevel=2)
         return names
 
     def _file_floor(self, geometry, T, where):
