@@ -306,3 +306,37 @@ def test_rigid_contact_from_the_command_line(pendulum_urdf, tmp_path, capsys):
     assert main(["simulate", pendulum_urdf, "--rigid-contact", "--contact-points", "bob",
                  "--contact-stiffness", "1e4"] + fast) == 2
     assert "--rigid-contact has none" in one_error_line(capsys.readouterr().err)
+
+
+_WALLED = """<mujoco model="walled">
+  <worldbody>
+    <geom name="floor" type="plane" size="2 2 .1"/>
+    <geom name="wall" type="plane" pos="0.5 0 0" zaxis="-1 0 0" size="1 1 .1"/>
+    <body name="ball" pos="0.2 0 0.1"><freejoint/><geom name="ball" size="0.1" mass="1"/></body>
+  </worldbody>
+</mujoco>"""
+
+
+def test_a_scene_from_the_command_line(tmp_path, capsys):
+    """--scene simulates the model with the contact between its file's collision shapes, as
+    sd.Scene does (its world's wall and floor included): a ball sent at 1 m/s (--qd0) at a
+    wall 0.3 m away stops at it, and the saved trajectory equals the Python API's run of the
+    same scene; the summary names the pairs. --scene with the ground's point contact options
+    is refused in one line."""
+    path = tmp_path / "walled.xml"
+    path.write_text(_WALLED)
+    out = tmp_path / "scene.npz"
+    assert main(["simulate", str(path), "--scene", "--mu", "0.5", "--duration", "0.6",
+                 "--qd0", "1", "0", "0", "0", "0", "0", "--quiet", "--out", str(out)]) == 0
+    assert "2 pairs of shapes (sd.Scene), rigid (solved)" in capsys.readouterr().out
+    traj = sd.Trajectory.load(out)
+    assert traj.meta["contact"]["pairs"] == ["ball/ball|world/wall", "ball/ball|ground"]
+    assert 0.4 < traj.q[:, 0].max() < 0.41  # the wall at 0.5 m, the ball's radius 0.1 m
+    scene = sd.Scene("walled")
+    scene.add_robot(sd.load_mjcf(str(path)))
+    model, contact, q0 = scene.build(mu=0.5)
+    api = sd.simulate(model, q0, np.eye(6)[0], None, 0.6, 1e-3, contact=contact)
+    np.testing.assert_array_equal(traj.q, api.q)
+    for extra in (["--contact"], ["--contact-points", "ball"], ["--rigid-contact"]):
+        assert main(["simulate", str(path), "--scene", "--quiet"] + extra) == 2
+        assert "--scene replaces it" in one_error_line(capsys.readouterr().err)

@@ -1,7 +1,7 @@
 """``screwdyn simulate``: run a simulation from the command line, save it, plot it, summarise it.
 
     screwdyn simulate MODEL --duration 5 --dt 1e-3 --controller gravity --out traj.npz \\
-        --plot traj.png [--animate traj.gif] [--contact --mu 0.8] [--joint-limits]
+        --plot traj.png [--animate traj.gif] [--contact --mu 0.8 | --scene] [--joint-limits]
 
 MODEL is a bundled robot name, a URDF file, an MJCF file or a DH table, loaded as by every
 screwdyn command (``--floating-base``, ``--joint-order``, ``--unsupported``). Every output is
@@ -72,6 +72,11 @@ def add_parser(subparsers):
                    help="solve the contact forces with the dynamics (sd.RigidContact: Coulomb "
                         "cones, stable at 1-2 ms steps) instead of the penalty spring "
                         "(implies --contact)")
+    p.add_argument("--scene", action="store_true",
+                   help="contact between the model's collision shapes, as sd.Scene: its links "
+                        "against each other and the ground, and an MJCF file's world (its "
+                        "floor is the ground; its walls and fixed shapes), forces solved with "
+                        "the dynamics (--mu; --contact-links: only those links' shapes)")
     p.add_argument("--joint-limits", action="store_true", help="enforce the joint limits")
     p.add_argument("--record-every", type=int, default=1, help="keep every k-th sample")
     p.add_argument("--out", help="save the trajectory (.npz or .csv)")
@@ -137,6 +142,12 @@ def ground_contact(args):
     from .sim import GroundContact, RigidContact
 
     rigid = getattr(args, "rigid_contact", False)
+    if getattr(args, "scene", False):
+        for name in ("contact", "rigid_contact", "contact_points", "contact_stiffness"):
+            if getattr(args, name, None):
+                raise ValueError(f"--{name.replace('_', '-')} is the ground contact of points; "
+                                 "--scene replaces it (the contact between collision shapes)")
+        return None
     if not (getattr(args, "contact", False) or getattr(args, "contact_points", None) or rigid):
         for name in ("contact_links", "contact_stiffness"):
             if getattr(args, name, None) is not None:
@@ -149,6 +160,17 @@ def ground_contact(args):
         return RigidContact(mu=args.mu, links=args.contact_links, points=args.contact_points)
     return GroundContact(mu=args.mu, links=args.contact_links, points=args.contact_points,
                          stiffness=args.contact_stiffness)
+
+
+def scene_of(args, model, q0):
+    """(model, contact, q0) of the model put into an ``sd.Scene`` at q0 with the collision
+    shapes of its file (--scene; --contact-links, --mu): ``Scene.build``'s, contact None
+    (a warning says why) when no pair can touch."""
+    from .sim import Scene
+
+    scene = Scene(model.name)
+    scene.add_robot(model, q=q0, links=args.contact_links)
+    return scene.build(mu=args.mu)
 
 
 def _vector(values, size, name, default):
@@ -237,8 +259,10 @@ def run(args):
         model = model.with_joint_parameters(damping=args.damping)
     q0 = _vector(args.q0, model.nq, "q0", np.array(model.q0))  # MJCF: qpos0, as MuJoCo starts
     qd0 = _vector(args.qd0, model.nv, "qd0", np.zeros(model.nv))
+    contact = ground_contact(args)  # the arguments checked first
+    if getattr(args, "scene", False):
+        model, contact, q0 = scene_of(args, model, q0)
     controller = make_controller(args, model)
-    contact = ground_contact(args)
     cache = None if getattr(args, "no_compile_cache", False) else enable_compile_cache()
     t0 = time.perf_counter()
     bar = _progress_bar(args)

@@ -22,7 +22,9 @@ def summary_lines(traj):
     lines.append(f"controller   {meta.get('controller')}")
     contact = meta.get("contact")
     if contact and contact.get("kind") == "rigid":
-        lines.append(f"contact      ground plane, rigid (solved), {contact['points']} contact "
+        what = (f"{len(contact['pairs'])} pairs of shapes (sd.Scene)" if "pairs" in contact
+                else "ground plane")
+        lines.append(f"contact      {what}, rigid (solved), {contact['points']} contact "
                      f"points, mu = {contact['mu']:g}, timeconst {contact['timeconst']:g} s, "
                      f"dampratio {contact['dampratio']:.3g}")
     elif contact:
