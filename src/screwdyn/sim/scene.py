@@ -76,10 +76,16 @@ def solid_inertia(shape, mass):
     if isinstance(shape, collision.Box):
         x, y, z = (2 * h for h in shape.half_sizes)
         return np.diag([y * y + z * z, x * x + z * z, x * x + y * y]) * mass / 12
-    if isinstance(shape, (collision.Cylinder, collision.Capsule)):
-        r, h = shape.radius, 2 * shape.half_length  # a capsule as its cylinder (close enough)
+    if isinstance(shape, collision.Cylinder):
+        r, h = shape.radius, 2 * shape.half_length
         side = mass * (3 * r * r + h * h) / 12
         return np.diag([side, side, 0.5 * mass * r * r])
+    if isinstance(shape, collision.Capsule):  # its cylinder and two half balls, one density
+        r, h = shape.radius, 2 * shape.half_length
+        m_c = mass * h / (h + 4.0 * r / 3.0)
+        m_s = mass - m_c  # the two half balls: one ball's mass
+        side = m_c * (h * h / 12 + r * r / 4) + m_s * (0.4 * r * r + h * h / 4 + 3 * h * r / 8)
+        return np.diag([side, side, (0.5 * m_c + 0.4 * m_s) * r * r])
     if isinstance(shape, collision.Convex):
         volume, _, second = _polyhedron(shape)
         return (np.trace(second) * np.eye(3) - second) * mass / volume
@@ -132,6 +138,9 @@ class Scene:
         of uniform density, and its inertia too unless ``inertia`` is given (3x3, kg m^2, about
         the centre of mass)."""
         positive(mass, f"Scene.add_object({name!r}) mass")
+        if isinstance(shape, collision.Plane):
+            raise ValueError(f"Scene.add_object({name!r}): a plane is infinite, not an object; "
+                             "a wall is add_shape('world', collision.plane(), xyz=, rotation=)")
         pose = _pose(position, quaternion, f"Scene.add_object({name!r})")  # checked first
         inertia = solid_inertia(shape, mass) if inertia is None else inertia
         self.builder.add_link(name, mass=mass, com=solid_centre(shape), inertia=inertia)
