@@ -311,3 +311,69 @@ def test_gravity_disabled_in_the_file_is_zero_gravity():
     xml = JOINTS.replace('<option gravity="0.3 -0.2 -9.7"/>',
                          '<option gravity="0 0 -9.81"><flag gravity="disable"/></option>')
     assert sd.from_mujoco(mujoco.MjModel.from_xml_string(xml)).gravity == (0.0, 0.0, 0.0)
+
+
+_SPRUNG = [p for p in MODELS if os.path.basename(p) in ("cheetah.xml", "humanoid.xml")]
+
+
+@pytest.mark.skipif(not _SPRUNG, reason="dm_control and gymnasium are not installed")
+@pytest.mark.parametrize("path", _SPRUNG, ids=[os.path.relpath(p, os.path.dirname(
+    os.path.dirname(os.path.dirname(p)))) for p in _SPRUNG])
+def test_joint_springs_simulate_like_mujocos(path):
+    """joint_springs=True reads MuJoCo's joint springs (stiffness, springref: dm_control's
+    cheetah has 6 of 60 to 240 N m/rad, the humanoids 14 to 19): a passive rollout from a
+    random state (no contact, limits or actuation), RK4 at 1 ms, equals mj_step's RK4 after
+    0.5 s to 1e-9 (rad, m), with MuJoCo's damping too (joint_damping=True), and its energy
+    balance holds with the springs' elastic energy; without them it is off by 0.1 or more.
+    By default the tendons are the file's, and so with springs disabled in the file."""
+    m = mujoco.MjModel.from_xml_path(path)
+    bit = mujoco.mjtDisableBit
+    m.opt.disableflags |= bit.mjDSBL_CONTACT | bit.mjDSBL_LIMIT | bit.mjDSBL_ACTUATION
+    m.opt.integrator, m.opt.timestep = mujoco.mjtIntegrator.mjINT_RK4, 1e-3
+    stiff = np.flatnonzero(m.jnt_stiffness)
+    assert len(stiff) >= 6
+    rng = np.random.default_rng(0)
+    qpos = m.qpos0 + 0.1 * rng.normal(size=m.nq)
+    qvel = rng.normal(size=m.nv)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sd.InertiaWarning)
+        files = sd.from_mujoco(m).tendons
+        model = sd.from_mujoco(m, joint_springs=True, joint_damping=True)
+    assert len(files) == m.ntendon and model.tendons[:m.ntendon] == files
+    names = [mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, j) for j in stiff]
+    springs = model.tendons[m.ntendon:]
+    assert [t.name for t in springs] == [f"spring:{n}" for n in names]
+    for t, j in zip(springs, stiff):
+        assert (t.joints, t.coefficients, t.stiffness, t.spring_length) == \
+            ((names[list(stiff).index(j)],), (1.0,), m.jnt_stiffness[j],
+             m.qpos_spring[m.jnt_qposadr[j]])
+    d = mujoco.MjData(m)
+    d.qpos[:], d.qvel[:] = qpos, qvel
+    mujoco.mj_normalizeQuat(m, d.qpos)  # the free joint's quaternion
+    qpos = d.qpos.copy()
+    for _ in range(500):
+        mujoco.mj_step(m, d)
+    traj = sd.simulate(model, qpos, qvel, None, t_final=0.5, dt=1e-3)
+    assert np.abs(traj.q[-1] - d.qpos).max() < 1e-9
+    assert np.max(traj.energy_drift()) < 1e-6 * np.max(traj.energy_scale())
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sd.InertiaWarning)
+        bare = sd.simulate(sd.from_mujoco(m, joint_damping=True), qpos, qvel, None,
+                           t_final=0.5, dt=1e-3)
+    assert np.abs(bare.q[-1] - d.qpos).max() > 0.1
+    m.opt.disableflags |= bit.mjDSBL_SPRING
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sd.InertiaWarning)
+        assert len(sd.from_mujoco(m, joint_springs=True).tendons) == m.ntendon
+
+
+def test_a_ball_joints_spring_is_refused():
+    """A ball joint's stiffness (a spring towards springref's orientation) is not modelled:
+    with joint_springs=True, a ModelError names the joint; unsupported="ignore" drops it."""
+    xml = """<mujoco><worldbody><body><joint name="shoulder" type="ball" stiffness="2"/>
+      <geom size="0.1" pos="0 0 -0.3" mass="1"/></body></worldbody></mujoco>"""
+    m = mujoco.MjModel.from_xml_string(xml)
+    with pytest.raises(sd.ModelError, match=r'<joint name="shoulder">: its stiffness \(2\) on '
+                                            r'a ball joint .* not modelled.*unsupported'):
+        sd.from_mujoco(m, joint_springs=True)
+    assert sd.from_mujoco(m, joint_springs=True, unsupported="ignore").tendons == ()

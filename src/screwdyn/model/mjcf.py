@@ -19,14 +19,15 @@ model keeps MuJoCo's ``qpos0`` (where the file places its bodies: a free body at
 ``quat``, hinges and slides at ``ref``) as ``model.q0`` and
 ``model.reference_configurations["qpos0"]``, and each ``<key>`` keyframe's ``qpos`` under its
 name (unnamed keys, and one named ``qpos0``: ``key0``, ``key1``, ... by its index), as
-Pinocchio's MJCF parser fills ``referenceConfigurations``. Every
-MuJoCo body is a link of the same name (``world`` is the root; unnamed bodies are ``body{id}``,
-unnamed joints ``joint{id}``); a body with several joints gets one massless link per extra joint
-(``{body}/{joint}``). Inertias are the bodies' (``body_mass``, ``body_ipos``, ``body_iquat``,
-``body_inertia``), gravity is ``opt.gravity`` (zero when the model disables it),
-``dof_armature`` is kept (``armature=True``, MuJoCo's mass matrix includes it), ``dof_damping``
-and ``dof_frictionloss`` on request; joint limits are hinge and slide ``range`` (when limited)
-and ``actuatorfrcrange`` (effort).
+Pinocchio's MJCF parser fills ``referenceConfigurations``. Every MuJoCo body is a link of the
+same name (``world`` is the root; unnamed bodies are ``body{id}``, unnamed joints
+``joint{id}``); a body with several joints gets one massless link per extra joint
+(``{body}/{joint}``). Inertias are
+the bodies' (``body_mass``, ``body_ipos``, ``body_iquat``, ``body_inertia``), gravity is
+``opt.gravity`` (zero when the model disables it), ``dof_armature`` is kept (``armature=True``,
+MuJoCo's mass matrix includes it), ``dof_damping``, ``dof_frictionloss`` and the joints' springs
+(``stiffness``, ``springref``) on request; joint limits are hinge and slide ``range`` (when
+limited) and ``actuatorfrcrange`` (effort).
 Fixed tendons and equality constraints are read onto the model (``Model.tendons``,
 ``Model.constraints``; ``screwdyn.constraints``), which ``constrained_forward_dynamics`` and the
 simulations enforce:
@@ -81,7 +82,8 @@ from .model import Model
 
 
 def load_mjcf(path: "str | os.PathLike", armature: bool = True, joint_damping: bool = False,
-              joint_friction: bool = False, unsupported: str = "error") -> Model:
+              joint_friction: bool = False, unsupported: str = "error",
+              joint_springs: bool = False) -> Model:
     """Compile the MJCF file ``path`` with MuJoCo and return the screwdyn Model, with its fixed
     tendons and active equality constraints (``from_mujoco``, the module docstring). A file
     MuJoCo rejects is a ``ModelError`` with MuJoCo's message; so is an element screwdyn does
@@ -96,12 +98,14 @@ def load_mjcf(path: "str | os.PathLike", armature: bool = True, joint_damping: b
     except ValueError as e:
         raise ModelError(f"{path}: MuJoCo cannot compile it: {e}") from None
     return from_mujoco(mj, name=None, armature=armature, joint_damping=joint_damping,
-                       joint_friction=joint_friction, unsupported=unsupported, source=path)
+                       joint_friction=joint_friction, unsupported=unsupported, source=path,
+                       joint_springs=joint_springs)
 
 
 def from_mujoco(mj_model: "mujoco.MjModel", name: "str | None" = None, armature: bool = True,
                 joint_damping: bool = False, joint_friction: bool = False,
-                unsupported: str = "error", source: str = "") -> Model:
+                unsupported: str = "error", source: str = "",
+                joint_springs: bool = False) -> Model:
     """A screwdyn Model of a compiled ``mujoco.MjModel`` (see the module docstring): its
     rigid-body tree, its fixed tendons (``model.tendons``) and the equality constraints active
     at load (``model.constraints``, ``eq_active0``; inactive ones are skipped), held as hard
@@ -112,6 +116,12 @@ def from_mujoco(mj_model: "mujoco.MjModel", name: "str | None" = None, armature:
         rigid-body dynamics, which ``mj_rne`` computes).
     joint_damping, joint_friction: read ``dof_damping`` (viscous) and ``dof_frictionloss``
         (Coulomb) into the model's joint forces.
+    joint_springs: read each hinge and slide joint's ``stiffness`` (MuJoCo's passive spring
+        -stiffness (q - springref)) as a one-joint fixed tendon ``"spring:{joint}"``
+        (coefficient 1, rest length ``qpos_spring``) that the simulations apply, with its
+        elastic energy (none when the model disables springs); a ball or free joint's spring
+        is refused (``unsupported``). Off by default, as the damping: the model's
+        ``tendons`` are then the file's.
     unsupported: ``"error"`` (default) refuses, with a ``ModelError`` naming the element, what
         screwdyn does not model: spatial tendons, tendon limits, friction and armature,
         nonlinear or dead-band tendon springs, flex equalities; ``"ignore"`` drops those (and
@@ -140,6 +150,8 @@ def from_mujoco(mj_model: "mujoco.MjModel", name: "str | None" = None, armature:
     if m.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_GRAVITY:
         gravity = np.zeros(3)  # <flag gravity="disable"/>
     tendons, tendon_name = _tendons(mujoco, m, joint_name, unsupported)
+    if joint_springs:
+        tendons += _joint_springs(mujoco, m, joint_name, tendons, unsupported)
     constraints = _equalities(mujoco, m, body_name, joint_name, tendon_name, unsupported)
     model = builder.build(gravity=gravity, source=source)
     _check_layout(model, m, joint_name)
@@ -292,6 +304,31 @@ def _tendons(mujoco, m, joint_name, unsupported):
                                stiffness=stiffness, damping=damping, spring_length=low))
         kept[i] = name
     return out, kept
+
+
+def _joint_springs(mujoco, m, joint_name, tendons, unsupported):
+    """The ``FixedTendon`` ``"spring:{joint}"`` of each hinge and slide joint with a stiffness
+    (``from_mujoco``'s ``joint_springs``); none when the model disables springs."""
+    if m.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_SPRING:
+        return []
+    scalar = (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE))
+    taken = {t.name for t in tendons} | set(joint_name)
+    out = []
+    for j in np.flatnonzero(np.asarray(m.jnt_stiffness) > 0):
+        stiffness = float(m.jnt_stiffness[j])
+        if int(m.jnt_type[j]) not in scalar:
+            kind = "ball" if int(m.jnt_type[j]) == int(mujoco.mjtJoint.mjJNT_BALL) else "free"
+            _refuse(f'MJCF <joint name="{joint_name[j]}">', f"its stiffness ({stiffness:g}) on a "
+                    f"{kind} joint (a spring towards springref's pose) is not modelled, only on "
+                    "hinge and slide joints", unsupported)
+            continue
+        name = f"spring:{joint_name[j]}"
+        while name in taken:
+            name = "_" + name
+        taken.add(name)
+        out.append(FixedTendon(name, [joint_name[j]], [1.0], stiffness=stiffness,
+                               spring_length=float(m.qpos_spring[m.jnt_qposadr[j]])))
+    return out
 
 
 _EQUALITY_ELEMENT = {0: "connect", 1: "weld", 2: "joint", 3: "tendon", 4: "flex",
