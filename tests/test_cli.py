@@ -340,3 +340,30 @@ def test_a_scene_from_the_command_line(tmp_path, capsys):
     for extra in (["--contact"], ["--contact-points", "ball"], ["--rigid-contact"]):
         assert main(["simulate", str(path), "--scene", "--quiet"] + extra) == 2
         assert "--scene replaces it" in one_error_line(capsys.readouterr().err)
+
+
+_SPRUNG = """<mujoco model="sprung">
+  <worldbody><body name="arm"><joint name="hinge" axis="0 1 0" stiffness="30" springref="0.2"
+    damping="0.5"/><geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.02" mass="1"/></body>
+  </worldbody>
+</mujoco>"""
+
+
+def test_joint_damping_and_springs_from_the_command_line(tmp_path, capsys, pendulum_urdf):
+    """--joint-damping and --joint-springs load the file's damping and MuJoCo's joint springs,
+    as load_mjcf(joint_damping=True, joint_springs=True): the simulated trajectory is the
+    Python API's. --joint-springs on a URDF file is refused in one line."""
+    path = tmp_path / "sprung.xml"
+    path.write_text(_SPRUNG)
+    out = tmp_path / "sprung.npz"
+    assert main(["simulate", str(path), "--joint-damping", "--joint-springs", "--duration",
+                 "0.3", "--quiet", "--out", str(out)]) == 0
+    model = sd.load_mjcf(str(path), joint_damping=True, joint_springs=True)
+    assert [t.name for t in model.tendons] == ["spring:hinge"] and model.damping[0] == 0.5
+    api = sd.simulate(model, model.q0, None, None, 0.3, 1e-3)
+    np.testing.assert_array_equal(sd.Trajectory.load(out).q, api.q)
+    assert np.abs(api.q[-1, 0]) > 0.05  # the spring pulls the arm towards 0.2 rad
+    capsys.readouterr()
+    assert main(["simulate", pendulum_urdf, "--joint-springs", "--quiet"]) == 2
+    assert "--joint-springs applies to MJCF files, not to a URDF file" in \
+        one_error_line(capsys.readouterr().err)

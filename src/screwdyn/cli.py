@@ -36,7 +36,8 @@ MODEL_HELP = ("a bundled robot name (screwdyn info --list), a URDF file, an MJCF
 
 #: what each model-loading option applies to (it is refused for other kinds of MODEL)
 _APPLIES_TO = {"floating-base": "URDF files", "joint-order": "URDF files",
-               "unsupported": "MJCF files"}
+               "unsupported": "MJCF files", "joint-damping": "URDF and MJCF files",
+               "joint-springs": "MJCF files"}
 
 
 # -- loading a model --------------------------------------------------------------------------
@@ -51,26 +52,37 @@ def add_model_arguments(parser: argparse.ArgumentParser, optional: bool = False)
                        help="URDF: order sibling joints as the file lists them, or by name "
                             "(Pinocchio's order); default file, with a warning where they differ")
     group.add_argument("--unsupported", choices=("error", "ignore"),
-                       help="MJCF: refuse tendons and equality constraints (error, the "
-                            "default) or load the rigid-body tree without them (ignore)")
+                       help="MJCF: refuse what screwdyn does not model (spatial tendons, "
+                            "tendon limits, ...; error, the default) or load the rest (ignore)")
+    group.add_argument("--joint-damping", action="store_true",
+                       help="URDF, MJCF: read the file's joint damping (URDF <dynamics "
+                            "damping>, MJCF damping) into the model")
+    group.add_argument("--joint-springs", action="store_true",
+                       help="MJCF: read the joints' springs (stiffness towards springref), "
+                            "which MuJoCo applies, as one-joint tendons")
 
 
 def load_model(args: argparse.Namespace) -> Model:
     """The Model that the arguments of ``add_model_arguments`` name."""
     return resolve_model(args.model, args.floating_base, joint_order=args.joint_order,
-                         unsupported=args.unsupported)
+                         unsupported=args.unsupported,
+                         joint_damping=getattr(args, "joint_damping", False),
+                         joint_springs=getattr(args, "joint_springs", False))
 
 
-def resolve_model(spec, floating_base=False, joint_order=None, unsupported=None):
+def resolve_model(spec, floating_base=False, joint_order=None, unsupported=None,
+                  joint_damping=False, joint_springs=False):
     """A Model from a bundled robot name, a URDF or MJCF path (or URDF XML text) or a DH table
     file; an MJCF file is one whose root element is <mujoco> (loaded through MuJoCo).
-    ``joint_order`` applies to URDF files, ``unsupported`` to MJCF files (None: the loader's
-    default); an option given for a kind of model that does not take it is a ModelError."""
+    ``joint_order`` applies to URDF files, ``unsupported`` and ``joint_springs`` to MJCF files
+    (None: the loader's default), ``joint_damping`` to both; an option given for a kind of
+    model that does not take it is a ModelError."""
     from .model import load_urdf
     from .model import robots
 
     options = {"floating-base": floating_base, "joint-order": joint_order,
-               "unsupported": unsupported}
+               "unsupported": unsupported, "joint-damping": joint_damping,
+               "joint-springs": joint_springs}
     if spec in robots.names():
         _refuse(options, (), f"the bundled robot {spec!r}")
         return robots.load(spec)
@@ -82,11 +94,14 @@ def resolve_model(spec, floating_base=False, joint_order=None, unsupported=None)
     if os.path.isfile(spec) and _root_tag(spec) == "mujoco":
         from .model import load_mjcf
 
-        _refuse(options, ("unsupported",), f"an MJCF file ({spec}: it declares its own joints)")
-        return load_mjcf(spec, unsupported=unsupported or "error")
+        _refuse(options, ("unsupported", "joint-damping", "joint-springs"),
+                f"an MJCF file ({spec}: it declares its own joints)")
+        return load_mjcf(spec, unsupported=unsupported or "error", joint_damping=joint_damping,
+                         joint_springs=joint_springs)
     if os.path.exists(spec) or spec.lstrip().startswith("<"):
-        _refuse(options, ("floating-base", "joint-order"), "a URDF file")
-        return load_urdf(spec, floating_base=floating_base, joint_order=joint_order)
+        _refuse(options, ("floating-base", "joint-order", "joint-damping"), "a URDF file")
+        return load_urdf(spec, floating_base=floating_base, joint_order=joint_order,
+                         joint_damping=joint_damping)
     raise ModelError(f"{spec!r} is neither a bundled robot ({', '.join(robots.names())}) "
                      "nor an existing URDF, MJCF or DH table (.csv) file")
 
