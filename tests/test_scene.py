@@ -1,6 +1,9 @@
 """Body-body contact (issue 24 item 3): a ``Scene`` of objects with collision shapes, the rigid
 contact solved between every pair and with the ground. A ball comes to rest on a box, a stack of
 boxes stands still, the numpy, native and JAX backends agree, bad shapes are refused."""
+import os
+import warnings
+
 import numpy as np
 import pytest
 
@@ -260,7 +263,8 @@ velocity="9"/></joint>"""
 def test_native_size_counts_the_degrees_of_freedom_that_move_each_point():
     """The size counts degrees of freedom, not only points: 325 candidate points (25 balls,
     every pair and each ball on the ground: 1 point each) are 300 * 12 + 25 * 6 = 3,750; a
-    three-link arm's spheres: l1-l3 (moved by 3 joints) and each on the ground (1, 2, 3)."""
+    three-link arm's spheres: l1-l3 (moved by 3 joints) and l2, l3 on the ground (2, 3; l1's,
+    turning 0.3 m up about its joint's origin, never reaches it: no pair)."""
     scene = sd.Scene("balls")
     for i in range(25):
         scene.add_object(f"ball{i}", collision.sphere(0.05), mass=0.1,
@@ -274,7 +278,7 @@ def test_native_size_counts_the_degrees_of_freedom_that_move_each_point():
     for i in (1, 2, 3):
         arm.add_shape(f"l{i}", collision.sphere(0.05))
     model, contact, _ = arm.build()
-    assert contact.resolve(model).native_size == 3 + 1 + 2 + 3
+    assert contact.resolve(model).native_size == 3 + 2 + 3
 
 
 @pytest.mark.slow
@@ -353,7 +357,8 @@ def test_gripper_lifts_a_box():
 def test_pairs_and_the_adjacent_link_filter():
     """An object on a free joint touches a shape fixed to the world (a block on the ground
     falls onto it); a link does not touch its parent across a hinge; shapes fixed to the world
-    touch neither each other nor the ground."""
+    touch neither each other nor the ground; the arm, turning 0.5 m up, never reaches the
+    ground (its capsule spans 0.22 m from the hinge): no pair."""
     scene = sd.Scene("pairs")
     scene.add_shape("world", collision.box((0.2, 0.2, 0.05)), xyz=(0, 0, 0.05), name="table")
     scene.add_shape("world", collision.sphere(0.05), xyz=(1, 0, 0.05), name="post")
@@ -365,8 +370,7 @@ def test_pairs_and_the_adjacent_link_filter():
                      position=(0, 0, 0.3))
     model, contact, q0 = scene.build()
     pairs = contact.resolve(model).describe(contact.resolve(model).params())["pairs"]
-    assert sorted(pairs) == sorted(["table|box", "post|box", "arm|box", "arm|ground",
-                                    "box|ground"])
+    assert sorted(pairs) == sorted(["table|box", "post|box", "arm|box", "box|ground"])
     traj = sd.simulate(model, q0, t_final=0.6, dt=1e-3, contact=contact,
                        integrator="semi_implicit_euler")
     assert traj.q[-1, 3] == pytest.approx(0.15, abs=1e-4)  # on the table (0.1 high), not through
@@ -418,3 +422,48 @@ def test_an_objects_inertia_is_its_solid_shapes_as_mujoco_computes_it():
         np.testing.assert_allclose(body.com, m.body_ipos[i], atol=1e-15)
     with pytest.raises(ValueError, match="a plane is infinite, not an object"):
         scene.add_object("wall", collision.plane(), mass=1.0)
+
+
+def test_pairs_that_can_never_touch_are_left_out(monkeypatch):
+    """A static broad phase: a link whose joints up to the world all turn about their origins
+    (revolute, spherical) stays in a ball about its top joint, whatever q, limits or not; a
+    pair whose two balls (a fixed shape's own ball, a plane) stay more than 1 mm apart is left
+    out. dm_control's finger (a two-link finger and a spinner on hinges, 0.4 m up): 3 pairs of
+    15 are kept, the fingertip against the spinner's three geoms (its caps do touch); at 2,000
+    random configurations none of the 12 left out comes within 1 mm (the ground, the proximal
+    link). The manipulator (an arm, objects on slides and hinges): 26 of 306 left out, none
+    within 1 mm. A free object keeps every pair."""
+    from screwdyn.sim import scene as scenes
+
+    path = os.path.join(os.path.dirname(pytest.importorskip("dm_control").__file__), "suite")
+    kept_all = scenes._within_reach
+    for name, counts in (("finger", (15, 3)), ("manipulator", (306, 280))):
+        scene = sd.Scene(name)
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            scene.add_robot(sd.load_mjcf(os.path.join(path, f"{name}.xml")))
+        model, contact, q0 = scene.build()
+        kept = {(a.name, b and b.name) for a, _, b, _ in contact.resolve(model).pairs}
+        monkeypatch.setattr(scenes, "_within_reach", lambda *args: True)
+        every = contact.resolve(model)
+        monkeypatch.setattr(scenes, "_within_reach", kept_all)
+        assert (len(every.pairs), len(kept)) == counts
+        rng = np.random.default_rng(0)
+        q = np.stack([sd.random_configuration(model, rng) for _ in range(2000)])
+        depth = np.asarray(every.depths(np, every.params(), sd.forward_kinematics(model, q)))
+        first, touched = 0, set()
+        for (a, _, b, _), K in zip(every.pairs, every.counts):
+            deepest = depth[:, first:first + K].max()
+            first += K
+            if (a.name, b and b.name) not in kept:
+                assert deepest < -1e-3, (a.name, b and b.name)
+            elif deepest > 0:
+                touched.add((a.name, b and b.name))
+        if name == "finger":  # the fingertip reaches the spinner's caps
+            assert {("distal/fingertip", "spinner/cap1"),
+                    ("distal/fingertip", "spinner/cap2")} <= touched
+    scene = sd.Scene("far")
+    scene.add_object("ball", collision.sphere(0.1), mass=1.0, position=(0, 0, 5))
+    scene.add_shape("world", collision.box((0.1, 0.1, 0.1)), xyz=(100, 0, 0), name="far box")
+    model, contact, q0 = scene.build()
+    assert len(contact.resolve(model).pairs) == 2
