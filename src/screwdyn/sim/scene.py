@@ -248,9 +248,10 @@ class Scene:
         Errors: ``ModelError`` when the model has no file (built in code, loaded from a
         string; use ``shapes=False`` and ``add_shape``), when its file (or ``links``) gives no
         shape (but an MJCF file whose geoms all have contype = conaffinity = 0 says nothing
-        collides, as gymnasium's swimmer: a ``UserWarning``, and no shape); ``ValueError`` for a ``meshes`` not named above or ``mesh_corners`` not an int
-        >= 4; when a link or joint name is already in the scene (give ``prefix``),
-        or when a link of ``links``/``exclude``/``srdf`` is not the robot's.
+        collides, as gymnasium's swimmer: a ``UserWarning``, and no shape); ``ValueError`` for
+        a ``meshes`` not named above or ``mesh_corners`` not an int >= 4; when a link or joint
+        name is already in the scene (give ``prefix``), or when a link of
+        ``links``/``exclude``/``srdf`` is not the robot's.
 
         Example (a Panda arm of example-robot-data reaching over a box on the ground)::
 
