@@ -194,12 +194,13 @@ class Scene:
         ``"skip"``: a capsule around a table would swallow what stands on it). They are not
         the robot: ``self_collision=False`` keeps them, and they touch what they overlap at
         ``q``, as in MuJoCo. ``world=False`` leaves them out (the floor stays the ground): each
-        is a pair with every moving shape, and dm_control's quadruped's four ramps, 15 m
-        away, add half to its scene's compile time and step. A file that turns contact off
-        (``<option><flag contact="disable"/>``, dm_control's cartpole, pendulum, point mass,
-        reacher) keeps MuJoCo's world without contact: its geoms touch neither each other nor
-        its world (floor, walls), with a ``UserWarning``; they touch the scene's objects and
-        other robots. ``ModelError`` when another file put the floor at another height.
+        is a pair with every moving shape that can reach it, and dm_control's quadruped's four
+        ramps, 15 m away, add half to its scene's compile time and step. A file that turns
+        contact off (``<option><flag contact="disable"/>``, dm_control's cartpole, pendulum,
+        point mass, reacher) keeps MuJoCo's world without contact: its geoms touch neither each
+        other nor its world (floor, walls), with a ``UserWarning``; they touch the scene's
+        objects and other robots. ``ModelError`` when another file put the floor at another
+        height.
 
         Shapes (``shapes=True``): the primitive collision geometry of ``model.source``
         (``sim.geometry.collision_geometry``: URDF ``<collision>`` box, sphere, cylinder,
