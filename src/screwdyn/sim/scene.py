@@ -272,7 +272,7 @@ class Scene:
         prefix = str(prefix)
         q = _robot_q(model, q, where)
         T = _placement(position, quaternion, where)
-        file_world = model.root_link if model.root_link == "world" else None  # its environment
+        file_world = _file_world(model)
         found, excluded, floor = [], (), None
         if shapes:  # read first: a bad file changes nothing
             found, excluded, geometry = _robot_shapes(model, links, where, meshes, mesh_corners)
@@ -520,6 +520,12 @@ def _placement(position, quaternion, where):
     return np.array(rotation_entries(np, tuple(quat)), dtype=float).reshape(3, 3), p
 
 
+def _file_world(model):
+    """The link of a robot that is its file's world (an MJCF model's root, ``"world"``: its
+    floor, walls and fixed shapes, the environment rather than the robot), or None."""
+    return model.root_link if model.root_link == "world" else None
+
+
 _KINDS = {"sphere": lambda s: collision.sphere(s[0]),
           "capsule": lambda s: collision.capsule(s[0], s[1]),
           "box": lambda s: collision.box(s[:3]),
@@ -551,7 +557,7 @@ def _robot_shapes(model, links, where, meshes="capsule", corners=24):
     if meshes != "skip":
         for m in geometry.meshes:
             if m.link in model.link_names and (wanted is None or m.link in wanted):
-                world = m.link == model.root_link == "world"  # a table: its hull, not a capsule
+                world = m.link == _file_world(model)  # a table: its hull, not a capsule
                 try:
                     from_meshes.append((m, _mesh_shape(m.points(), "hull" if world else meshes,
                                                        corners)))
@@ -725,18 +731,19 @@ class ShapeContactModel(SolvedContact):
                                  "wall)")
         exclude = settings.exclude
         reach = _reach(model)
-        ground = (collision.plane(), np.array([0.0, 0.0, 1.0]),
+        bounds = [_bound(reach, s, l) for s, l in shapes]  # once a shape, not once a pair
+        ground = ("plane", np.array([0.0, 0.0, 1.0]),
                   np.array([0.0, 0.0, settings.solver.height]))
         self.pairs = []  # (shape a, link a, shape b or None (the ground), link b or -1)
         for i, (a, la) in enumerate(shapes):
-            for b, lb in shapes[i + 1:]:
+            for j, (b, lb) in enumerate(shapes[i + 1:], i + 1):
                 if (self._may_touch(la, lb) and frozenset((a.name, b.name)) not in exclude
-                        and _within_reach(reach, a, la, b, lb)):
+                        and _within_reach(bounds[i], bounds[j])):
                     plane_first = isinstance(a.shape, collision.Plane)  # a plane goes second
                     self.pairs.append((b, lb, a, la) if plane_first else (a, la, b, lb))
             if (settings.ground and model.links[la].body >= 0  # a fixed shape: no contact
                     and frozenset((a.name, "ground")) not in exclude
-                    and _within_reach(reach, a, la, ground, None)):
+                    and _within_reach(bounds[i], ground)):
                 self.pairs.append((a, la, None, -1))
         self.counts = [collision.contact_count(a.shape, collision.plane() if b is None
                                                else b.shape) for a, _, b, _ in self.pairs]
@@ -946,32 +953,30 @@ def _extent(shape):
 _REACH_TOLERANCE = 1e-3  # m: a pair that comes no closer than this is left out
 
 
-def _within_reach(reach, a, la, b, lb):
-    """Whether shapes a (on link la) and b (on lb; or a ``(plane, normal, point)`` with lb
-    None: the ground) may touch at some configuration: False only where both balls that hold
-    them wherever their links go (``_reach``) are more than ``_REACH_TOLERANCE`` apart, or one
-    ball is that far above the other's plane (a wall, the ground)."""
-    balls = []
-    for shape, link in ((a, la), (b, lb)):
-        if link is None:  # the ground
-            balls.append(("plane", shape[1], shape[2]))
-            continue
-        if link not in reach:
-            return True  # it can go anywhere
-        anchor, radius, R_link = reach[link]
-        p = np.asarray(shape.translation, dtype=float)
-        if R_link is not None:  # fixed to the world: where the shape is
-            R = R_link @ np.reshape(shape.rotation, (3, 3))
-            if isinstance(shape.shape, collision.Plane):
-                balls.append(("plane", R[:, 2], anchor + R_link @ p))
-            else:
-                balls.append(("ball", anchor + R_link @ p, _extent(shape.shape)))
-        else:
-            balls.append(("ball", anchor, radius + float(np.linalg.norm(p))
-                          + _extent(shape.shape)))
-    (kind_a, *ga), (kind_b, *gb) = balls
+def _bound(reach, shape, link):
+    """What holds ``shape`` (a ``Shape`` on link index ``link``) wherever its link goes
+    (``_reach``): ``("ball", centre (3,), radius)``, ``("plane", normal (3,), point (3,))``
+    (a plane fixed to the world: its half-space), or None (its link can go anywhere)."""
+    if link not in reach:
+        return None
+    anchor, radius, R_link = reach[link]
+    p = np.asarray(shape.translation, dtype=float)
+    if R_link is None:  # a moving link: its ball, widened by the shape's
+        return "ball", anchor, radius + float(np.linalg.norm(p)) + _extent(shape.shape)
+    if isinstance(shape.shape, collision.Plane):  # fixed to the world: where the shape is
+        return "plane", (R_link @ np.reshape(shape.rotation, (3, 3)))[:, 2], anchor + R_link @ p
+    return "ball", anchor + R_link @ p, _extent(shape.shape)
+
+
+def _within_reach(a, b):
+    """Whether two shapes with these ``_bound``s (the ground: its plane) may touch at some
+    configuration: False only where both balls are more than ``_REACH_TOLERANCE`` apart, or
+    a ball is that far above a plane (a wall, the ground)."""
+    if a is None or b is None:
+        return True
+    (kind_a, *ga), (kind_b, *gb) = a, b
     if kind_a == kind_b == "ball":
-        return np.linalg.norm(ga[0] - gb[0]) <= ga[1] + gb[1] + _REACH_TOLERANCE
+        return bool(np.linalg.norm(ga[0] - gb[0]) <= ga[1] + gb[1] + _REACH_TOLERANCE)
     if kind_a == kind_b:
         return True
     (centre, radius), (normal, point) = (ga, gb) if kind_a == "ball" else (gb, ga)
