@@ -22,12 +22,12 @@ name (unnamed keys, and one named ``qpos0``: ``key0``, ``key1``, ... by its inde
 Pinocchio's MJCF parser fills ``referenceConfigurations``. Every MuJoCo body is a link of the
 same name (``world`` is the root; unnamed bodies are ``body{id}``, unnamed joints
 ``joint{id}``); a body with several joints gets one massless link per extra joint
-(``{body}/{joint}``). Inertias are
-the bodies' (``body_mass``, ``body_ipos``, ``body_iquat``, ``body_inertia``), gravity is
-``opt.gravity`` (zero when the model disables it), ``dof_armature`` is kept (``armature=True``,
-MuJoCo's mass matrix includes it), ``dof_damping``, ``dof_frictionloss`` and the joints' springs
-(``stiffness``, ``springref``) on request; joint limits are hinge and slide ``range`` (when
-limited) and ``actuatorfrcrange`` (effort).
+(``{body}/{joint}``). Inertias are the bodies' (``body_mass``, ``body_ipos``, ``body_iquat``,
+``body_inertia``), gravity is ``opt.gravity`` (zero when the model disables it),
+``dof_armature`` is kept (``armature=True``, MuJoCo's mass matrix includes it),
+``dof_damping``, ``dof_frictionloss`` and the joints' springs (``stiffness``, ``springref``) on
+request; joint limits are hinge and slide ``range`` (when limited) and ``actuatorfrcrange``
+(effort).
 Fixed tendons and equality constraints are read onto the model (``Model.tendons``,
 ``Model.constraints``; ``screwdyn.constraints``), which ``constrained_forward_dynamics`` and the
 simulations enforce:
