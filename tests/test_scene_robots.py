@@ -599,6 +599,62 @@ def test_an_mjcf_files_world_geoms_are_shapes_fixed_to_the_world(tmp_path):
         bad.build()
 
 
+_CART = """<mujoco model="cart on a rail">
+  <worldbody>
+    <geom name="rail" type="box" size="1 0.05 0.05"/>
+    <body name="cart" pos="0 0 0.15">
+      <joint name="lift" type="slide" axis="0 0 1"/>
+      <geom name="cart" type="box" size="0.4 0.1 0.05" mass="2"/>
+      <body name="pole" pos="0 0 0.09" euler="0 20 0">
+        <joint name="hinge" type="hinge" axis="0 1 0"/>
+        <geom name="pole" type="capsule" fromto="0 0 0 0 0 0.3" size="0.03" mass="0.5"/>
+      </body>
+    </body>
+  </worldbody>
+</mujoco>"""
+
+
+def test_mujocos_parent_filter_spares_the_world_and_can_be_turned_off(tmp_path):
+    """MuJoCo's parent filter keeps a body from touching its parent, but not the world's geoms
+    (nor, with ``<flag filterparent="disable"/>``, its parent): a cart on a vertical slider
+    joined to the world drops 5 cm onto the world's rail and a pole hinged on it falls. With
+    the filter on, the pole passes the cart and stops on the rail; with it off, it stops on
+    the cart. 1 s at 1 ms beside mj_step: the cart rests on the rail (-5 cm, within MuJoCo's
+    soft penetration of 0.1 mm) and the pole's final angle is MuJoCo's within 1e-3 rad, each
+    case on its own pairs. Before, the adjacent-link rule left the cart and the rail apart,
+    and the cart fell through it."""
+    mujoco = pytest.importorskip("mujoco")
+    rest = {}
+    for filterparent in ("enable", "disable"):
+        path = tmp_path / f"cart_{filterparent}.xml"
+        path.write_text(_CART.replace(
+            "<worldbody>", f'<option><flag filterparent="{filterparent}"/></option><worldbody>'))
+        m = mujoco.MjModel.from_xml_path(str(path))
+        m.opt.timestep = 1e-3
+        d = mujoco.MjData(m)
+        while d.time < 1.0 - 1e-9:
+            mujoco.mj_step(m, d)
+        touching = {frozenset(m.geom(g).name for g in (c.geom1, c.geom2))
+                    for c in d.contact[:d.ncon]}
+        scene = sd.Scene("cart")
+        scene.add_robot(sd.load_mjcf(str(path)))
+        with pytest.warns(UserWarning, match="no ground"):
+            model, contact, q0 = scene.build(mu=1.0)
+        pairs = {frozenset((a.name, b.name)) for a, _, b, _ in contact.resolve(model).pairs}
+        expected = {frozenset(("world/rail", "cart/cart")), frozenset(("world/rail", "pole/pole"))}
+        if filterparent == "disable":
+            expected.add(frozenset(("cart/cart", "pole/pole")))
+        assert pairs == expected
+        traj = sd.simulate(model, q0, t_final=1.0, dt=1e-3, contact=contact,
+                           integrator="semi_implicit_euler")
+        assert abs(traj.q[-1, 0] + 0.05) < 1e-4 and abs(d.qpos[0] + 0.05) < 1e-4
+        assert abs(traj.q[-1, 1] - d.qpos[1]) < 1e-3
+        rest[filterparent] = traj.q[-1, 1], touching
+    on_rail, on_cart = rest["enable"], rest["disable"]
+    assert frozenset(("rail", "pole")) in on_rail[1] and frozenset(("cart", "pole")) in on_cart[1]
+    assert on_rail[0] - on_cart[0] > 0.3  # the rail is lower than the cart: the pole falls on
+
+
 def test_an_mjcf_world_without_a_floor_has_no_ground():
     """gymnasium's inverted pendulum has no floor (its file comments it out), and its cart sits
     at z = 0: MuJoCo has no ground there, and neither has the scene by default (a warning says

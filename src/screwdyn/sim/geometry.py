@@ -200,7 +200,8 @@ class CollisionGeometry:
     a table top; the world's other geoms are shapes, meshes and skipped elements of the link
     ``"world"``: its walls are planes), ``contact`` (False where an MJCF file turns contact
     off, ``<option><flag contact="disable"/>`` or ``constraint="disable"``: in MuJoCo its geoms
-    touch nothing)."""
+    touch nothing), ``filterparent`` (False where an MJCF file turns MuJoCo's parent filter off,
+    ``<flag filterparent="disable"/>``: there a body touches its parent too)."""
 
     shapes: tuple
     skipped: tuple
@@ -210,6 +211,7 @@ class CollisionGeometry:
     meshes: tuple = ()
     floors: tuple = ()
     contact: bool = True
+    filterparent: bool = True
 
 
 def collision_geometry(model, hint=NO_GEOMETRY_HINT):
@@ -228,19 +230,19 @@ def collision_geometry(model, hint=NO_GEOMETRY_HINT):
 
     with open(source, "rb") as f:
         root = parse_xml(f.read(), source)
-    floors, contact = (), True
+    floors, flags = (), (True, True)
     if root.tag == "robot":
         shapes, skipped, meshes = _urdf_shapes(root, source)
         excluded, kind = (), "urdf"
     elif root.tag == "mujoco":
-        shapes, skipped, excluded, meshes, floors, contact = _mjcf_shapes(source)
+        shapes, skipped, excluded, meshes, floors, flags = _mjcf_shapes(source)
         kind = "mjcf"
     else:
         raise ModelError(f"{source}: cannot read collision geometry from a <{root.tag}> file; "
                          + hint)
     return CollisionGeometry(tuple(CollisionShape(*s) for s in shapes), tuple(skipped),
                              tuple(excluded), source, kind, tuple(meshes), tuple(floors),
-                             contact)
+                             *flags)
 
 
 def _from_source(model, rim_points):
@@ -369,7 +371,8 @@ def _mjcf_shapes(source):
     skipped ones as (link, kind); the pairs of body names that
     ``<contact><exclude>`` excludes; the ``CollisionMesh`` of every mesh geom (its vertices as
     MuJoCo compiled them, in the geom's frame); the world's planes facing up (``Floor``s);
-    whether the file's contact is on (its ``disableflags``)."""
+    (whether the file's contact is on, whether its parent filter is on) (its
+    ``disableflags``)."""
     try:
         import mujoco
     except ImportError:
@@ -411,8 +414,10 @@ def _mjcf_shapes(source):
         pair = (int(signature) >> 16, int(signature) & 0xFFFF)
         excluded.append(tuple(mujoco.mj_id2name(m, obj.mjOBJ_BODY, b) or f"body{b}"
                               for b in pair))
-    off = mujoco.mjtDisableBit.mjDSBL_CONTACT | mujoco.mjtDisableBit.mjDSBL_CONSTRAINT
-    return shapes, skipped, excluded, meshes, floors, not m.opt.disableflags & off
+    bit, flags = mujoco.mjtDisableBit, int(m.opt.disableflags)
+    on = (not flags & (bit.mjDSBL_CONTACT | bit.mjDSBL_CONSTRAINT),
+          not flags & bit.mjDSBL_FILTERPARENT)
+    return shapes, skipped, excluded, meshes, floors, on
 
 
 def _quat_matrix(wxyz):

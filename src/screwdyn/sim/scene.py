@@ -20,8 +20,9 @@ the contact settings (``ShapeContact``) and the initial configuration.
 The pairs that can touch: every two shapes on different rigid bodies, except a body and its
 parent in the tree joined by a joint that is not free (the usual adjacent-link filter: a link's
 collision shape overlaps its parent's at the joint; an object on a free joint touches the
-world's shapes) and two shapes both fixed to the world, and pairs ``ShapeContact.exclude``
-names; and every moving shape with the ground plane (``ground=True``, the plane z = ``height``).
+world's shapes; ``ShapeContact.touch_parent`` names the exceptions: MuJoCo's, for an MJCF
+file) and two shapes both fixed to the world, and pairs ``ShapeContact.exclude`` names; and
+every moving shape with the ground plane (``ground=True``, the plane z = ``height``).
 A pair that can never touch is left out (a static broad phase, ``_reach``): a link whose joints
 up to the world all turn about their origins (revolute, continuous, spherical) stays in a ball
 about its top joint's origin at every q, and a pair whose two balls (a fixed shape's own; a
@@ -131,6 +132,7 @@ class Scene:
         self._robots = []  # (model, prefix, q) of each add_robot
         self._excluded = set()  # frozensets of two shape names that never touch
         self._excluded_links = set()  # frozensets of two link names whose shapes never touch
+        self._touch_parent = set()  # frozensets of two shape names: ShapeContact.touch_parent
         self._constraints, self._tendons, self._couple = [], [], False
         self._floor = None  # an MJCF file's floor (geometry.Floor), in the scene
         self._floorless = []  # the MJCF files added whose world has no floor
@@ -243,8 +245,10 @@ class Scene:
         touch (``"ground"`` for the ground plane: ``exclude=[("panda_link1", "ground")]`` for a
         link whose shape dips into the floor it is mounted on); ``srdf``: an SRDF file whose
         ``<disable_collisions link1= link2=>`` pairs never touch (MoveIt's list of adjacent
-        and never-colliding links); an MJCF model's own
-        filters hold between its geoms (contype/conaffinity bit masks, ``<exclude>``).
+        and never-colliding links); an MJCF model's own filters hold between its geoms
+        (contype/conaffinity bit masks, ``<exclude>``, and MuJoCo's parent filter: its world
+        and the bodies welded to it touch the bodies jointed to them, a cart its rail; with
+        ``<flag filterparent="disable"/>`` every body touches its parent).
 
         Errors: ``ModelError`` when the model has no file (built in code, loaded from a
         string; use ``shapes=False`` and ``add_shape``), when its file (or ``links``) gives no
@@ -301,26 +305,32 @@ class Scene:
             if prefix + link == "world":  # the scene's world: the file's world at T
                 R, p = T[0] @ R, T[0] @ p + T[1]
             self.add_shape(prefix + link, shape, xyz=p, rotation=R, name=name)
-            added.append((name, prefix + link, bits, link == file_world))
+            added.append((name, prefix + link, bits, link == file_world,
+                          model.links[model.link_index(link)].body))
         names = [a[0] for a in added]
         T_q = None
         if len(found) > 1:  # the links' poses at q
             from ..dynamics import forward_kinematics
 
             T_q = np.asarray(forward_kinematics(model, q))
-        for i, (a, link_a, bits_a, world_a) in enumerate(added):
-            for j, (b, link_b, bits_b, world_b) in enumerate(added[i + 1:], i + 1):
+        mjcf = shapes and geometry.format == "mjcf"
+        for i, (a, link_a, bits_a, world_a, body_a) in enumerate(added):
+            for j, (b, link_b, bits_b, world_b, body_b) in enumerate(added[i + 1:], i + 1):
                 environment = world_a or world_b  # the file's world: as MuJoCo, overlap or not
                 if (not own or (not self_collision and not environment)
                         or not masks_collide(bits_a, bits_b)
                         or frozenset((link_a, link_b)) in pairs
                         or (not environment and _overlap(model, T_q, found[i], found[j]))):
                     self._excluded.add(frozenset((a, b)))
+                elif (mjcf and _adjacent(model, body_a, body_b)
+                      and (min(body_a, body_b) < 0 or not geometry.filterparent)):
+                    # MuJoCo's parent filter spares its world (and what is welded to it)
+                    self._touch_parent.add(frozenset((a, b)))
         if shapes and geometry.format == "mjcf" and not geometry.floors:
             self._floorless.append(os.path.basename(geometry.source))
         if floor is not None:  # the file's floor is the ground: its contype/conaffinity hold
             self._floor = floor
-            for a, _, bits, _ in added:
+            for a, _, bits, _, _ in added:
                 if not own or not masks_collide(bits, (floor.contype, floor.conaffinity)):
                     self._excluded.add(frozenset((a, "ground")))
         self._excluded_links.update(p for p in pairs if len(p) == 2)
@@ -465,7 +475,8 @@ class Scene:
                                 for y in by_link.get(b, ()))
         contact = ShapeContact(shapes=tuple(self.shapes), ground=ground,
                                solver=RigidContact(mu=mu, height=height, **solver),
-                               exclude=frozenset(excluded))
+                               exclude=frozenset(excluded),
+                               touch_parent=frozenset(self._touch_parent))
         resolved = ShapeContactModel(model, contact)  # contact.resolve, unless it has no pair
         if not resolved.pairs:
             warnings.warn(f"scene {self.builder.name!r}: no two shapes can touch, nor a shape "
@@ -698,12 +709,17 @@ class ShapeContact:
     sequence of ``Shape``), ``ground`` (whether the plane z = ``solver.height`` takes part),
     ``solver`` (a ``RigidContact``: mu, the stabilisation, the sweeps; its ``points`` unused).
     ``exclude``: pairs of shape names (frozensets of two; ``"ground"`` names the ground
-    plane) that never touch. ``Settings.contact`` takes it; ``Scene.build`` makes it."""
+    plane) that never touch. ``touch_parent``: pairs of shape names that touch although one's
+    link is the other's parent across a joint (the adjacent-link filter's exceptions: an MJCF
+    file's world and the bodies welded to it, as MuJoCo exempts its world body; every pair of
+    a file with ``<flag filterparent="disable"/>``); ``exclude`` still holds for them.
+    ``Settings.contact`` takes it; ``Scene.build`` makes it."""
 
     shapes: tuple
     ground: bool = True
     solver: RigidContact = RigidContact()
     exclude: frozenset = frozenset()
+    touch_parent: frozenset = frozenset()
 
     def resolve(self, model):
         resolved = ShapeContactModel(model, self)
@@ -737,7 +753,9 @@ class ShapeContactModel(SolvedContact):
         self.pairs = []  # (shape a, link a, shape b or None (the ground), link b or -1)
         for i, (a, la) in enumerate(shapes):
             for j, (b, lb) in enumerate(shapes[i + 1:], i + 1):
-                if (self._may_touch(la, lb) and frozenset((a.name, b.name)) not in exclude
+                names = frozenset((a.name, b.name))
+                if (self._may_touch(la, lb, names in settings.touch_parent)
+                        and names not in exclude
                         and _within_reach(bounds[i], bounds[j])):
                     plane_first = isinstance(a.shape, collision.Plane)  # a plane goes second
                     self.pairs.append((b, lb, a, la) if plane_first else (a, la, b, lb))
@@ -760,17 +778,13 @@ class ShapeContactModel(SolvedContact):
         """One name per candidate contact point: 'shape a|shape b#k'."""
         return self._labels
 
-    def _may_touch(self, la, lb):
+    def _may_touch(self, la, lb, parent=False):
+        """Whether shapes on links la and lb can touch: on two rigid bodies, not a body and its
+        parent across a joint that is not free (unless ``parent``: ``touch_parent``)."""
         body_a, body_b = self.model.links[la].body, self.model.links[lb].body
         if body_a == body_b:  # one rigid body (or both fixed to the world)
             return False
-        bodies, parent = self.model.bodies, self.model.parent
-
-        def adjacent(child, other):  # joined by a joint that is not free
-            return (child >= 0 and parent[child] == other
-                    and not bodies[child].joint_model.floating)
-
-        return not (adjacent(body_a, body_b) or adjacent(body_b, body_a))
+        return parent or not _adjacent(self.model, body_a, body_b)
 
     @property
     def key(self):
@@ -904,6 +918,16 @@ class ShapeContactModel(SolvedContact):
 
 
 # -- pairs that can never touch ---------------------------------------------------------------
+def _adjacent(model, body_a, body_b):
+    """Whether bodies a and b (indices, -1: the world) are a body and its parent joined by a
+    joint that is not free (the adjacent-link filter)."""
+    def child_of(child, other):
+        return (child >= 0 and model.parent[child] == other
+                and not model.bodies[child].joint_model.floating)
+
+    return child_of(body_a, body_b) or child_of(body_b, body_a)
+
+
 def _reach(model):
     """{link index: (anchor (3,), radius (m), rotation (3, 3) or None)}: for each link whose
     frame origin stays within ``radius`` of the world point ``anchor`` at every configuration
