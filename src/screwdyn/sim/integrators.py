@@ -14,7 +14,8 @@ integral of the power over the step, and whether every stage's joint forces were
   integrated with the same weights, so the energy balance holds to the method's accuracy;
 - ``semi_implicit_euler``: qd += dt qdd(q, qd); q = q exp(dt qd) (first order, symplectic for a
   separable system, one evaluation per step); the power is taken at the mean of the step's two
-  velocities, which makes the work equal the kinetic-energy change of the step;
+  velocities, which makes the work equal the kinetic-energy change of the step (the joints'
+  damping is implicit in it, as in MuJoCo's Euler: ``system``'s docstring);
 - ``euler``: explicit Euler (first order, gains energy; for comparisons).
 
 ``largest_stable_step`` finds the largest dt for which an integrator is stable on a damped

@@ -63,7 +63,7 @@ def simulate(model, q0, qd0=None, controller=None, t_final=1.0, dt=1e-3, *, sett
     q0, qd0, batch = inputs.initial_state(model, q0, qd0)
     policy = Policy(controller, model, n_steps)
     inputs.table_batch(policy, batch)
-    system = System(model, settings, assembly)
+    system = System(model, settings, assembly, dt)
     N = q0.shape[0]
     inputs.run_size(model, system, settings, N, n_records, n_steps)
     run = Run(model, system, settings, policy, q0, qd0, batch, dt, n_records)
@@ -136,7 +136,7 @@ def rollout(model, q0, qd0, controller, steps, dt, *, settings=None, **options):
     q = jnp.broadcast_to(q0, batch + (model.nq,)).reshape(N, model.nq)
     qd = jnp.broadcast_to(qd0, batch + (model.nv,)).reshape(N, model.nv)
     policy = Policy(controller, model, steps)
-    system = System(model, settings)
+    system = System(model, settings, dt=dt)
     q_concrete = jax.lax.stop_gradient(q)
     run = Run(model, system, settings, policy, np.zeros((0, model.nq)), None, batch, dt, steps)
     params = {"policy": {k: jnp.asarray(v) for k, v in policy.params.items()},

@@ -83,7 +83,8 @@ class Settings:
 
     integrator: ``"rk4"`` (classical Runge-Kutta on the configuration manifold, fourth order),
         ``"semi_implicit_euler"`` (qd += dt qdd, then q moves with the new qd; first order,
-        bounded energy error, one dynamics evaluation per step) or ``"euler"``.
+        bounded energy error, one dynamics evaluation per step; the joints' viscous damping
+        integrated implicitly, as MuJoCo's Euler: stable at every dt) or ``"euler"``.
     algebra: the algebra the forward dynamics and the contact kinematics run in: ``"spatial"``,
         ``"cga"``, ``"dq"`` or, for DH models, ``"vector"``.
     backend: ``"auto"`` (native when llvmlite is installed and the controller can be traced,

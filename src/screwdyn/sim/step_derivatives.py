@@ -97,7 +97,7 @@ def step_derivatives(model, q, qd, tau, dt, integrator="semi_implicit_euler", co
     if N == 0:
         return StepDerivatives(np.zeros(batch + (nq + nv,)), np.zeros(batch + (2 * nv, 2 * nv)),
                                np.zeros(batch + (2 * nv, nv)))
-    system = System(model, settings)
+    system = System(model, settings, dt=dt)
     policy = Policy(np.zeros((N, 1, nv)), model, 1)
     run = Run(model, system, settings, policy, q, qd, (N,), dt, 1)
     key = (model, dt, settings.integrator, settings.control, system.key, N)
