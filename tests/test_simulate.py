@@ -2,6 +2,7 @@
 the ``screwdyn simulate`` command."""
 import argparse
 import math
+import warnings
 
 import numpy as np
 import pytest
@@ -187,8 +188,10 @@ def test_semi_implicit_euler_integrates_the_damping_implicitly(backend):
     / I."""
     model = wheel(0.5)
     for dt in (1e-3, 5e-2):
-        traj = simulate(model, [0.0], [3.0], None, 1.0, dt, integrator="semi_implicit_euler",
-                        backend=backend)
+        with warnings.catch_warnings():
+            warnings.simplefilter("error")  # stable: no warning about the damper
+            traj = simulate(model, [0.0], [3.0], None, 1.0, dt,
+                            integrator="semi_implicit_euler", backend=backend)
         steps = np.arange(len(traj.t))
         np.testing.assert_allclose(traj.qd[:, 0], 3.0 / (1 + dt * 0.5 / 0.005) ** steps,
                                    rtol=1e-12, atol=1e-300)
@@ -199,6 +202,11 @@ def test_semi_implicit_euler_integrates_the_damping_implicitly(backend):
     np.testing.assert_allclose(traj.qd[:, 0], 3.0 * (1 + z + z ** 2 / 2 + z ** 3 / 6
                                                      + z ** 4 / 24) ** np.arange(1001),
                                rtol=1e-12, atol=1e-300)
+    with pytest.warns(UserWarning, match=r"dt = 0.05 s is too large for the damping of 'axle' "
+                                         r"\(b = 0.5, inertia 0.005\): the largest stable step "
+                                         r"of rk4 there is about 0.027.*semi_implicit_euler"):
+        with pytest.raises(SimulationError):
+            simulate(model, [0.0], [3.0], None, 1.0, 5e-2, integrator="rk4", backend=backend)
 
 
 # -- backends and batches -------------------------------------------------------------------
