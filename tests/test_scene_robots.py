@@ -655,6 +655,70 @@ def test_mujocos_parent_filter_spares_the_world_and_can_be_turned_off(tmp_path):
     assert on_rail[0] - on_cart[0] > 0.3  # the rail is lower than the cart: the pole falls on
 
 
+_PAIRS = """<mujoco model="explicit pairs">
+  <default><geom contype="0" conaffinity="0"/></default>
+  <worldbody>
+    <geom name="floor" type="plane" size="2 2 0.1"/>
+    <geom name="table" type="box" size="0.2 0.2 0.1" pos="0.6 0 0.1"/>
+    <body name="box" pos="0 0 0.5">
+      <freejoint/><geom name="box" type="box" size="0.05 0.05 0.05" mass="1"/>
+    </body>
+    <body name="ball" pos="0.6 0 0.5">
+      <freejoint/><geom name="ball" type="sphere" size="0.05" mass="0.5"/>
+    </body>
+    <body name="ghost" pos="0.3 0 0.5">
+      <freejoint/><geom name="ghost" type="sphere" size="0.05" mass="0.5"/>
+    </body>
+  </worldbody>
+  <contact>
+    <pair geom1="box" geom2="floor"/>
+    <pair geom1="ball" geom2="table"/>
+  </contact>
+</mujoco>"""
+
+
+def test_an_mjcf_files_explicit_pairs_touch_whatever_the_filters_say(tmp_path):
+    """MuJoCo checks a file's ``<contact><pair>``s whatever contype/conaffinity, the parent
+    filter and ``<exclude>`` say, so a file may turn every geom's bit masks off and name its
+    pairs (before, such a file came in with no shapes, touching nothing). Here: a box dropped
+    on the floor, a ball on a world table, a third sphere in no pair. As mj_step at 1 ms for
+    1 s: the box rests on the floor and the ball on the table (within MuJoCo's soft
+    penetration of 0.4 mm), the third falls through (its height equal to 1e-9). A geom of
+    contype = conaffinity = 0 touches only its pairs, in the scene too: a cube added to the
+    scene touches the ground, not them (it falls through the table). An exclude= of the
+    caller still wins over the file's pair."""
+    mujoco = pytest.importorskip("mujoco")
+    path = tmp_path / "pairs.xml"
+    path.write_text(_PAIRS)
+    m = mujoco.MjModel.from_xml_path(str(path))
+    m.opt.timestep = 1e-3
+    d = mujoco.MjData(m)
+    while d.time < 1.0 - 1e-9:
+        mujoco.mj_step(m, d)
+    robot = sd.load_mjcf(str(path))
+    scene = sd.Scene("pairs")
+    assert scene.add_robot(robot) == ["world/table", "box/box", "ball/ball"]
+    scene.add_object("cube", collision.box((0.05, 0.05, 0.05)), mass=0.2,
+                     position=(0.6, 0.1, 0.5))
+    model, contact, q0 = scene.build()
+    pairs = {frozenset((a.name, b.name if b else "ground"))
+             for a, _, b, _ in contact.resolve(model).pairs}
+    assert pairs == {frozenset(("box/box", "ground")), frozenset(("ball/ball", "world/table")),
+                     frozenset(("cube", "ground"))}
+    traj = sd.simulate(model, q0, None, None, 1.0, 1e-3, contact=contact,
+                       integrator="semi_implicit_euler")
+    z = traj.q[-1, [2, 9, 16, 23]]  # the box, the ball, the third sphere, the cube
+    assert abs(z[0] - 0.05) < 1e-6 and abs(d.qpos[2] - 0.05) < 5e-4
+    assert abs(z[1] - 0.25) < 1e-6 and abs(d.qpos[9] - 0.25) < 5e-4
+    assert abs(z[2] - d.qpos[16]) < 1e-9 and z[2] < -4.0
+    assert abs(z[3] - 0.05) < 1e-6  # through the table, onto the ground
+    excluded = sd.Scene("pairs, one excluded")
+    excluded.add_robot(robot, exclude=[("ball", "world")])
+    model, contact, q0 = excluded.build()
+    assert [(a.name, b and b.name) for a, _, b, _ in contact.resolve(model).pairs] == \
+        [("box/box", None)]
+
+
 def test_an_mjcf_world_without_a_floor_has_no_ground():
     """gymnasium's inverted pendulum has no floor (its file comments it out), and its cart sits
     at z = 0: MuJoCo has no ground there, and neither has the scene by default (a warning says

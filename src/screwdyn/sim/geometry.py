@@ -123,7 +123,7 @@ class CollisionShape:
     (r,), capsule and cylinder (r, half-length along z), box half-extents (3,), plane ()), at
     ``rotation`` (3, 3) and ``translation`` (3,) (m) in the link's frame; ``name`` the element's
     name in the file ('' if none); ``contype``, ``conaffinity``: MuJoCo's collision bit masks
-    (URDF: 1, 1)."""
+    (URDF: 1, 1); ``geom``: the MJCF geom's id (URDF: -1)."""
 
     link: str
     kind: str
@@ -133,18 +133,20 @@ class CollisionShape:
     name: str = ""
     contype: int = 1
     conaffinity: int = 1
+    geom: int = -1
 
 
 @dataclass(frozen=True)
 class Floor:
     """An MJCF plane of the world facing up (+z): a floor or a table top. ``name`` the geom's
     name (or ``geom{id}``), ``height`` (m) its z, ``contype``, ``conaffinity`` MuJoCo's
-    collision bit masks."""
+    collision bit masks, ``geom`` its id."""
 
     name: str
     height: float
     contype: int
     conaffinity: int
+    geom: int = -1
 
 
 def masks_collide(a: tuple, b: tuple) -> bool:
@@ -161,7 +163,8 @@ class CollisionMesh:
     MJCF the mesh asset's name), ``path`` where it was found (None: not found, ``searched``
     lists where it was looked for; MJCF: the compiled model's own vertices, no file), ``scale``
     (3,) the URDF's per-axis scale, ``vertices`` (n, 3) the MJCF mesh's vertices in the
-    element's frame (m; URDF: None, ``points()`` reads the file)."""
+    element's frame (m; URDF: None, ``points()`` reads the file), ``geom`` the MJCF geom's id
+    (URDF: -1)."""
 
     link: str
     rotation: np.ndarray
@@ -174,6 +177,7 @@ class CollisionMesh:
     vertices: Optional[np.ndarray] = None
     contype: int = 1
     conaffinity: int = 1
+    geom: int = -1
 
     def points(self) -> np.ndarray:
         """The mesh's vertices (n, 3) in the element's frame (m), scaled. OSError when the file
@@ -201,7 +205,10 @@ class CollisionGeometry:
     ``"world"``: its walls are planes), ``contact`` (False where an MJCF file turns contact
     off, ``<option><flag contact="disable"/>`` or ``constraint="disable"``: in MuJoCo its geoms
     touch nothing), ``filterparent`` (False where an MJCF file turns MuJoCo's parent filter off,
-    ``<flag filterparent="disable"/>``: there a body touches its parent too)."""
+    ``<flag filterparent="disable"/>``: there a body touches its parent too), ``pairs`` (the
+    MJCF ``<contact><pair>`` elements, (geom1, geom2) ids: pairs MuJoCo checks whatever the
+    bit masks, the parent filter and ``<exclude>`` say; their geoms are read even with
+    contype = conaffinity = 0)."""
 
     shapes: tuple
     skipped: tuple
@@ -212,6 +219,7 @@ class CollisionGeometry:
     floors: tuple = ()
     contact: bool = True
     filterparent: bool = True
+    pairs: tuple = ()
 
 
 def collision_geometry(model, hint=NO_GEOMETRY_HINT):
@@ -230,7 +238,7 @@ def collision_geometry(model, hint=NO_GEOMETRY_HINT):
 
     with open(source, "rb") as f:
         root = parse_xml(f.read(), source)
-    floors, flags = (), (True, True)
+    floors, flags = (), (True, True, ())
     if root.tag == "robot":
         shapes, skipped, meshes = _urdf_shapes(root, source)
         excluded, kind = (), "urdf"
@@ -371,8 +379,9 @@ def _mjcf_shapes(source):
     skipped ones as (link, kind); the pairs of body names that
     ``<contact><exclude>`` excludes; the ``CollisionMesh`` of every mesh geom (its vertices as
     MuJoCo compiled them, in the geom's frame); the world's planes facing up (``Floor``s);
-    (whether the file's contact is on, whether its parent filter is on) (its
-    ``disableflags``)."""
+    (whether the file's contact is on, whether its parent filter is on (its
+    ``disableflags``), its explicit pairs ((geom1, geom2) of each ``<contact><pair>``)). A
+    geom with contype = conaffinity = 0 is left out unless an explicit pair names it."""
     try:
         import mujoco
     except ImportError:
@@ -386,15 +395,17 @@ def _mjcf_shapes(source):
     ignored = {int(geom.mjGEOM_MESH): "mesh", int(geom.mjGEOM_ELLIPSOID): "ellipsoid",
                int(geom.mjGEOM_HFIELD): "height field", int(geom.mjGEOM_SDF): "sdf"}
     shapes, skipped, meshes, floors = [], [], [], []
+    pairs = tuple((int(a), int(b)) for a, b in zip(m.pair_geom1, m.pair_geom2))
+    paired = {g for pair in pairs for g in pair}
     for g in range(m.ngeom):
         body, kind = int(m.geom_bodyid[g]), int(m.geom_type[g])
         bits = (int(m.geom_contype[g]), int(m.geom_conaffinity[g]))
         label = mujoco.mj_id2name(m, obj.mjOBJ_GEOM, g) or ""
         R, p = _quat_matrix(m.geom_quat[g]), np.array(m.geom_pos[g], dtype=float)
         if kind == int(geom.mjGEOM_PLANE) and body == 0 and R[2, 2] > 1.0 - 1e-12:
-            floors.append(Floor(label or f"geom{g}", float(p[2]), *bits))
+            floors.append(Floor(label or f"geom{g}", float(p[2]), *bits, geom=g))
             continue
-        if not any(bits):
+        if not any(bits) and g not in paired:
             continue
         name = mujoco.mj_id2name(m, obj.mjOBJ_BODY, body) or f"body{body}"
         if kind not in kinds:
@@ -405,10 +416,10 @@ def _mjcf_shapes(source):
                 meshes.append(CollisionMesh(
                     name, R, p, label, mujoco.mj_id2name(m, obj.mjOBJ_MESH, mesh) or f"mesh{mesh}",
                     vertices=np.array(m.mesh_vert[start:start + count], dtype=float),
-                    contype=bits[0], conaffinity=bits[1]))
+                    contype=bits[0], conaffinity=bits[1], geom=g))
             continue
         size = np.array(m.geom_size[g], dtype=float) if kinds[kind] != "plane" else np.zeros(0)
-        shapes.append((name, kinds[kind], size, R, p, label, *bits))
+        shapes.append((name, kinds[kind], size, R, p, label, *bits, g))
     excluded = []
     for signature in np.asarray(m.exclude_signature, dtype=np.int64).ravel():
         pair = (int(signature) >> 16, int(signature) & 0xFFFF)
@@ -417,7 +428,7 @@ def _mjcf_shapes(source):
     bit, flags = mujoco.mjtDisableBit, int(m.opt.disableflags)
     on = (not flags & (bit.mjDSBL_CONTACT | bit.mjDSBL_CONSTRAINT),
           not flags & bit.mjDSBL_FILTERPARENT)
-    return shapes, skipped, excluded, meshes, floors, on
+    return shapes, skipped, excluded, meshes, floors, on + (pairs,)
 
 
 def _quat_matrix(wxyz):

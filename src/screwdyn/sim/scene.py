@@ -133,6 +133,8 @@ class Scene:
         self._excluded = set()  # frozensets of two shape names that never touch
         self._excluded_links = set()  # frozensets of two link names whose shapes never touch
         self._touch_parent = set()  # frozensets of two shape names: ShapeContact.touch_parent
+        self._explicit = set()  # pairs of shape names an MJCF <contact><pair> names
+        self._paired_only = set()  # shapes that touch only their <pair>s (contype 0)
         self._constraints, self._tendons, self._couple = [], [], False
         self._floor = None  # an MJCF file's floor (geometry.Floor), in the scene
         self._floorless = []  # the MJCF files added whose world has no floor
@@ -248,7 +250,10 @@ class Scene:
         and never-colliding links); an MJCF model's own filters hold between its geoms
         (contype/conaffinity bit masks, ``<exclude>``, and MuJoCo's parent filter: its world
         and the bodies welded to it touch the bodies jointed to them, a cart its rail; with
-        ``<flag filterparent="disable"/>`` every body touches its parent).
+        ``<flag filterparent="disable"/>`` every body touches its parent), and its
+        ``<contact><pair>``s touch whatever those filters say (``exclude`` and
+        ``self_collision=False`` still win; the pair's friction and solref are not read); a
+        geom with contype = conaffinity = 0 touches only the pairs that name it.
 
         Errors: ``ModelError`` when the model has no file (built in code, loaded from a
         string; use ``shapes=False`` and ``add_shape``), when its file (or ``links``) gives no
@@ -284,29 +289,37 @@ class Scene:
             if links is None or model.root_link in links:  # the file's other floors: planes
                 found += [(model.root_link, collision.plane(), np.eye(3),
                            np.array([0.0, 0.0, f.height]), f.name, (f.contype, f.conaffinity),
-                           False) for f in planes]
+                           False, f.geom) for f in planes]
             if not world:
                 found = [f for f in found if f[0] != file_world]
         own = not shapes or geometry.contact  # False: the file turns its contact off
-        pairs = set()
-        for names, what in ((exclude, "exclude"), (_srdf_pairs(srdf) if srdf else (), srdf),
-                            (excluded, f"{model.source} <exclude>")):
+        # the file's <contact><pair>s (geom ids), which MuJoCo checks whatever the filters say
+        explicit = {frozenset(p) for p in geometry.pairs} if shapes and own else set()
+        pairs, user = set(), set()  # excluded link pairs; those the caller excludes
+        for names, what, by_user in ((exclude, "exclude", True),
+                                     (_srdf_pairs(srdf) if srdf else (), srdf, True),
+                                     (excluded, f"{model.source} <exclude>", False)):
             for pair in names:
                 a, b = (str(x) for x in pair)
                 for link in (a, b):
                     if link not in model.link_names and link != "ground":
                         raise ModelError(f"{where}: {what}: {link!r} is not a link of the "
                                          f"robot (links: {', '.join(model.link_names[:8])}...)")
-                pairs.add(frozenset(x if x == "ground" else prefix + x for x in (a, b)))
+                pair = frozenset(x if x == "ground" else prefix + x for x in (a, b))
+                pairs.add(pair)
+                if by_user:
+                    user.add(pair)
         self._graft(model, prefix, T, where)
         added = []
-        for link, shape, R, p, label, bits, _ in found:
+        for link, shape, R, p, label, bits, _, geom in found:
             name = f"{prefix}{link}/{label}"
             if prefix + link == "world":  # the scene's world: the file's world at T
                 R, p = T[0] @ R, T[0] @ p + T[1]
             self.add_shape(prefix + link, shape, xyz=p, rotation=R, name=name)
             added.append((name, prefix + link, bits, link == file_world,
-                          model.links[model.link_index(link)].body))
+                          model.links[model.link_index(link)].body, geom))
+            if explicit and not any(bits):  # it touches only what a <pair> names
+                self._paired_only.add(name)
         names = [a[0] for a in added]
         T_q = None
         if len(found) > 1:  # the links' poses at q
@@ -314,10 +327,15 @@ class Scene:
 
             T_q = np.asarray(forward_kinematics(model, q))
         mjcf = shapes and geometry.format == "mjcf"
-        for i, (a, link_a, bits_a, world_a, body_a) in enumerate(added):
-            for j, (b, link_b, bits_b, world_b, body_b) in enumerate(added[i + 1:], i + 1):
+        for i, (a, link_a, bits_a, world_a, body_a, geom_a) in enumerate(added):
+            for j, (b, link_b, bits_b, world_b, body_b, geom_b) in enumerate(added[i + 1:],
+                                                                           i + 1):
                 environment = world_a or world_b  # the file's world: as MuJoCo, overlap or not
-                if (not own or (not self_collision and not environment)
+                if (frozenset((geom_a, geom_b)) in explicit
+                        and (self_collision or environment)
+                        and frozenset((link_a, link_b)) not in user):
+                    self._explicit.add(frozenset((a, b)))  # whatever the filters say
+                elif (not own or (not self_collision and not environment)
                         or not masks_collide(bits_a, bits_b)
                         or frozenset((link_a, link_b)) in pairs
                         or (not environment and _overlap(model, T_q, found[i], found[j]))):
@@ -330,8 +348,11 @@ class Scene:
             self._floorless.append(os.path.basename(geometry.source))
         if floor is not None:  # the file's floor is the ground: its contype/conaffinity hold
             self._floor = floor
-            for a, _, bits, _, _ in added:
-                if not own or not masks_collide(bits, (floor.contype, floor.conaffinity)):
+            for a, link, bits, _, _, geom in added:
+                if (frozenset((geom, floor.geom)) in explicit
+                        and frozenset((link, "ground")) not in user):
+                    self._explicit.add(frozenset((a, "ground")))
+                elif not own or not masks_collide(bits, (floor.contype, floor.conaffinity)):
                     self._excluded.add(frozenset((a, "ground")))
         self._excluded_links.update(p for p in pairs if len(p) == 2)
         self._robots.append((model, prefix, q))
@@ -351,7 +372,8 @@ class Scene:
         another height."""
         R_T, p_T = T
         floors = list(geometry.floors)
-        colliding = [f for f in floors if f.contype or f.conaffinity]
+        paired = {g for pair in geometry.pairs for g in pair}
+        colliding = [f for f in floors if f.contype or f.conaffinity or f.geom in paired]
         chosen = (colliding or floors or [None])[0]
         planes = [f for f in colliding if f is not chosen]
         floor = None
@@ -473,10 +495,14 @@ class Scene:
                 a, b = tuple(pair)
                 excluded.update(frozenset((x, y)) for x in by_link.get(a, ())
                                 for y in by_link.get(b, ()))
+        everything = [shape.name for shape in self.shapes] + ["ground"]
+        for name in self._paired_only:  # contype = conaffinity = 0: only its <pair>s
+            excluded.update(frozenset((name, other)) for other in everything if other != name)
+        excluded -= self._explicit  # a file's <contact><pair>s, whatever the filters say
         contact = ShapeContact(shapes=tuple(self.shapes), ground=ground,
                                solver=RigidContact(mu=mu, height=height, **solver),
                                exclude=frozenset(excluded),
-                               touch_parent=frozenset(self._touch_parent))
+                               touch_parent=frozenset(self._touch_parent | self._explicit))
         resolved = ShapeContactModel(model, contact)  # contact.resolve, unless it has no pair
         if not resolved.pairs:
             warnings.warn(f"scene {self.builder.name!r}: no two shapes can touch, nor a shape "
@@ -545,9 +571,9 @@ _KINDS = {"sphere": lambda s: collision.sphere(s[0]),
 
 
 def _robot_shapes(model, links, where, meshes="capsule", corners=24):
-    """([(link, shape, R, p, label, (contype, conaffinity), from a mesh)], excluded link pairs,
-    the file's ``CollisionGeometry``) of the model's file, its meshes as ``meshes`` says
-    (``Scene.add_robot``)."""
+    """([(link, shape, R, p, label, (contype, conaffinity), from a mesh, MJCF geom id or -1)],
+    excluded link pairs, the file's ``CollisionGeometry``) of the model's file, its meshes as
+    ``meshes`` says (``Scene.add_robot``)."""
     from .geometry import collision_geometry
 
     if meshes not in _MESH_MODES:
@@ -605,12 +631,12 @@ def _robot_shapes(model, links, where, meshes="capsule", corners=24):
         label = s.name or f"{s.kind}{k - 1}"
         out.append((s.link, _KINDS[s.kind](np.asarray(s.size, dtype=float)),
                     np.asarray(s.rotation, dtype=float), np.asarray(s.translation, dtype=float),
-                    label, (s.contype, s.conaffinity), False))
+                    label, (s.contype, s.conaffinity), False, s.geom))
     count = {}
     for m, (shape, R, p) in from_meshes:
         k = count[m.link] = count.get(m.link, 0) + 1
         out.append((m.link, shape, m.rotation @ R, m.rotation @ p + m.translation,
-                    m.name or f"mesh{k - 1}", (m.contype, m.conaffinity), True))
+                    m.name or f"mesh{k - 1}", (m.contype, m.conaffinity), True, m.geom))
     excluded = [pair for pair in geometry.excluded if all(l in model.link_names for l in pair)]
     return out, excluded, geometry
 
