@@ -56,7 +56,9 @@ def add_parser(subparsers):
                    help="gravity in the world frame (default: the model's, 0 0 -9.81)")
     p.add_argument("--contact", action="store_true",
                    help="a ground plane at z = 0 touching the model's collision geometry")
-    p.add_argument("--mu", type=float, default=0.8, help="ground friction coefficient (0.8)")
+    p.add_argument("--mu", type=float, default=None,
+                   help="friction coefficient (default 0.8; with --scene, each pair's own: the "
+                        "file's geom friction, as MuJoCo)")
     p.add_argument("--contact-links", nargs="+", metavar="LINK",
                    help="only the collision geometry of these links touches the ground")
     p.add_argument("--contact-points", nargs="+", action="extend", type=contact_point,
@@ -153,19 +155,21 @@ def ground_contact(args):
             if getattr(args, name, None) is not None:
                 raise ValueError(f"--{name.replace('_', '-')} needs --contact")
         return None
+    mu = 0.8 if getattr(args, "mu", None) is None else args.mu
     if rigid:
         if args.contact_stiffness is not None:
             raise ValueError("--contact-stiffness sets the penalty spring; --rigid-contact has "
                              "none (its contact is stiff at any step)")
-        return RigidContact(mu=args.mu, links=args.contact_links, points=args.contact_points)
-    return GroundContact(mu=args.mu, links=args.contact_links, points=args.contact_points,
+        return RigidContact(mu=mu, links=args.contact_links, points=args.contact_points)
+    return GroundContact(mu=mu, links=args.contact_links, points=args.contact_points,
                          stiffness=args.contact_stiffness)
 
 
 def scene_of(args, model, q0):
     """(model, contact, q0) of the model put into an ``sd.Scene`` at q0 with the collision
-    shapes of its file (--scene; --contact-links, --mu): ``Scene.build``'s, contact None
-    (a warning says why) when no pair can touch."""
+    shapes of its file (--scene; --contact-links, --mu: every pair's friction, default each
+    pair's own): ``Scene.build``'s, contact None (a warning says why) when no pair can
+    touch."""
     from .sim import Scene
 
     scene = Scene(model.name)

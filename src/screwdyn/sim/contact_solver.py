@@ -251,6 +251,10 @@ class SolvedContact(Contact):
             return 0.0 * depth
         return p["k"] / (xp.stack(inverse_mass, axis=-1) * (1.0 + p["regularization"]) + 1e-30)
 
+    def friction(self, xp, p, i):
+        """Point i's friction coefficient: ``p["mu"]`` (the ground's, for every point)."""
+        return p["mu"]
+
     def solve(self, xp, p, q, qd, qdd0, M, T, state, J_eq=None):
         """(qdd (N, nv), tau_c (N, nv), forces (N, P, 3) on the points, world frame, the state
         for the next step (``initial_state``)): the contact forces f of the module docstring's
@@ -285,7 +289,6 @@ class SolvedContact(Contact):
         bias = xp.einsum("niv,nv->ni", J, qdd0) - xp.stack(a_ref, axis=-1)  # (N, 3P)
         diag = xp.sum(J * xp.moveaxis(MinvJT, -1, -2), axis=-1) \
             * (1.0 + p["regularization"]) + 1e-30  # (N, 3P): the diagonal of A
-        mu = p["mu"]
 
         # The sweeps carry f and u = M^-1 J^T f (N, nv), kept up to date as each row changes,
         # so that a row's residual bias + A[j] . f is bias + J[j] . u: A is never formed (nv
@@ -306,7 +309,7 @@ class SolvedContact(Contact):
             g1 = fi[:, 1] - row(t1, u) / diag[:, t1]
             g2 = fi[:, 2] - row(t2, u) / diag[:, t2]
             square = g1 * g1 + g2 * g2
-            limit = mu * fn
+            limit = self.friction(xp, p, i) * fn
             big = square > limit * limit
             scale = xp.where(big, limit / xp.sqrt(xp.where(big, square, 1.0)), 1.0)
             g1, g2 = g1 * scale, g2 * scale

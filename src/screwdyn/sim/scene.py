@@ -37,6 +37,7 @@ import os
 import warnings
 from dataclasses import dataclass, fields, replace
 from functools import cached_property
+from typing import NamedTuple, Optional
 
 import numpy as np
 
@@ -61,17 +62,23 @@ from .geometry import masks_collide
 #: where JAX ran out of 22 GB after 12 minutes. So every scene runs natively, whatever its size
 LARGE_SCENE = 12_000
 
+#: the sliding friction coefficient of a pair when ``Scene.build`` is given no ``mu`` and
+#: neither of its shapes has its own (objects, URDF links; MuJoCo's geoms default to 1)
+DEFAULT_MU = 0.8
+
 
 @dataclass(frozen=True)
 class Shape:
     """A collision shape on a link: ``shape`` (``collision.sphere`` ...) at ``rotation`` (3x3,
-    row-major, 9 numbers) and ``translation`` (3,) in the link's frame."""
+    row-major, 9 numbers) and ``translation`` (3,) in the link's frame; ``friction``: its own
+    sliding friction coefficient (an MJCF geom's), or None (the contact's ``mu``)."""
 
     name: str
     link: str
     shape: object
     rotation: tuple = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0)
     translation: tuple = (0.0, 0.0, 0.0)
+    friction: Optional[float] = None
 
 
 def solid_inertia(shape, mass):
@@ -133,19 +140,19 @@ class Scene:
         self._excluded = set()  # frozensets of two shape names that never touch
         self._excluded_links = set()  # frozensets of two link names whose shapes never touch
         self._touch_parent = set()  # frozensets of two shape names: ShapeContact.touch_parent
-        self._explicit = set()  # pairs of shape names an MJCF <contact><pair> names
+        self._explicit = {}  # {two shape names: friction} of an MJCF file's <contact><pair>s
         self._paired_only = set()  # shapes that touch only their <pair>s (contype 0)
         self._constraints, self._tendons, self._couple = [], [], False
         self._floor = None  # an MJCF file's floor (geometry.Floor), in the scene
         self._floorless = []  # the MJCF files added whose world has no floor
 
     def add_object(self, name, shape, mass, position=(0.0, 0.0, 0.0),
-                   quaternion=(0.0, 0.0, 0.0, 1.0), inertia=None):
+                   quaternion=(0.0, 0.0, 0.0, 1.0), inertia=None, friction=None):
         """A free body ``name`` of ``mass`` (kg) with the collision ``shape`` centred on its
         frame (a convex polytope: where its points are), starting at ``position`` (m) and
         ``quaternion`` (x, y, z, w) in the world; its centre of mass that of the solid shape
         of uniform density, and its inertia too unless ``inertia`` is given (3x3, kg m^2, about
-        the centre of mass)."""
+        the centre of mass). ``friction``: its own sliding friction coefficient (``build``)."""
         positive(mass, f"Scene.add_object({name!r}) mass")
         if isinstance(shape, collision.Plane):
             raise ValueError(f"Scene.add_object({name!r}): a plane is infinite, not an object; "
@@ -155,23 +162,28 @@ class Scene:
         self.builder.add_link(name, mass=mass, com=solid_centre(shape), inertia=inertia)
         self.builder.add_joint(f"{name}_free", "free", "world", name)
         self._poses[name] = pose
-        self.add_shape(name, shape, name=name)
+        self.add_shape(name, shape, name=name, friction=friction)
 
-    def add_shape(self, link, shape, xyz=(0.0, 0.0, 0.0), rotation=None, name=None):
+    def add_shape(self, link, shape, xyz=(0.0, 0.0, 0.0), rotation=None, name=None,
+                  friction=None):
         """The collision ``shape`` on ``link`` at ``xyz`` (m) and ``rotation`` (3x3) in the
-        link's frame. A ``collision.plane()`` (the half-space z <= 0 of its frame: a wall, a
-        tilted floor) only on a link that does not move (``"world"``, or one welded to it;
-        ``ModelError`` at ``build`` otherwise): ``add_shape("world", collision.plane(),
-        xyz=(1, 0, 0), rotation=R)`` with R's third column (-1, 0, 0) is the wall x <= 1 m
-        facing -x."""
+        link's frame, with its own sliding ``friction`` coefficient (None: none; ``build``
+        says how a pair's is found). A ``collision.plane()`` (the half-space z <= 0 of its
+        frame: a wall, a tilted floor) only on a link that does not move (``"world"``, or one
+        welded to it; ``ModelError`` at ``build`` otherwise): ``add_shape("world",
+        collision.plane(), xyz=(1, 0, 0), rotation=R)`` with R's third column (-1, 0, 0) is
+        the wall x <= 1 m facing -x."""
         if not isinstance(shape, (collision.Sphere, collision.Capsule, collision.Box,
                                   collision.Cylinder, collision.Convex, collision.Plane)):
             raise ValueError(f"a shape is a collision.sphere, capsule, box, cylinder, convex or "
                              f"plane, got {shape!r}")
+        if friction is not None:
+            friction = float(positive(friction, f"the friction of shape {name or link!r}",
+                                      allow_zero=True))
         R = np.eye(3) if rotation is None else np.asarray(rotation, dtype=float).reshape(3, 3)
         name = name or f"{link}/{type(shape).__name__.lower()}{len(self.shapes)}"
         self.shapes.append(Shape(name, link, shape, tuple(R.ravel().tolist()),
-                                 tuple(float(x) for x in xyz)))
+                                 tuple(float(x) for x in xyz), friction))
 
     def add_robot(self, model, q=None, position=(0.0, 0.0, 0.0),
                   quaternion=(0.0, 0.0, 0.0, 1.0), prefix="", shapes=True, links=None,
@@ -252,7 +264,7 @@ class Scene:
         and the bodies welded to it touch the bodies jointed to them, a cart its rail; with
         ``<flag filterparent="disable"/>`` every body touches its parent), and its
         ``<contact><pair>``s touch whatever those filters say (``exclude`` and
-        ``self_collision=False`` still win; the pair's friction and solref are not read); a
+        ``self_collision=False`` still win; the pair's friction is read, its solref not); a
         geom with contype = conaffinity = 0 touches only the pairs that name it.
 
         Errors: ``ModelError`` when the model has no file (built in code, loaded from a
@@ -287,14 +299,16 @@ class Scene:
             found, excluded, geometry = _robot_shapes(model, links, where, meshes, mesh_corners)
             floor, planes = self._file_floor(geometry, T, where)
             if links is None or model.root_link in links:  # the file's other floors: planes
-                found += [(model.root_link, collision.plane(), np.eye(3),
-                           np.array([0.0, 0.0, f.height]), f.name, (f.contype, f.conaffinity),
-                           False, f.geom) for f in planes]
+                found += [_FileShape(model.root_link, collision.plane(), np.eye(3),
+                                     np.array([0.0, 0.0, f.height]), f.name,
+                                     (f.contype, f.conaffinity), False, f.geom, f.friction)
+                          for f in planes]
             if not world:
-                found = [f for f in found if f[0] != file_world]
+                found = [f for f in found if f.link != file_world]
         own = not shapes or geometry.contact  # False: the file turns its contact off
-        # the file's <contact><pair>s (geom ids), which MuJoCo checks whatever the filters say
-        explicit = {frozenset(p) for p in geometry.pairs} if shapes and own else set()
+        # the file's <contact><pair>s ({geom ids: friction}), which MuJoCo checks whatever the
+        # filters say
+        explicit = {frozenset(p[:2]): p[2] for p in geometry.pairs} if shapes and own else {}
         pairs, user = set(), set()  # excluded link pairs; those the caller excludes
         for names, what, by_user in ((exclude, "exclude", True),
                                      (_srdf_pairs(srdf) if srdf else (), srdf, True),
@@ -311,14 +325,15 @@ class Scene:
                     user.add(pair)
         self._graft(model, prefix, T, where)
         added = []
-        for link, shape, R, p, label, bits, _, geom in found:
-            name = f"{prefix}{link}/{label}"
-            if prefix + link == "world":  # the scene's world: the file's world at T
+        for f in found:
+            name, R, p = f"{prefix}{f.link}/{f.label}", f.R, f.p
+            if prefix + f.link == "world":  # the scene's world: the file's world at T
                 R, p = T[0] @ R, T[0] @ p + T[1]
-            self.add_shape(prefix + link, shape, xyz=p, rotation=R, name=name)
-            added.append((name, prefix + link, bits, link == file_world,
-                          model.links[model.link_index(link)].body, geom))
-            if explicit and not any(bits):  # it touches only what a <pair> names
+            self.add_shape(prefix + f.link, f.shape, xyz=p, rotation=R, name=name,
+                           friction=f.friction)
+            added.append((name, prefix + f.link, f.bits, f.link == file_world,
+                          model.links[model.link_index(f.link)].body, f.geom))
+            if explicit and not any(f.bits):  # it touches only what a <pair> names
                 self._paired_only.add(name)
         names = [a[0] for a in added]
         T_q = None
@@ -334,7 +349,7 @@ class Scene:
                 if (frozenset((geom_a, geom_b)) in explicit
                         and (self_collision or environment)
                         and frozenset((link_a, link_b)) not in user):
-                    self._explicit.add(frozenset((a, b)))  # whatever the filters say
+                    self._explicit[frozenset((a, b))] = explicit[frozenset((geom_a, geom_b))]
                 elif (not own or (not self_collision and not environment)
                         or not masks_collide(bits_a, bits_b)
                         or frozenset((link_a, link_b)) in pairs
@@ -351,7 +366,8 @@ class Scene:
             for a, link, bits, _, _, geom in added:
                 if (frozenset((geom, floor.geom)) in explicit
                         and frozenset((link, "ground")) not in user):
-                    self._explicit.add(frozenset((a, "ground")))
+                    self._explicit[frozenset((a, "ground"))] = explicit[frozenset((geom,
+                                                                                 floor.geom))]
                 elif not own or not masks_collide(bits, (floor.contype, floor.conaffinity)):
                     self._excluded.add(frozenset((a, "ground")))
         self._excluded_links.update(p for p in pairs if len(p) == 2)
@@ -372,7 +388,7 @@ class Scene:
         another height."""
         R_T, p_T = T
         floors = list(geometry.floors)
-        paired = {g for pair in geometry.pairs for g in pair}
+        paired = {g for pair in geometry.pairs for g in pair[:2]}
         colliding = [f for f in floors if f.contype or f.conaffinity or f.geom in paired]
         chosen = (colliding or floors or [None])[0]
         planes = [f for f in colliding if f is not chosen]
@@ -453,7 +469,7 @@ class Scene:
         self._constraints += [_renamed(c, prefix) for c in model.constraints]
         self._tendons += [_renamed(t, prefix) for t in model.tendons]
 
-    def build(self, mu=0.8, ground=None, height=None, **solver):
+    def build(self, mu=None, ground=None, height=None, **solver):
         """(model, contact, q0): the Model (the builder's, fixed base at the world), the
         contact settings (a ``ShapeContact``; ``mu``, ``ground``, ``height`` and the solver's
         ``RigidContact`` options: ``timeconst``, ``dampratio``, ``restitution``,
@@ -465,7 +481,13 @@ class Scene:
         robots come from MJCF files whose worlds have no floor (gymnasium's inverted pendulum:
         MuJoCo has no ground there, and at z = 0 its cart would start 10 cm inside one), which
         a ``UserWarning`` says (``ground=True`` adds it). ``contact`` is None, with a
-        ``UserWarning``, when no pair can touch."""
+        ``UserWarning``, when no pair can touch.
+
+        ``mu``: the sliding friction coefficient of every pair, or None (default): each
+        pair's own, as MuJoCo has it: the larger of its two shapes' (``friction`` of
+        ``add_shape``/``add_object``, an MJCF geom's ``friction[0]``; the ground's is an MJCF
+        floor's), an MJCF ``<contact><pair>``'s own, and ``DEFAULT_MU`` (0.8) where neither
+        shape has one (an object, a URDF link, a ground of no file)."""
         if height is None:
             height = self._floor.height if self._floor is not None else 0.0
         if ground is None:
@@ -498,11 +520,20 @@ class Scene:
         everything = [shape.name for shape in self.shapes] + ["ground"]
         for name in self._paired_only:  # contype = conaffinity = 0: only its <pair>s
             excluded.update(frozenset((name, other)) for other in everything if other != name)
-        excluded -= self._explicit  # a file's <contact><pair>s, whatever the filters say
-        contact = ShapeContact(shapes=tuple(self.shapes), ground=ground,
+        excluded -= set(self._explicit)  # a file's <contact><pair>s, whatever the filters say
+        shapes, ground_friction, pair_friction = tuple(self.shapes), None, {}
+        if mu is None:  # each pair's own
+            mu = DEFAULT_MU
+            ground_friction = None if self._floor is None else self._floor.friction
+            pair_friction = dict(self._explicit)
+        else:  # one for all
+            shapes = tuple(replace(shape, friction=None) for shape in shapes)
+        contact = ShapeContact(shapes=shapes, ground=ground,
                                solver=RigidContact(mu=mu, height=height, **solver),
                                exclude=frozenset(excluded),
-                               touch_parent=frozenset(self._touch_parent | self._explicit))
+                               touch_parent=frozenset(self._touch_parent | set(self._explicit)),
+                               ground_friction=ground_friction,
+                               pair_friction=tuple(pair_friction.items()))
         resolved = ShapeContactModel(model, contact)  # contact.resolve, unless it has no pair
         if not resolved.pairs:
             warnings.warn(f"scene {self.builder.name!r}: no two shapes can touch, nor a shape "
@@ -570,10 +601,26 @@ _KINDS = {"sphere": lambda s: collision.sphere(s[0]),
           "plane": lambda s: collision.plane()}
 
 
+class _FileShape(NamedTuple):
+    """A collision element of a robot's file, as ``add_robot`` adds it: on ``link`` (the
+    robot's), ``shape`` at (R (3, 3), p (3,)) in the link's frame, named ``label``, its MJCF
+    bit masks ``bits`` (contype, conaffinity), whether it comes from a ``mesh``, its MJCF
+    ``geom`` id (-1: URDF) and sliding ``friction`` (None: URDF)."""
+
+    link: str
+    shape: object
+    R: np.ndarray
+    p: np.ndarray
+    label: str
+    bits: tuple
+    mesh: bool
+    geom: int
+    friction: Optional[float]
+
+
 def _robot_shapes(model, links, where, meshes="capsule", corners=24):
-    """([(link, shape, R, p, label, (contype, conaffinity), from a mesh, MJCF geom id or -1)],
-    excluded link pairs, the file's ``CollisionGeometry``) of the model's file, its meshes as
-    ``meshes`` says (``Scene.add_robot``)."""
+    """([``_FileShape``], excluded link pairs, the file's ``CollisionGeometry``) of the model's
+    file, its meshes as ``meshes`` says (``Scene.add_robot``)."""
     from .geometry import collision_geometry
 
     if meshes not in _MESH_MODES:
@@ -629,14 +676,16 @@ def _robot_shapes(model, links, where, meshes="capsule", corners=24):
     for s in keep:
         k = count[s.link] = count.get(s.link, 0) + 1
         label = s.name or f"{s.kind}{k - 1}"
-        out.append((s.link, _KINDS[s.kind](np.asarray(s.size, dtype=float)),
-                    np.asarray(s.rotation, dtype=float), np.asarray(s.translation, dtype=float),
-                    label, (s.contype, s.conaffinity), False, s.geom))
+        out.append(_FileShape(s.link, _KINDS[s.kind](np.asarray(s.size, dtype=float)),
+                              np.asarray(s.rotation, dtype=float),
+                              np.asarray(s.translation, dtype=float), label,
+                              (s.contype, s.conaffinity), False, s.geom, s.friction))
     count = {}
     for m, (shape, R, p) in from_meshes:
         k = count[m.link] = count.get(m.link, 0) + 1
-        out.append((m.link, shape, m.rotation @ R, m.rotation @ p + m.translation,
-                    m.name or f"mesh{k - 1}", (m.contype, m.conaffinity), True, m.geom))
+        out.append(_FileShape(m.link, shape, m.rotation @ R, m.rotation @ p + m.translation,
+                              m.name or f"mesh{k - 1}", (m.contype, m.conaffinity), True,
+                              m.geom, m.friction))
     excluded = [pair for pair in geometry.excluded if all(l in model.link_names for l in pair)]
     return out, excluded, geometry
 
@@ -649,7 +698,7 @@ def _overlap(model, T, a, b):
     its links are at poses T (nlinks, 4, 4)."""
     if isinstance(a[1], collision.Plane):
         a, b = b, a
-    (link_a, shape_a, Ra, pa, *_), (link_b, shape_b, Rb, pb, *_) = a, b
+    (link_a, shape_a, Ra, pa, *_), (link_b, shape_b, Rb, pb, *_) = a, b  # _FileShapes
     if link_a == link_b or isinstance(shape_a, collision.Plane):
         return False
     poses = [_world_pose(np, T[None, model.link_index(link)], R, p)
@@ -739,13 +788,18 @@ class ShapeContact:
     link is the other's parent across a joint (the adjacent-link filter's exceptions: an MJCF
     file's world and the bodies welded to it, as MuJoCo exempts its world body; every pair of
     a file with ``<flag filterparent="disable"/>``); ``exclude`` still holds for them.
-    ``Settings.contact`` takes it; ``Scene.build`` makes it."""
+    Friction: a pair's sliding coefficient is its entry in ``pair_friction`` ((frozenset of
+    two shape names, mu) items: an MJCF ``<contact><pair>``'s), else the larger of its two
+    shapes' ``friction`` (``ground_friction`` for the ground), each None standing for
+    ``solver.mu``. ``Settings.contact`` takes it; ``Scene.build`` makes it."""
 
     shapes: tuple
     ground: bool = True
     solver: RigidContact = RigidContact()
     exclude: frozenset = frozenset()
     touch_parent: frozenset = frozenset()
+    ground_friction: Optional[float] = None
+    pair_friction: tuple = ()
 
     def resolve(self, model):
         resolved = ShapeContactModel(model, self)
@@ -798,6 +852,19 @@ class ShapeContactModel(SolvedContact):
                              for k in range(K))
         self._pair_of = [pair for pair, K in zip(self.pairs, self.counts)  # each point's pair
                          for _ in range(K)]
+        own = dict(settings.pair_friction)
+
+        def friction(a, b):  # a pair's own sliding coefficient, or None: the solver's mu
+            names = frozenset((a.name, "ground" if b is None else b.name))
+            if names in own:
+                return own[names]
+            given = (a.friction, settings.ground_friction if b is None else b.friction)
+            if given == (None, None):
+                return None
+            return max(settings.solver.mu if f is None else f for f in given)
+
+        #: each point's friction coefficient (a number, or None: ``solver.mu``, an argument)
+        self.point_friction = tuple(friction(a, b) for a, _, b, _ in self._pair_of)
 
     @property
     def labels(self):
@@ -815,7 +882,18 @@ class ShapeContactModel(SolvedContact):
     @property
     def key(self):
         return ("shapes", tuple((a, la, b, lb) for a, la, b, lb in self.pairs),
-                self.ground.iterations)
+                self.ground.iterations, self.point_friction)
+
+    def friction(self, xp, p, i):
+        """Point i's friction coefficient: its pair's own (a constant), else ``p["mu"]``; i an
+        int, or traced (JAX's loop over the points: a table of them, indexed)."""
+        if all(mu is None for mu in self.point_friction):
+            return p["mu"]
+        if isinstance(i, (int, np.integer)):
+            mu = self.point_friction[i]
+            return p["mu"] if mu is None else mu
+        return xp.stack([p["mu"] if mu is None else xp.asarray(mu, dtype=float)
+                         for mu in self.point_friction])[i]
 
     @cached_property
     def groups(self):
@@ -939,8 +1017,11 @@ class ShapeContactModel(SolvedContact):
         return [tuple(l for l in (la, lb) if l in self.links) for _, la, _, lb in self._pair_of]
 
     def describe(self, p):
+        first = np.cumsum([0] + self.counts)[:-1].tolist()  # each pair's first point
         return dict(super().describe(p), pairs=[f"{a.name}|{'ground' if b is None else b.name}"
-                                                for a, _, b, _ in self.pairs])
+                                                for a, _, b, _ in self.pairs],
+                    friction=[float(p["mu"]) if self.point_friction[k] is None
+                              else self.point_friction[k] for k in first])
 
 
 # -- pairs that can never touch ---------------------------------------------------------------
