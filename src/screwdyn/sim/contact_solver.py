@@ -249,11 +249,16 @@ class SolvedContact(Contact):
                         for i in range(depth.shape[-1])]
         if not inverse_mass:
             return 0.0 * depth
-        return p["k"] / (xp.stack(inverse_mass, axis=-1) * (1.0 + p["regularization"]) + 1e-30)
+        return xp.stack([self.stabilisation(p, i)[0] / (w * (1.0 + p["regularization"]) + 1e-30)
+                         for i, w in enumerate(inverse_mass)], axis=-1)
 
     def friction(self, xp, p, i):
         """Point i's friction coefficient: ``p["mu"]`` (the ground's, for every point)."""
         return p["mu"]
+
+    def stabilisation(self, p, i):
+        """Point i's (k 1/s^2, b 1/s): ``p["k"], p["b"]`` (the same for every point)."""
+        return p["k"], p["b"]
 
     def solve(self, xp, p, q, qd, qdd0, M, T, state, J_eq=None):
         """(qdd (N, nv), tau_c (N, nv), forces (N, P, 3) on the points, world frame, the state
@@ -284,8 +289,9 @@ class SolvedContact(Contact):
         active = xp.where(touching, 1.0, 0.0)
         a_ref = []
         for i in range(P):
-            a_ref += [p["k"] * depth[:, i] - p["b"] * v[:, 3 * i],
-                      -p["b"] * v[:, 3 * i + 1], -p["b"] * v[:, 3 * i + 2]]
+            k, b = self.stabilisation(p, i)
+            a_ref += [k * depth[:, i] - b * v[:, 3 * i], -b * v[:, 3 * i + 1],
+                      -b * v[:, 3 * i + 2]]
         bias = xp.einsum("niv,nv->ni", J, qdd0) - xp.stack(a_ref, axis=-1)  # (N, 3P)
         diag = xp.sum(J * xp.moveaxis(MinvJT, -1, -2), axis=-1) \
             * (1.0 + p["regularization"]) + 1e-30  # (N, 3P): the diagonal of A
@@ -355,7 +361,8 @@ class SolvedContact(Contact):
         qdd = qdd0 + xp.einsum("nvi,ni->nv", MinvJT, f)
         fp = f.reshape(f.shape[:-1] + (P, 3))
         forces = xp.einsum("npj,npjk->npk", fp, frames)
-        stiffness = p["k"] / diag[:, 0::3]
+        stiffness = xp.stack([self.stabilisation(p, i)[0] / diag[:, 3 * i] for i in range(P)],
+                             axis=-1)
         return qdd, tau_c, forces, {"forces": forces, "stiffness": stiffness}
 
     def _inverse_inertia(self, xp, M, J):

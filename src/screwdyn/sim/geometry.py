@@ -124,7 +124,9 @@ class CollisionShape:
     ``rotation`` (3, 3) and ``translation`` (3,) (m) in the link's frame; ``name`` the element's
     name in the file ('' if none); ``contype``, ``conaffinity``: MuJoCo's collision bit masks
     (URDF: 1, 1); ``geom``: the MJCF geom's id (URDF: -1); ``friction``: its sliding friction
-    coefficient (MJCF ``friction[0]``, 0 where ``condim`` is 1; URDF: None)."""
+    coefficient (MJCF ``friction[0]``, 0 where ``condim`` is 1; URDF: None); ``solref``: its
+    contacts' (time constant s, damping ratio), or MuJoCo's direct (-stiffness, -damping)
+    (MJCF ``solref``; URDF: None)."""
 
     link: str
     kind: str
@@ -136,13 +138,15 @@ class CollisionShape:
     conaffinity: int = 1
     geom: int = -1
     friction: Optional[float] = None
+    solref: Optional[tuple] = None
 
 
 @dataclass(frozen=True)
 class Floor:
     """An MJCF plane of the world facing up (+z): a floor or a table top. ``name`` the geom's
     name (or ``geom{id}``), ``height`` (m) its z, ``contype``, ``conaffinity`` MuJoCo's
-    collision bit masks, ``geom`` its id, ``friction`` its sliding friction coefficient."""
+    collision bit masks, ``geom`` its id, ``friction`` its sliding friction coefficient,
+    ``solref`` as ``CollisionShape``'s."""
 
     name: str
     height: float
@@ -150,6 +154,7 @@ class Floor:
     conaffinity: int
     geom: int = -1
     friction: Optional[float] = None
+    solref: Optional[tuple] = None
 
 
 def masks_collide(a: tuple, b: tuple) -> bool:
@@ -167,7 +172,7 @@ class CollisionMesh:
     lists where it was looked for; MJCF: the compiled model's own vertices, no file), ``scale``
     (3,) the URDF's per-axis scale, ``vertices`` (n, 3) the MJCF mesh's vertices in the
     element's frame (m; URDF: None, ``points()`` reads the file), ``geom`` the MJCF geom's id
-    (URDF: -1), ``friction`` as ``CollisionShape``'s."""
+    (URDF: -1), ``friction`` and ``solref`` as ``CollisionShape``'s."""
 
     link: str
     rotation: np.ndarray
@@ -182,6 +187,7 @@ class CollisionMesh:
     conaffinity: int = 1
     geom: int = -1
     friction: Optional[float] = None
+    solref: Optional[tuple] = None
 
     def points(self) -> np.ndarray:
         """The mesh's vertices (n, 3) in the element's frame (m), scaled. OSError when the file
@@ -210,9 +216,10 @@ class CollisionGeometry:
     off, ``<option><flag contact="disable"/>`` or ``constraint="disable"``: in MuJoCo its geoms
     touch nothing), ``filterparent`` (False where an MJCF file turns MuJoCo's parent filter off,
     ``<flag filterparent="disable"/>``: there a body touches its parent too), ``pairs`` (the
-    MJCF ``<contact><pair>`` elements, (geom1, geom2, sliding friction) (geom ids): pairs
-    MuJoCo checks whatever the bit masks, the parent filter and ``<exclude>`` say, with their
-    own friction; their geoms are read even with contype = conaffinity = 0)."""
+    MJCF ``<contact><pair>`` elements, (geom1, geom2, sliding friction, solref) (geom ids):
+    pairs MuJoCo checks whatever the bit masks, the parent filter and ``<exclude>`` say, with
+    their own friction and solref; their geoms are read even with contype = conaffinity =
+    0)."""
 
     shapes: tuple
     skipped: tuple
@@ -384,7 +391,7 @@ def _mjcf_shapes(source):
     ``<contact><exclude>`` excludes; the ``CollisionMesh`` of every mesh geom (its vertices as
     MuJoCo compiled them, in the geom's frame); the world's planes facing up (``Floor``s);
     (whether the file's contact is on, whether its parent filter is on (its
-    ``disableflags``), its explicit pairs ((geom1, geom2, sliding friction) of each
+    ``disableflags``), its explicit pairs ((geom1, geom2, sliding friction, solref) of each
     ``<contact><pair>``)). A geom with contype = conaffinity = 0 is left out unless an explicit
     pair names it; a geom's (and a pair's) friction is 0 where its ``condim`` is 1."""
     try:
@@ -403,18 +410,20 @@ def _mjcf_shapes(source):
     def sliding(friction, condim):
         return float(friction[0]) if condim > 1 else 0.0
 
-    pairs = tuple((int(a), int(b), sliding(f, c)) for a, b, f, c in
-                  zip(m.pair_geom1, m.pair_geom2, m.pair_friction, m.pair_dim))
+    pairs = tuple((int(a), int(b), sliding(f, c), tuple(float(x) for x in r))
+                  for a, b, f, c, r in zip(m.pair_geom1, m.pair_geom2, m.pair_friction,
+                                           m.pair_dim, m.pair_solref))
     paired = {g for pair in pairs for g in pair[:2]}
     for g in range(m.ngeom):
         body, kind = int(m.geom_bodyid[g]), int(m.geom_type[g])
         bits = (int(m.geom_contype[g]), int(m.geom_conaffinity[g]))
         label = mujoco.mj_id2name(m, obj.mjOBJ_GEOM, g) or ""
         friction = sliding(m.geom_friction[g], m.geom_condim[g])
+        solref = tuple(float(x) for x in m.geom_solref[g])
         R, p = _quat_matrix(m.geom_quat[g]), np.array(m.geom_pos[g], dtype=float)
         if kind == int(geom.mjGEOM_PLANE) and body == 0 and R[2, 2] > 1.0 - 1e-12:
             floors.append(Floor(label or f"geom{g}", float(p[2]), *bits, geom=g,
-                                friction=friction))
+                                friction=friction, solref=solref))
             continue
         if not any(bits) and g not in paired:
             continue
@@ -427,10 +436,11 @@ def _mjcf_shapes(source):
                 meshes.append(CollisionMesh(
                     name, R, p, label, mujoco.mj_id2name(m, obj.mjOBJ_MESH, mesh) or f"mesh{mesh}",
                     vertices=np.array(m.mesh_vert[start:start + count], dtype=float),
-                    contype=bits[0], conaffinity=bits[1], geom=g, friction=friction))
+                    contype=bits[0], conaffinity=bits[1], geom=g, friction=friction,
+                    solref=solref))
             continue
         size = np.array(m.geom_size[g], dtype=float) if kinds[kind] != "plane" else np.zeros(0)
-        shapes.append((name, kinds[kind], size, R, p, label, *bits, g, friction))
+        shapes.append((name, kinds[kind], size, R, p, label, *bits, g, friction, solref))
     excluded = []
     for signature in np.asarray(m.exclude_signature, dtype=np.int64).ravel():
         pair = (int(signature) >> 16, int(signature) & 0xFFFF)

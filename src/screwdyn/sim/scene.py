@@ -71,7 +71,9 @@ DEFAULT_MU = 0.8
 class Shape:
     """A collision shape on a link: ``shape`` (``collision.sphere`` ...) at ``rotation`` (3x3,
     row-major, 9 numbers) and ``translation`` (3,) in the link's frame; ``friction``: its own
-    sliding friction coefficient (an MJCF geom's), or None (the contact's ``mu``)."""
+    sliding friction coefficient (an MJCF geom's), or None (the contact's ``mu``); ``solref``:
+    its contacts' own (time constant s, damping ratio), or MuJoCo's direct (-stiffness,
+    -damping) (an MJCF geom's ``solref``), or None (the solver's)."""
 
     name: str
     link: str
@@ -79,6 +81,7 @@ class Shape:
     rotation: tuple = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0)
     translation: tuple = (0.0, 0.0, 0.0)
     friction: Optional[float] = None
+    solref: Optional[tuple] = None
 
 
 def solid_inertia(shape, mass):
@@ -140,19 +143,19 @@ class Scene:
         self._excluded = set()  # frozensets of two shape names that never touch
         self._excluded_links = set()  # frozensets of two link names whose shapes never touch
         self._touch_parent = set()  # frozensets of two shape names: ShapeContact.touch_parent
-        self._explicit = {}  # {two shape names: friction} of an MJCF file's <contact><pair>s
+        self._explicit = {}  # {two shape names: (friction, solref)} of a file's <contact><pair>s
         self._paired_only = set()  # shapes that touch only their <pair>s (contype 0)
         self._constraints, self._tendons, self._couple = [], [], False
         self._floor = None  # an MJCF file's floor (geometry.Floor), in the scene
         self._floorless = []  # the MJCF files added whose world has no floor
 
     def add_object(self, name, shape, mass, position=(0.0, 0.0, 0.0),
-                   quaternion=(0.0, 0.0, 0.0, 1.0), inertia=None, friction=None):
+                   quaternion=(0.0, 0.0, 0.0, 1.0), inertia=None, friction=None, solref=None):
         """A free body ``name`` of ``mass`` (kg) with the collision ``shape`` centred on its
         frame (a convex polytope: where its points are), starting at ``position`` (m) and
         ``quaternion`` (x, y, z, w) in the world; its centre of mass that of the solid shape
         of uniform density, and its inertia too unless ``inertia`` is given (3x3, kg m^2, about
-        the centre of mass). ``friction``: its own sliding friction coefficient (``build``)."""
+        the centre of mass). ``friction``, ``solref``: its own (``add_shape``)."""
         positive(mass, f"Scene.add_object({name!r}) mass")
         if isinstance(shape, collision.Plane):
             raise ValueError(f"Scene.add_object({name!r}): a plane is infinite, not an object; "
@@ -162,17 +165,18 @@ class Scene:
         self.builder.add_link(name, mass=mass, com=solid_centre(shape), inertia=inertia)
         self.builder.add_joint(f"{name}_free", "free", "world", name)
         self._poses[name] = pose
-        self.add_shape(name, shape, name=name, friction=friction)
+        self.add_shape(name, shape, name=name, friction=friction, solref=solref)
 
     def add_shape(self, link, shape, xyz=(0.0, 0.0, 0.0), rotation=None, name=None,
-                  friction=None):
+                  friction=None, solref=None):
         """The collision ``shape`` on ``link`` at ``xyz`` (m) and ``rotation`` (3x3) in the
-        link's frame, with its own sliding ``friction`` coefficient (None: none; ``build``
-        says how a pair's is found). A ``collision.plane()`` (the half-space z <= 0 of its
-        frame: a wall, a tilted floor) only on a link that does not move (``"world"``, or one
-        welded to it; ``ModelError`` at ``build`` otherwise): ``add_shape("world",
-        collision.plane(), xyz=(1, 0, 0), rotation=R)`` with R's third column (-1, 0, 0) is
-        the wall x <= 1 m facing -x."""
+        link's frame, with its own sliding ``friction`` coefficient and its contacts' own
+        ``solref`` (time constant s, damping ratio), as MuJoCo's geoms have them (None: none;
+        ``build`` says how a pair's are found). A ``collision.plane()`` (the half-space
+        z <= 0 of its frame: a wall, a tilted floor) only on a link that does not move
+        (``"world"``, or one welded to it; ``ModelError`` at ``build`` otherwise):
+        ``add_shape("world", collision.plane(), xyz=(1, 0, 0), rotation=R)`` with R's third
+        column (-1, 0, 0) is the wall x <= 1 m facing -x."""
         if not isinstance(shape, (collision.Sphere, collision.Capsule, collision.Box,
                                   collision.Cylinder, collision.Convex, collision.Plane)):
             raise ValueError(f"a shape is a collision.sphere, capsule, box, cylinder, convex or "
@@ -182,8 +186,10 @@ class Scene:
                                       allow_zero=True))
         R = np.eye(3) if rotation is None else np.asarray(rotation, dtype=float).reshape(3, 3)
         name = name or f"{link}/{type(shape).__name__.lower()}{len(self.shapes)}"
+        if solref is not None:
+            solref = _solref(solref, f"the solref of shape {name or link!r}")
         self.shapes.append(Shape(name, link, shape, tuple(R.ravel().tolist()),
-                                 tuple(float(x) for x in xyz), friction))
+                                 tuple(float(x) for x in xyz), friction, solref))
 
     def add_robot(self, model, q=None, position=(0.0, 0.0, 0.0),
                   quaternion=(0.0, 0.0, 0.0, 1.0), prefix="", shapes=True, links=None,
@@ -264,7 +270,7 @@ class Scene:
         and the bodies welded to it touch the bodies jointed to them, a cart its rail; with
         ``<flag filterparent="disable"/>`` every body touches its parent), and its
         ``<contact><pair>``s touch whatever those filters say (``exclude`` and
-        ``self_collision=False`` still win; the pair's friction is read, its solref not); a
+        ``self_collision=False`` still win; the pair's friction and solref are read); a
         geom with contype = conaffinity = 0 touches only the pairs that name it.
 
         Errors: ``ModelError`` when the model has no file (built in code, loaded from a
@@ -301,14 +307,14 @@ class Scene:
             if links is None or model.root_link in links:  # the file's other floors: planes
                 found += [_FileShape(model.root_link, collision.plane(), np.eye(3),
                                      np.array([0.0, 0.0, f.height]), f.name,
-                                     (f.contype, f.conaffinity), False, f.geom, f.friction)
-                          for f in planes]
+                                     (f.contype, f.conaffinity), False, f.geom, f.friction,
+                                     f.solref) for f in planes]
             if not world:
                 found = [f for f in found if f.link != file_world]
         own = not shapes or geometry.contact  # False: the file turns its contact off
-        # the file's <contact><pair>s ({geom ids: friction}), which MuJoCo checks whatever the
-        # filters say
-        explicit = {frozenset(p[:2]): p[2] for p in geometry.pairs} if shapes and own else {}
+        # the file's <contact><pair>s ({geom ids: (friction, solref)}), which MuJoCo checks
+        # whatever the filters say
+        explicit = {frozenset(p[:2]): p[2:] for p in geometry.pairs} if shapes and own else {}
         pairs, user = set(), set()  # excluded link pairs; those the caller excludes
         for names, what, by_user in ((exclude, "exclude", True),
                                      (_srdf_pairs(srdf) if srdf else (), srdf, True),
@@ -330,7 +336,7 @@ class Scene:
             if prefix + f.link == "world":  # the scene's world: the file's world at T
                 R, p = T[0] @ R, T[0] @ p + T[1]
             self.add_shape(prefix + f.link, f.shape, xyz=p, rotation=R, name=name,
-                           friction=f.friction)
+                           friction=f.friction, solref=f.solref)
             added.append((name, prefix + f.link, f.bits, f.link == file_world,
                           model.links[model.link_index(f.link)].body, f.geom))
             if explicit and not any(f.bits):  # it touches only what a <pair> names
@@ -487,7 +493,11 @@ class Scene:
         pair's own, as MuJoCo has it: the larger of its two shapes' (``friction`` of
         ``add_shape``/``add_object``, an MJCF geom's ``friction[0]``; the ground's is an MJCF
         floor's), an MJCF ``<contact><pair>``'s own, and ``DEFAULT_MU`` (0.8) where neither
-        shape has one (an object, a URDF link, a ground of no file)."""
+        shape has one (an object, a URDF link, a ground of no file). The stabilisation
+        likewise: ``timeconst``, ``dampratio`` or ``restitution`` given set every pair's;
+        else each pair has its own where its shapes have a ``solref`` (an MJCF geom's, or
+        ``add_shape``'s): the mean of the two (the solver's for a shape without one), a
+        ``<pair>``'s own, MuJoCo's direct (-stiffness, -damping) as they are."""
         if height is None:
             height = self._floor.height if self._floor is not None else 0.0
         if ground is None:
@@ -521,19 +531,23 @@ class Scene:
         for name in self._paired_only:  # contype = conaffinity = 0: only its <pair>s
             excluded.update(frozenset((name, other)) for other in everything if other != name)
         excluded -= set(self._explicit)  # a file's <contact><pair>s, whatever the filters say
-        shapes, ground_friction, pair_friction = tuple(self.shapes), None, {}
-        if mu is None:  # each pair's own
-            mu = DEFAULT_MU
-            ground_friction = None if self._floor is None else self._floor.friction
-            pair_friction = dict(self._explicit)
-        else:  # one for all
-            shapes = tuple(replace(shape, friction=None) for shape in shapes)
-        contact = ShapeContact(shapes=shapes, ground=ground,
-                               solver=RigidContact(mu=mu, height=height, **solver),
-                               exclude=frozenset(excluded),
-                               touch_parent=frozenset(self._touch_parent | set(self._explicit)),
-                               ground_friction=ground_friction,
-                               pair_friction=tuple(pair_friction.items()))
+        shapes, floor = tuple(self.shapes), self._floor
+        own = {"friction": mu is None,  # each pair's own, unless given for all
+               "solref": not {"timeconst", "dampratio", "restitution"} & set(solver)}
+        for field, keep in own.items():
+            if not keep:
+                shapes = tuple(replace(shape, **{field: None}) for shape in shapes)
+        explicit = {pair: (f if own["friction"] else None, r if own["solref"] else None)
+                    for pair, (f, r) in self._explicit.items()}
+        contact = ShapeContact(
+            shapes=shapes, ground=ground,
+            solver=RigidContact(mu=DEFAULT_MU if mu is None else mu, height=height, **solver),
+            exclude=frozenset(excluded),
+            touch_parent=frozenset(self._touch_parent | set(self._explicit)),
+            ground_friction=floor.friction if floor is not None and own["friction"] else None,
+            ground_solref=floor.solref if floor is not None and own["solref"] else None,
+            pair_friction=tuple((k, f) for k, (f, _) in explicit.items() if f is not None),
+            pair_solref=tuple((k, r) for k, (_, r) in explicit.items() if r is not None))
         resolved = ShapeContactModel(model, contact)  # contact.resolve, unless it has no pair
         if not resolved.pairs:
             warnings.warn(f"scene {self.builder.name!r}: no two shapes can touch, nor a shape "
@@ -556,6 +570,19 @@ class Scene:
 _NO_SHAPES_HINT = ("put it into the scene without them (Scene.add_robot(model, shapes=False)) and "
                    "declare shapes on its links with Scene.add_shape(link, collision.box(...)) "
                    "(m, link frame)")
+
+
+def _solref(value, what):
+    """(time constant, damping ratio) > 0, or MuJoCo's direct (-stiffness, -damping) < 0, as
+    two floats; ``ValueError`` naming ``what`` otherwise."""
+    try:
+        pair = tuple(float(x) for x in value)
+    except (TypeError, ValueError):
+        pair = ()
+    if len(pair) != 2 or not all(np.isfinite(pair)) or not (min(pair) > 0 or max(pair) < 0):
+        raise ValueError(f"{what} must be (time constant s, damping ratio), both > 0, or "
+                         f"MuJoCo's direct (-stiffness, -damping), both < 0; got {value!r}")
+    return pair
 
 
 def _robot_q(model, q, where):
@@ -605,7 +632,7 @@ class _FileShape(NamedTuple):
     """A collision element of a robot's file, as ``add_robot`` adds it: on ``link`` (the
     robot's), ``shape`` at (R (3, 3), p (3,)) in the link's frame, named ``label``, its MJCF
     bit masks ``bits`` (contype, conaffinity), whether it comes from a ``mesh``, its MJCF
-    ``geom`` id (-1: URDF) and sliding ``friction`` (None: URDF)."""
+    ``geom`` id (-1: URDF), sliding ``friction`` and ``solref`` (None: URDF)."""
 
     link: str
     shape: object
@@ -616,6 +643,7 @@ class _FileShape(NamedTuple):
     mesh: bool
     geom: int
     friction: Optional[float]
+    solref: Optional[tuple]
 
 
 def _robot_shapes(model, links, where, meshes="capsule", corners=24):
@@ -679,13 +707,14 @@ def _robot_shapes(model, links, where, meshes="capsule", corners=24):
         out.append(_FileShape(s.link, _KINDS[s.kind](np.asarray(s.size, dtype=float)),
                               np.asarray(s.rotation, dtype=float),
                               np.asarray(s.translation, dtype=float), label,
-                              (s.contype, s.conaffinity), False, s.geom, s.friction))
+                              (s.contype, s.conaffinity), False, s.geom, s.friction,
+                              s.solref))
     count = {}
     for m, (shape, R, p) in from_meshes:
         k = count[m.link] = count.get(m.link, 0) + 1
         out.append(_FileShape(m.link, shape, m.rotation @ R, m.rotation @ p + m.translation,
                               m.name or f"mesh{k - 1}", (m.contype, m.conaffinity), True,
-                              m.geom, m.friction))
+                              m.geom, m.friction, m.solref))
     excluded = [pair for pair in geometry.excluded if all(l in model.link_names for l in pair)]
     return out, excluded, geometry
 
@@ -791,7 +820,10 @@ class ShapeContact:
     Friction: a pair's sliding coefficient is its entry in ``pair_friction`` ((frozenset of
     two shape names, mu) items: an MJCF ``<contact><pair>``'s), else the larger of its two
     shapes' ``friction`` (``ground_friction`` for the ground), each None standing for
-    ``solver.mu``. ``Settings.contact`` takes it; ``Scene.build`` makes it."""
+    ``solver.mu``. Its stabilisation likewise, MuJoCo's way: ``pair_solref``'s, else the mean
+    of its two shapes' ``solref`` (``ground_solref``; None: the solver's (``timeconst``,
+    ``dampratio``)), or their elementwise least where one is MuJoCo's direct (-stiffness,
+    -damping). ``Settings.contact`` takes it; ``Scene.build`` makes it."""
 
     shapes: tuple
     ground: bool = True
@@ -800,6 +832,8 @@ class ShapeContact:
     touch_parent: frozenset = frozenset()
     ground_friction: Optional[float] = None
     pair_friction: tuple = ()
+    ground_solref: Optional[tuple] = None
+    pair_solref: tuple = ()
 
     def resolve(self, model):
         resolved = ShapeContactModel(model, self)
@@ -865,6 +899,25 @@ class ShapeContactModel(SolvedContact):
 
         #: each point's friction coefficient (a number, or None: ``solver.mu``, an argument)
         self.point_friction = tuple(friction(a, b) for a, _, b, _ in self._pair_of)
+        own_solref = dict(settings.pair_solref)
+        solver = (settings.solver.timeconst, settings.solver.damping_ratio)
+
+        def stabilisation(a, b):  # a pair's own (k 1/s^2, b 1/s), or None: the solver's
+            names = frozenset((a.name, "ground" if b is None else b.name))
+            ref = own_solref.get(names)
+            if ref is None:
+                given = (a.solref, settings.ground_solref if b is None else b.solref)
+                if given == (None, None):
+                    return None
+                r1, r2 = (solver if r is None else r for r in given)
+                ref = (tuple((x + y) / 2 for x, y in zip(r1, r2)) if min(r1 + r2) > 0
+                       else tuple(min(x, y) for x, y in zip(r1, r2)))  # MuJoCo's mix
+            if ref[0] < 0:  # MuJoCo's direct (-stiffness, -damping)
+                return (-ref[0], -ref[1])
+            return (1.0 / (ref[0] * ref[1]) ** 2, 2.0 / ref[0])
+
+        #: each point's stabilisation (k, b), or None: the solver's (arguments)
+        self.point_stabilisation = tuple(stabilisation(a, b) for a, _, b, _ in self._pair_of)
 
     @property
     def labels(self):
@@ -882,7 +935,7 @@ class ShapeContactModel(SolvedContact):
     @property
     def key(self):
         return ("shapes", tuple((a, la, b, lb) for a, la, b, lb in self.pairs),
-                self.ground.iterations, self.point_friction)
+                self.ground.iterations, self.point_friction, self.point_stabilisation)
 
     def friction(self, xp, p, i):
         """Point i's friction coefficient: its pair's own (a constant), else ``p["mu"]``; i an
@@ -894,6 +947,19 @@ class ShapeContactModel(SolvedContact):
             return p["mu"] if mu is None else mu
         return xp.stack([p["mu"] if mu is None else xp.asarray(mu, dtype=float)
                          for mu in self.point_friction])[i]
+
+    def stabilisation(self, p, i):
+        """Point i's (k 1/s^2, b 1/s): its pair's own (constants), else ``p["k"], p["b"]``."""
+        own = self.point_stabilisation[i]
+        return (p["k"], p["b"]) if own is None else own
+
+    def springs(self, model, p, q, M):
+        """The solver's stabilisation, and each distinct one of the pairs' own (their solref),
+        per unit apparent mass (``SolvedContact.springs``)."""
+        own = {kb: i for i, kb in enumerate(self.point_stabilisation) if kb is not None}
+        return super().springs(model, p, q, M) + [
+            (f"the stabilisation of {self.labels[i].split('#')[0]!r} (its solref)", k, b, 1.0)
+            for (k, b), i in own.items()]
 
     @cached_property
     def groups(self):
