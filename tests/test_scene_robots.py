@@ -840,6 +840,33 @@ def test_an_mjcf_geoms_solref_sets_its_contacts_stabilisation(tmp_path):
             sd.Scene("bad").add_shape("world", collision.sphere(0.1), name="x", solref=bad)
 
 
+def test_dm_control_manipulator_in_a_scene_moves_as_in_mujoco():
+    """dm_control's manipulator put into a scene as it is (its world, its geoms' friction and
+    solref, its joints' damping integrated implicitly), passive for 0.5 s at 1 ms beside
+    mj_step's Euler: the ball rolls off and spins at mj_step's rate (-53.7 rad/s, 1% apart) and
+    the final state is mj_step's within 0.05 (rad, m); with the scene's friction and
+    stabilisation for all and no damping, as before, the spin was 7.8 rad off."""
+    mujoco = pytest.importorskip("mujoco")
+    path = _dm_control("manipulator")
+    m = mujoco.MjModel.from_xml_path(path)
+    m.opt.timestep = 1e-3
+    d = mujoco.MjData(m)
+    while d.time < 0.5 - 1e-9:
+        mujoco.mj_step(m, d)
+    scene = sd.Scene("manipulator")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # its meshes are capsules
+        scene.add_robot(sd.load_mjcf(path, joint_damping=True))
+        model, contact, q0 = scene.build()
+    assert model.joint_names == tuple(m.joint(j).name for j in range(m.njnt))
+    traj = sd.simulate(model, q0, None, None, 0.5, 1e-3, contact=contact,
+                       integrator="semi_implicit_euler")
+    spin = model.joint_names.index("ball_y")
+    assert d.qvel[spin] < -50.0
+    assert traj.qd[-1, spin] == pytest.approx(d.qvel[spin], rel=0.01)
+    assert np.abs(traj.q[-1] - d.qpos).max() < 0.05
+
+
 def test_an_mjcf_world_without_a_floor_has_no_ground():
     """gymnasium's inverted pendulum has no floor (its file comments it out), and its cart sits
     at z = 0: MuJoCo has no ground there, and neither has the scene by default (a warning says
