@@ -742,7 +742,8 @@ def test_an_mjcf_files_friction_is_each_pairs_own(tmp_path):
     mj_step's (elliptic cones; 3e-6 and 1.7e-5 m); with mu=0.8, 0.255 m both. An object's own
     friction (add_object(friction=1.2)) meets the others' (DEFAULT_MU, 0.8, where none is
     given): the larger holds. JAX (its loop over the points indexes their coefficients)
-    equals native code. Bad friction: ValueError."""
+    equals native code. Two geoms of condim 1 touch without friction (gymnasium's pusher:
+    every pair). Bad friction: ValueError."""
     mujoco = pytest.importorskip("mujoco")
     path = tmp_path / "slide.xml"
     path.write_text(_SLIDE)
@@ -780,6 +781,15 @@ def test_an_mjcf_files_friction_is_each_pairs_own(tmp_path):
     assert resolved.describe(resolved.params())["friction"] == [1.2, 1.2, 0.8]
     with pytest.raises(ValueError, match="the friction of shape 'puck' must be >= 0"):
         sd.Scene("bad").add_object("puck", collision.sphere(0.1), mass=1.0, friction=-0.1)
+    pusher = _gymnasium("pusher")  # condim 1 everywhere: MuJoCo's contacts have no friction
+    assert set(mujoco.MjModel.from_xml_path(pusher).geom_condim) == {1}
+    scene = sd.Scene("pusher")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        scene.add_robot(sd.load_mjcf(pusher))
+        model, contact, q0 = scene.build()
+    resolved = contact.resolve(model)
+    assert set(resolved.describe(resolved.params())["friction"]) == {0.0}
 
 
 _DROP = """<mujoco model="drop">

@@ -124,7 +124,8 @@ class CollisionShape:
     ``rotation`` (3, 3) and ``translation`` (3,) (m) in the link's frame; ``name`` the element's
     name in the file ('' if none); ``contype``, ``conaffinity``: MuJoCo's collision bit masks
     (URDF: 1, 1); ``geom``: the MJCF geom's id (URDF: -1); ``friction``: its sliding friction
-    coefficient (MJCF ``friction[0]``, 0 where ``condim`` is 1; URDF: None); ``solref``: its
+    coefficient (MJCF ``friction[0]``; URDF: None); ``condim``: MuJoCo's (1: a contact
+    between two such geoms has no friction); ``solref``: its
     contacts' (time constant s, damping ratio), or MuJoCo's direct (-stiffness, -damping)
     (MJCF ``solref``; URDF: None)."""
 
@@ -139,6 +140,7 @@ class CollisionShape:
     geom: int = -1
     friction: Optional[float] = None
     solref: Optional[tuple] = None
+    condim: int = 3
 
 
 @dataclass(frozen=True)
@@ -146,7 +148,7 @@ class Floor:
     """An MJCF plane of the world facing up (+z): a floor or a table top. ``name`` the geom's
     name (or ``geom{id}``), ``height`` (m) its z, ``contype``, ``conaffinity`` MuJoCo's
     collision bit masks, ``geom`` its id, ``friction`` its sliding friction coefficient,
-    ``solref`` as ``CollisionShape``'s."""
+    ``solref`` and ``condim`` as ``CollisionShape``'s."""
 
     name: str
     height: float
@@ -155,6 +157,7 @@ class Floor:
     geom: int = -1
     friction: Optional[float] = None
     solref: Optional[tuple] = None
+    condim: int = 3
 
 
 def masks_collide(a: tuple, b: tuple) -> bool:
@@ -172,7 +175,7 @@ class CollisionMesh:
     lists where it was looked for; MJCF: the compiled model's own vertices, no file), ``scale``
     (3,) the URDF's per-axis scale, ``vertices`` (n, 3) the MJCF mesh's vertices in the
     element's frame (m; URDF: None, ``points()`` reads the file), ``geom`` the MJCF geom's id
-    (URDF: -1), ``friction`` and ``solref`` as ``CollisionShape``'s."""
+    (URDF: -1), ``friction``, ``solref`` and ``condim`` as ``CollisionShape``'s."""
 
     link: str
     rotation: np.ndarray
@@ -188,6 +191,7 @@ class CollisionMesh:
     geom: int = -1
     friction: Optional[float] = None
     solref: Optional[tuple] = None
+    condim: int = 3
 
     def points(self) -> np.ndarray:
         """The mesh's vertices (n, 3) in the element's frame (m), scaled. OSError when the file
@@ -393,7 +397,7 @@ def _mjcf_shapes(source):
     (whether the file's contact is on, whether its parent filter is on (its
     ``disableflags``), its explicit pairs ((geom1, geom2, sliding friction, solref) of each
     ``<contact><pair>``)). A geom with contype = conaffinity = 0 is left out unless an explicit
-    pair names it; a geom's (and a pair's) friction is 0 where its ``condim`` is 1."""
+    pair names it; a pair's friction is 0 where its ``condim`` is 1."""
     try:
         import mujoco
     except ImportError:
@@ -418,12 +422,12 @@ def _mjcf_shapes(source):
         body, kind = int(m.geom_bodyid[g]), int(m.geom_type[g])
         bits = (int(m.geom_contype[g]), int(m.geom_conaffinity[g]))
         label = mujoco.mj_id2name(m, obj.mjOBJ_GEOM, g) or ""
-        friction = sliding(m.geom_friction[g], m.geom_condim[g])
+        friction, condim = float(m.geom_friction[g, 0]), int(m.geom_condim[g])
         solref = tuple(float(x) for x in m.geom_solref[g])
         R, p = _quat_matrix(m.geom_quat[g]), np.array(m.geom_pos[g], dtype=float)
         if kind == int(geom.mjGEOM_PLANE) and body == 0 and R[2, 2] > 1.0 - 1e-12:
             floors.append(Floor(label or f"geom{g}", float(p[2]), *bits, geom=g,
-                                friction=friction, solref=solref))
+                                friction=friction, solref=solref, condim=condim))
             continue
         if not any(bits) and g not in paired:
             continue
@@ -437,10 +441,11 @@ def _mjcf_shapes(source):
                     name, R, p, label, mujoco.mj_id2name(m, obj.mjOBJ_MESH, mesh) or f"mesh{mesh}",
                     vertices=np.array(m.mesh_vert[start:start + count], dtype=float),
                     contype=bits[0], conaffinity=bits[1], geom=g, friction=friction,
-                    solref=solref))
+                    solref=solref, condim=condim))
             continue
         size = np.array(m.geom_size[g], dtype=float) if kinds[kind] != "plane" else np.zeros(0)
-        shapes.append((name, kinds[kind], size, R, p, label, *bits, g, friction, solref))
+        shapes.append((name, kinds[kind], size, R, p, label, *bits, g, friction, solref,
+                       condim))
     excluded = []
     for signature in np.asarray(m.exclude_signature, dtype=np.int64).ravel():
         pair = (int(signature) >> 16, int(signature) & 0xFFFF)

@@ -73,7 +73,9 @@ class Shape:
     row-major, 9 numbers) and ``translation`` (3,) in the link's frame; ``friction``: its own
     sliding friction coefficient (an MJCF geom's), or None (the contact's ``mu``); ``solref``:
     its contacts' own (time constant s, damping ratio), or MuJoCo's direct (-stiffness,
-    -damping) (an MJCF geom's ``solref``), or None (the solver's)."""
+    -damping) (an MJCF geom's ``solref``), or None (the solver's); ``condim``: MuJoCo's (an
+    MJCF geom's; 1: two such shapes touch without friction; 4 and 6, torsional and rolling
+    friction, are taken as 3: sliding friction only)."""
 
     name: str
     link: str
@@ -82,6 +84,7 @@ class Shape:
     translation: tuple = (0.0, 0.0, 0.0)
     friction: Optional[float] = None
     solref: Optional[tuple] = None
+    condim: int = 3
 
 
 def solid_inertia(shape, mass):
@@ -308,7 +311,7 @@ class Scene:
                 found += [_FileShape(model.root_link, collision.plane(), np.eye(3),
                                      np.array([0.0, 0.0, f.height]), f.name,
                                      (f.contype, f.conaffinity), False, f.geom, f.friction,
-                                     f.solref) for f in planes]
+                                     f.solref, f.condim) for f in planes]
             if not world:
                 found = [f for f in found if f.link != file_world]
         own = not shapes or geometry.contact  # False: the file turns its contact off
@@ -337,6 +340,7 @@ class Scene:
                 R, p = T[0] @ R, T[0] @ p + T[1]
             self.add_shape(prefix + f.link, f.shape, xyz=p, rotation=R, name=name,
                            friction=f.friction, solref=f.solref)
+            self.shapes[-1] = replace(self.shapes[-1], condim=f.condim)  # MuJoCo's only
             added.append((name, prefix + f.link, f.bits, f.link == file_world,
                           model.links[model.link_index(f.link)].body, f.geom))
             if explicit and not any(f.bits):  # it touches only what a <pair> names
@@ -492,7 +496,8 @@ class Scene:
         ``mu``: the sliding friction coefficient of every pair, or None (default): each
         pair's own, as MuJoCo has it: the larger of its two shapes' (``friction`` of
         ``add_shape``/``add_object``, an MJCF geom's ``friction[0]``; the ground's is an MJCF
-        floor's), an MJCF ``<contact><pair>``'s own, and ``DEFAULT_MU`` (0.8) where neither
+        floor's; none where both are MJCF geoms of ``condim`` 1), an MJCF
+        ``<contact><pair>``'s own, and ``DEFAULT_MU`` (0.8) where neither
         shape has one (an object, a URDF link, a ground of no file). The stabilisation
         likewise: ``timeconst``, ``dampratio`` or ``restitution`` given set every pair's;
         else each pair has its own where its shapes have a ``solref`` (an MJCF geom's, or
@@ -534,9 +539,10 @@ class Scene:
         shapes, floor = tuple(self.shapes), self._floor
         own = {"friction": mu is None,  # each pair's own, unless given for all
                "solref": not {"timeconst", "dampratio", "restitution"} & set(solver)}
-        for field, keep in own.items():
-            if not keep:
-                shapes = tuple(replace(shape, **{field: None}) for shape in shapes)
+        if not own["friction"]:
+            shapes = tuple(replace(shape, friction=None, condim=3) for shape in shapes)
+        if not own["solref"]:
+            shapes = tuple(replace(shape, solref=None) for shape in shapes)
         explicit = {pair: (f if own["friction"] else None, r if own["solref"] else None)
                     for pair, (f, r) in self._explicit.items()}
         contact = ShapeContact(
@@ -545,6 +551,7 @@ class Scene:
             exclude=frozenset(excluded),
             touch_parent=frozenset(self._touch_parent | set(self._explicit)),
             ground_friction=floor.friction if floor is not None and own["friction"] else None,
+            ground_condim=floor.condim if floor is not None and own["friction"] else 3,
             ground_solref=floor.solref if floor is not None and own["solref"] else None,
             pair_friction=tuple((k, f) for k, (f, _) in explicit.items() if f is not None),
             pair_solref=tuple((k, r) for k, (_, r) in explicit.items() if r is not None))
@@ -632,7 +639,7 @@ class _FileShape(NamedTuple):
     """A collision element of a robot's file, as ``add_robot`` adds it: on ``link`` (the
     robot's), ``shape`` at (R (3, 3), p (3,)) in the link's frame, named ``label``, its MJCF
     bit masks ``bits`` (contype, conaffinity), whether it comes from a ``mesh``, its MJCF
-    ``geom`` id (-1: URDF), sliding ``friction`` and ``solref`` (None: URDF)."""
+    ``geom`` id (-1: URDF), sliding ``friction`` and ``solref`` (None: URDF), ``condim``."""
 
     link: str
     shape: object
@@ -644,6 +651,7 @@ class _FileShape(NamedTuple):
     geom: int
     friction: Optional[float]
     solref: Optional[tuple]
+    condim: int
 
 
 def _robot_shapes(model, links, where, meshes="capsule", corners=24):
@@ -708,13 +716,13 @@ def _robot_shapes(model, links, where, meshes="capsule", corners=24):
                               np.asarray(s.rotation, dtype=float),
                               np.asarray(s.translation, dtype=float), label,
                               (s.contype, s.conaffinity), False, s.geom, s.friction,
-                              s.solref))
+                              s.solref, s.condim))
     count = {}
     for m, (shape, R, p) in from_meshes:
         k = count[m.link] = count.get(m.link, 0) + 1
         out.append(_FileShape(m.link, shape, m.rotation @ R, m.rotation @ p + m.translation,
                               m.name or f"mesh{k - 1}", (m.contype, m.conaffinity), True,
-                              m.geom, m.friction, m.solref))
+                              m.geom, m.friction, m.solref, m.condim))
     excluded = [pair for pair in geometry.excluded if all(l in model.link_names for l in pair)]
     return out, excluded, geometry
 
@@ -820,7 +828,8 @@ class ShapeContact:
     Friction: a pair's sliding coefficient is its entry in ``pair_friction`` ((frozenset of
     two shape names, mu) items: an MJCF ``<contact><pair>``'s), else the larger of its two
     shapes' ``friction`` (``ground_friction`` for the ground), each None standing for
-    ``solver.mu``. Its stabilisation likewise, MuJoCo's way: ``pair_solref``'s, else the mean
+    ``solver.mu``, and none where both shapes' ``condim`` is 1 (``ground_condim``). Its
+    stabilisation likewise, MuJoCo's way: ``pair_solref``'s, else the mean
     of its two shapes' ``solref`` (``ground_solref``; None: the solver's (``timeconst``,
     ``dampratio``)), or their elementwise least where one is MuJoCo's direct (-stiffness,
     -damping). ``Settings.contact`` takes it; ``Scene.build`` makes it."""
@@ -831,6 +840,7 @@ class ShapeContact:
     exclude: frozenset = frozenset()
     touch_parent: frozenset = frozenset()
     ground_friction: Optional[float] = None
+    ground_condim: int = 3
     pair_friction: tuple = ()
     ground_solref: Optional[tuple] = None
     pair_solref: tuple = ()
@@ -892,6 +902,8 @@ class ShapeContactModel(SolvedContact):
             names = frozenset((a.name, "ground" if b is None else b.name))
             if names in own:
                 return own[names]
+            if a.condim == 1 and (settings.ground_condim if b is None else b.condim) == 1:
+                return 0.0  # MuJoCo: a contact's condim is the larger of its geoms'
             given = (a.friction, settings.ground_friction if b is None else b.friction)
             if given == (None, None):
                 return None
