@@ -381,6 +381,15 @@ def _depth(T, a, link_a, b, link_b):
     return float(np.max(collision.collide(np, a.shape, poses[0], b.shape, poses[1])[2]))
 
 
+def _written(path, xml):
+    """(path as a str, MuJoCo's model of ``xml`` written there with a 1 ms step, its data)."""
+    mujoco = pytest.importorskip("mujoco")
+    path.write_text(xml)
+    m = mujoco.MjModel.from_xml_path(str(path))
+    m.opt.timestep = 1e-3
+    return str(path), m, mujoco.MjData(m)
+
+
 def _at_qpos0(path):
     """MuJoCo's compiled model of the file and its data after mj_forward at qpos0."""
     mujoco = pytest.importorskip("mujoco")
@@ -626,18 +635,14 @@ def test_mujocos_parent_filter_spares_the_world_and_can_be_turned_off(tmp_path):
     mujoco = pytest.importorskip("mujoco")
     rest = {}
     for filterparent in ("enable", "disable"):
-        path = tmp_path / f"cart_{filterparent}.xml"
-        path.write_text(_CART.replace(
+        path, m, d = _written(tmp_path / f"cart_{filterparent}.xml", _CART.replace(
             "<worldbody>", f'<option><flag filterparent="{filterparent}"/></option><worldbody>'))
-        m = mujoco.MjModel.from_xml_path(str(path))
-        m.opt.timestep = 1e-3
-        d = mujoco.MjData(m)
         while d.time < 1.0 - 1e-9:
             mujoco.mj_step(m, d)
         touching = {frozenset(m.geom(g).name for g in (c.geom1, c.geom2))
                     for c in d.contact[:d.ncon]}
         scene = sd.Scene("cart")
-        scene.add_robot(sd.load_mjcf(str(path)))
+        scene.add_robot(sd.load_mjcf(path))
         with pytest.warns(UserWarning, match="no ground"):
             model, contact, q0 = scene.build(mu=1.0)
         pairs = {frozenset((a.name, b.name)) for a, _, b, _ in contact.resolve(model).pairs}
@@ -688,14 +693,10 @@ def test_an_mjcf_files_explicit_pairs_touch_whatever_the_filters_say(tmp_path):
     scene touches the ground, not them (it falls through the table). An exclude= of the
     caller still wins over the file's pair."""
     mujoco = pytest.importorskip("mujoco")
-    path = tmp_path / "pairs.xml"
-    path.write_text(_PAIRS)
-    m = mujoco.MjModel.from_xml_path(str(path))
-    m.opt.timestep = 1e-3
-    d = mujoco.MjData(m)
+    path, m, d = _written(tmp_path / "pairs.xml", _PAIRS)
     while d.time < 1.0 - 1e-9:
         mujoco.mj_step(m, d)
-    robot = sd.load_mjcf(str(path))
+    robot = sd.load_mjcf(path)
     scene = sd.Scene("pairs")
     assert scene.add_robot(robot) == ["world/table", "box/box", "ball/ball"]
     scene.add_object("cube", collision.box((0.05, 0.05, 0.05)), mass=0.2,
@@ -745,18 +746,14 @@ def test_an_mjcf_files_friction_is_each_pairs_own(tmp_path):
     equals native code. Two geoms of condim 1 touch without friction (gymnasium's pusher:
     every pair). Bad friction: ValueError."""
     mujoco = pytest.importorskip("mujoco")
-    path = tmp_path / "slide.xml"
-    path.write_text(_SLIDE)
-    m = mujoco.MjModel.from_xml_path(str(path))
-    m.opt.timestep = 1e-3
-    d = mujoco.MjData(m)
+    path, m, d = _written(tmp_path / "slide.xml", _SLIDE)
     d.qvel[0] = d.qvel[6] = 2.0
     while d.time < 2.5 - 1e-9:
         mujoco.mj_step(m, d)
     coulomb = [4.0 / (2 * mu * 9.81) for mu in (0.3, 0.1)]
     for mu, expected in ((None, coulomb), (0.8, [4.0 / (2 * 0.8 * 9.81)] * 2)):
         scene = sd.Scene("slide")
-        scene.add_robot(sd.load_mjcf(str(path)))
+        scene.add_robot(sd.load_mjcf(path))
         model, contact, q0 = scene.build(mu=mu)
         resolved = contact.resolve(model)
         assert resolved.describe(resolved.params())["friction"] == \
@@ -813,11 +810,7 @@ def test_an_mjcf_geoms_solref_sets_its_contacts_stabilisation(tmp_path):
     mujoco = pytest.importorskip("mujoco")
     sunk = {}
     for time in ("0.005", "0.05"):
-        path = tmp_path / f"drop_{time}.xml"
-        path.write_text(_DROP.replace("TIME", time))
-        m = mujoco.MjModel.from_xml_path(str(path))
-        m.opt.timestep = 1e-3
-        d = mujoco.MjData(m)
+        path, m, d = _written(tmp_path / f"drop_{time}.xml", _DROP.replace("TIME", time))
         d.qvel[2] = -1.0
         lowest = 1.0
         while d.time < 0.3 - 1e-9:
@@ -825,7 +818,7 @@ def test_an_mjcf_geoms_solref_sets_its_contacts_stabilisation(tmp_path):
             lowest = min(lowest, d.qpos[2])
         for options in ({}, {"timeconst": 0.02}):
             scene = sd.Scene("drop")
-            scene.add_robot(sd.load_mjcf(str(path)))
+            scene.add_robot(sd.load_mjcf(path))
             model, contact, q0 = scene.build(**options)
             traj = sd.simulate(model, q0, [0, 0, -1.0, 0, 0, 0], None, 0.3, 1e-3,
                                contact=contact, integrator="semi_implicit_euler")
