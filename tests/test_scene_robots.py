@@ -728,7 +728,8 @@ _SLIDE = """<mujoco model="slide">
       <freejoint/><geom name="box" type="box" size="0.1 0.1 0.1" mass="1" friction="0.2"/>
     </body>
     <body name="puck" pos="0 1 0.1">
-      <freejoint/><geom name="puck" type="box" size="0.1 0.1 0.1" mass="1" friction="0.2"/>
+      <freejoint/><geom name="puck" type="box" size="0.1 0.1 0.1" mass="1" friction="0.2"
+                        condim="4"/>
     </body>
   </worldbody>
   <contact><pair geom1="puck" geom2="floor" friction="0.1 0.1 0.005 0.0001 0.0001"/></contact>
@@ -744,7 +745,8 @@ def test_an_mjcf_files_friction_is_each_pairs_own(tmp_path):
     friction (add_object(friction=1.2)) meets the others' (DEFAULT_MU, 0.8, where none is
     given): the larger holds. JAX (its loop over the points indexes their coefficients)
     equals native code. Two geoms of condim 1 touch without friction (gymnasium's pusher:
-    every pair). Bad friction: ValueError."""
+    every pair); torsional friction (the puck's condim 4) is not modelled, and a warning says
+    so. Bad friction: ValueError."""
     mujoco = pytest.importorskip("mujoco")
     path, m, d = _written(tmp_path / "slide.xml", _SLIDE)
     d.qvel[0] = d.qvel[6] = 2.0
@@ -753,7 +755,10 @@ def test_an_mjcf_files_friction_is_each_pairs_own(tmp_path):
     coulomb = [4.0 / (2 * mu * 9.81) for mu in (0.3, 0.1)]
     for mu, expected in ((None, coulomb), (0.8, [4.0 / (2 * 0.8 * 9.81)] * 2)):
         scene = sd.Scene("slide")
-        scene.add_robot(sd.load_mjcf(path))
+        with pytest.warns(UserWarning, match=r"the torsional and rolling friction of 1 geom\(s\) "
+                                             r"of .*slide.xml \(condim 4 or 6: puck/puck\) is "
+                                             "not modelled"):
+            scene.add_robot(sd.load_mjcf(path))
         model, contact, q0 = scene.build(mu=mu)
         resolved = contact.resolve(model)
         assert resolved.describe(resolved.params())["friction"] == \

@@ -274,7 +274,9 @@ class Scene:
         ``<flag filterparent="disable"/>`` every body touches its parent), and its
         ``<contact><pair>``s touch whatever those filters say (``exclude`` and
         ``self_collision=False`` still win; the pair's friction and solref are read); a
-        geom with contype = conaffinity = 0 touches only the pairs that name it.
+        geom with contype = conaffinity = 0 touches only the pairs that name it. Torsional
+        and rolling friction (``condim`` 4, 6) are not modelled: a ``UserWarning`` names the
+        geoms that have them.
 
         Errors: ``ModelError`` when the model has no file (built in code, loaded from a
         string; use ``shapes=False`` and ``add_shape``), when its file (or ``links``) gives no
@@ -387,6 +389,13 @@ class Scene:
                           "\"disable\"/> or constraint=): as in MuJoCo, its geoms touch neither "
                           "each other nor its world (floor, walls); they touch what else the "
                           "scene holds", UserWarning, stacklevel=2)
+        twisting = [f"{f.link}/{f.label}" for f in found if f.condim > 3]
+        if own and twisting:
+            warnings.warn(f"{where}: the torsional and rolling friction of {len(twisting)} "
+                          f"geom(s) of {model.source} (condim 4 or 6: "
+                          f"{', '.join(twisting[:4])}{', ...' if len(twisting) > 4 else ''}) is "
+                          "not modelled: they have sliding friction only", UserWarning,
+                          stacklevel=2)
         return names
 
     def _file_floor(self, geometry, T, where):
