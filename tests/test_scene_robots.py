@@ -742,11 +742,11 @@ def test_an_mjcf_files_friction_is_each_pairs_own(tmp_path):
     (0.1); build(mu=0.8) sets every pair's. Two boxes sent at 2 m/s slide, 2.5 s at 1 ms:
     Coulomb's v^2 / (2 mu g) is 0.680 m and 2.039 m; ours within 1 mm of it and 5e-5 m of
     mj_step's (elliptic cones; 3e-6 and 1.7e-5 m); with mu=0.8, 0.255 m both. An object's own
-    friction (add_object(friction=1.2)) meets the others' (DEFAULT_MU, 0.8, where none is
-    given): the larger holds. JAX (its loop over the points indexes their coefficients)
-    equals native code. Two geoms of condim 1 touch without friction (gymnasium's pusher:
-    every pair); torsional friction (the puck's condim 4) is not modelled, and a warning says
-    so. Bad friction: ValueError."""
+    friction (add_object(surface=Surface(friction=1.2))) meets the others' (DEFAULT_MU, 0.8,
+    where none is given): the larger holds. JAX (its loop over the points indexes their
+    coefficients) equals native code. Two geoms of condim 1 touch without friction
+    (gymnasium's pusher: every pair); torsional friction (the puck's condim 4) is not
+    modelled, and a warning says so. Bad friction, or a surface not a Surface: ValueError."""
     mujoco = pytest.importorskip("mujoco")
     path, m, d = _written(tmp_path / "slide.xml", _SLIDE)
     d.qvel[0] = d.qvel[6] = 2.0
@@ -776,13 +776,15 @@ def test_an_mjcf_files_friction_is_each_pairs_own(tmp_path):
             assert np.abs(jax.q - traj.q[:51]).max() < 1e-12  # each point's mu, traced
     scene = sd.Scene("rubber puck")
     scene.add_object("puck", collision.box((0.1, 0.1, 0.1)), mass=1.0, position=(0, 0, 0.1),
-                     friction=1.2)
+                     surface=sd.sim.Surface(friction=1.2))
     scene.add_object("brick", collision.box((0.1, 0.1, 0.1)), mass=1.0, position=(0, 1, 0.1))
     model, contact, q0 = scene.build()  # no floor of a file: the ground's is DEFAULT_MU
     resolved = contact.resolve(model)
     assert resolved.describe(resolved.params())["friction"] == [1.2, 1.2, 0.8]
-    with pytest.raises(ValueError, match="the friction of shape 'puck' must be >= 0"):
-        sd.Scene("bad").add_object("puck", collision.sphere(0.1), mass=1.0, friction=-0.1)
+    with pytest.raises(ValueError, match="Surface.friction must be >= 0"):
+        sd.sim.Surface(friction=-0.1)
+    with pytest.raises(ValueError, match="the surface of shape 'puck' is a screwdyn.sim.Surface"):
+        sd.Scene("bad").add_object("puck", collision.sphere(0.1), mass=1.0, surface=0.5)
     pusher = _gymnasium("pusher")  # condim 1 everywhere: MuJoCo's contacts have no friction
     assert set(mujoco.MjModel.from_xml_path(pusher).geom_condim) == {1}
     scene = sd.Scene("pusher")
@@ -805,13 +807,15 @@ _DROP = """<mujoco model="drop">
 </mujoco>"""
 
 
-def test_an_mjcf_geoms_solref_sets_its_contacts_stabilisation(tmp_path):
+def test_an_mjcf_geoms_solref_and_margin_set_its_contacts(tmp_path):
     """A geom's solref (time constant, damping ratio) sets how fast its contacts correct a
     penetration, as in MuJoCo (the mean of the two geoms'; MuJoCo's direct (-k, -b) read as
     they are): a ball arriving at 1 m/s on the floor sinks 3.9 mm with solref 0.005 and 12.2 mm
     with 0.05 (mj_step: 4.7 mm and 13.2 mm, its impedance aside); with the scene's time
     constant for all (build(timeconst=0.02)), 6.7 mm both. A pair's own stabilisation is
-    checked for the step (the warning names it). A bad solref: ValueError."""
+    checked for the step (the warning names it). A geom's margin holds the surfaces apart: a
+    ball of margin 1 cm rests 1 cm above the floor (mj_step: 0.96 cm, its softness aside). A
+    bad solref: ValueError."""
     mujoco = pytest.importorskip("mujoco")
     sunk = {}
     for time in ("0.005", "0.05"):
@@ -835,17 +839,28 @@ def test_an_mjcf_geoms_solref_sets_its_contacts_stabilisation(tmp_path):
     assert sunk["0.005", True] == sunk["0.05", True] == pytest.approx(6.7e-3, abs=2e-4)
     scene = sd.Scene("stiff")
     scene.add_object("ball", collision.sphere(0.1), mass=1.0, position=(0, 0, 0.1),
-                     solref=(0.0005, 1.0))
+                     surface=sd.sim.Surface(solref=(0.0005, 1.0)))
     scene.add_shape("world", collision.box((1, 1, 0.1)), xyz=(0, 0, -0.1), name="table",
-                    solref=(0.0005, 1.0))
+                    surface=sd.sim.Surface(solref=(0.0005, 1.0)))
     model, contact, q0 = scene.build(ground=False)
     with pytest.warns(UserWarning, match="too large for the stiffness of the stabilisation of "
                                          "'ball|table' \\(its solref\\)"):
         sd.simulate(model, q0, None, None, 0.01, 1e-3, contact=contact,
                     integrator="semi_implicit_euler")
+    path, m, d = _written(tmp_path / "margin.xml", _DROP.replace('solref="TIME 1"',
+                                                                   'margin="0.01"'))
+    while d.time < 1.0 - 1e-9:
+        mujoco.mj_step(m, d)
+    scene = sd.Scene("margin")
+    scene.add_robot(sd.load_mjcf(path))
+    model, contact, q0 = scene.build()
+    traj = sd.simulate(model, q0, None, None, 1.0, 1e-3, contact=contact,
+                       integrator="semi_implicit_euler")
+    assert traj.q[-1, 2] == pytest.approx(0.11, abs=1e-6)
+    assert d.qpos[2] == pytest.approx(0.11, abs=5e-4)
     for bad in ((0.02,), (0.02, -1.0), (float("nan"), 1.0)):
-        with pytest.raises(ValueError, match="solref of shape 'x' must be"):
-            sd.Scene("bad").add_shape("world", collision.sphere(0.1), name="x", solref=bad)
+        with pytest.raises(ValueError, match="Surface.solref must be"):
+            sd.sim.Surface(solref=bad)
 
 
 def test_dm_control_manipulator_in_a_scene_moves_as_in_mujoco():

@@ -15,6 +15,7 @@ Modules, each with one job (dependencies point down the list):
     contact_solver RigidContact: contact forces solved with the dynamics (Coulomb cones)
     collision     the narrow phase between primitive shapes (sphere, capsule, box, cylinder)
     scene         Scene, ShapeContact: objects and shapes, rigid contact between them
+    surface       Surface: a shape's friction, solref and margin, mixed for a pair as MuJoCo does
     joint_springs joint limits and Coulomb joint friction as springs
     system        the ODE's right-hand side: forces, powers, the forward-dynamics call
     integrators   RK4, semi-implicit and explicit Euler on the manifold; stability limits
@@ -44,6 +45,7 @@ from .contact import GroundContact
 from .contact_solver import RigidContact
 from . import collision
 from .scene import Scene, ShapeContact
+from .surface import Surface
 from .step_derivatives import StepDerivatives, step_derivatives
 from .errors import SimulationError, SimulationInterrupted
 from .geometry import ContactPoint, ContactPoints, contact_points
@@ -55,7 +57,7 @@ from .system import accelerations
 from .trajectory import Trajectory, coordinate_names
 
 __all__ = ["simulate", "rollout", "Settings", "JointLimits", "JointFriction", "GroundContact",
-           "RigidContact", "Scene", "ShapeContact", "collision", "step_derivatives",
+           "RigidContact", "Scene", "ShapeContact", "Surface", "collision", "step_derivatives",
            "StepDerivatives",
            "ContactPoint", "ContactPoints", "contact_points", "Trajectory", "SimulationError",
            "SimulationInterrupted", "coordinate_names", "integrate", "accelerations",

@@ -211,8 +211,12 @@ class SolvedContact(Contact):
         """(state, elastic): the energy the stabilisation holds in the points' penetrations,
         sum 1/2 k m_i d_i^2 (J), the spring that pushes a penetration out (``traj.elastic``:
         what it gives back is not counted as produced by the contact)."""
-        inside = xp.maximum(self.depths(xp, p, T), 0.0)
+        inside = xp.maximum(self.held(self.depths(xp, p, T)), 0.0)
         return state, xp.sum(0.5 * state["stiffness"] * inside * inside, axis=-1)
+
+    def held(self, depth):
+        """The depths (N, P) the solve drives to zero (``rows``'): the points' own here."""
+        return depth
 
     def forces(self, xp, p, T, V, state):
         raise TypeError("a RigidContact's forces come from solve(), with the dynamics")

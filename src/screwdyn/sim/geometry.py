@@ -26,6 +26,7 @@ from typing import Optional
 import numpy as np
 
 from ..errors import ModelError
+from .surface import Surface
 
 
 @dataclass(frozen=True)
@@ -123,11 +124,9 @@ class CollisionShape:
     (r,), capsule and cylinder (r, half-length along z), box half-extents (3,), plane ()), at
     ``rotation`` (3, 3) and ``translation`` (3,) (m) in the link's frame; ``name`` the element's
     name in the file ('' if none); ``contype``, ``conaffinity``: MuJoCo's collision bit masks
-    (URDF: 1, 1); ``geom``: the MJCF geom's id (URDF: -1); ``friction``: its sliding friction
-    coefficient (MJCF ``friction[0]``; URDF: None); ``condim``: MuJoCo's (1: a contact
-    between two such geoms has no friction); ``solref``: its
-    contacts' (time constant s, damping ratio), or MuJoCo's direct (-stiffness, -damping)
-    (MJCF ``solref``; URDF: None)."""
+    (URDF: 1, 1); ``geom``: the MJCF geom's id (URDF: -1); ``surface``: how its contacts
+    behave (a ``Surface``: MJCF ``friction[0]``, ``condim``, ``solref``, ``margin``, ``gap``;
+    URDF: none given)."""
 
     link: str
     kind: str
@@ -138,26 +137,21 @@ class CollisionShape:
     contype: int = 1
     conaffinity: int = 1
     geom: int = -1
-    friction: Optional[float] = None
-    solref: Optional[tuple] = None
-    condim: int = 3
+    surface: Surface = Surface()
 
 
 @dataclass(frozen=True)
 class Floor:
     """An MJCF plane of the world facing up (+z): a floor or a table top. ``name`` the geom's
     name (or ``geom{id}``), ``height`` (m) its z, ``contype``, ``conaffinity`` MuJoCo's
-    collision bit masks, ``geom`` its id, ``friction`` its sliding friction coefficient,
-    ``solref`` and ``condim`` as ``CollisionShape``'s."""
+    collision bit masks, ``geom`` its id, ``surface`` as ``CollisionShape``'s."""
 
     name: str
     height: float
     contype: int
     conaffinity: int
     geom: int = -1
-    friction: Optional[float] = None
-    solref: Optional[tuple] = None
-    condim: int = 3
+    surface: Surface = Surface()
 
 
 def masks_collide(a: tuple, b: tuple) -> bool:
@@ -175,7 +169,7 @@ class CollisionMesh:
     lists where it was looked for; MJCF: the compiled model's own vertices, no file), ``scale``
     (3,) the URDF's per-axis scale, ``vertices`` (n, 3) the MJCF mesh's vertices in the
     element's frame (m; URDF: None, ``points()`` reads the file), ``geom`` the MJCF geom's id
-    (URDF: -1), ``friction``, ``solref`` and ``condim`` as ``CollisionShape``'s."""
+    (URDF: -1), ``surface`` as ``CollisionShape``'s."""
 
     link: str
     rotation: np.ndarray
@@ -189,9 +183,7 @@ class CollisionMesh:
     contype: int = 1
     conaffinity: int = 1
     geom: int = -1
-    friction: Optional[float] = None
-    solref: Optional[tuple] = None
-    condim: int = 3
+    surface: Surface = Surface()
 
     def points(self) -> np.ndarray:
         """The mesh's vertices (n, 3) in the element's frame (m), scaled. OSError when the file
@@ -220,9 +212,9 @@ class CollisionGeometry:
     off, ``<option><flag contact="disable"/>`` or ``constraint="disable"``: in MuJoCo its geoms
     touch nothing), ``filterparent`` (False where an MJCF file turns MuJoCo's parent filter off,
     ``<flag filterparent="disable"/>``: there a body touches its parent too), ``pairs`` (the
-    MJCF ``<contact><pair>`` elements, (geom1, geom2, sliding friction, solref) (geom ids):
-    pairs MuJoCo checks whatever the bit masks, the parent filter and ``<exclude>`` say, with
-    their own friction and solref; their geoms are read even with contype = conaffinity =
+    MJCF ``<contact><pair>`` elements, (geom1, geom2, ``Surface``) (geom ids): pairs MuJoCo
+    checks whatever the bit masks, the parent filter and ``<exclude>`` say, with their own
+    friction, solref, margin and gap; their geoms are read even with contype = conaffinity =
     0)."""
 
     shapes: tuple
@@ -395,9 +387,9 @@ def _mjcf_shapes(source):
     ``<contact><exclude>`` excludes; the ``CollisionMesh`` of every mesh geom (its vertices as
     MuJoCo compiled them, in the geom's frame); the world's planes facing up (``Floor``s);
     (whether the file's contact is on, whether its parent filter is on (its
-    ``disableflags``), its explicit pairs ((geom1, geom2, sliding friction, solref) of each
+    ``disableflags``), its explicit pairs ((geom1, geom2, ``Surface``) of each
     ``<contact><pair>``)). A geom with contype = conaffinity = 0 is left out unless an explicit
-    pair names it; a pair's friction is 0 where its ``condim`` is 1."""
+    pair names it."""
     try:
         import mujoco
     except ImportError:
@@ -411,23 +403,24 @@ def _mjcf_shapes(source):
     ignored = {int(geom.mjGEOM_MESH): "mesh", int(geom.mjGEOM_ELLIPSOID): "ellipsoid",
                int(geom.mjGEOM_HFIELD): "height field", int(geom.mjGEOM_SDF): "sdf"}
     shapes, skipped, meshes, floors = [], [], [], []
-    def sliding(friction, condim):
-        return float(friction[0]) if condim > 1 else 0.0
+    def surface(friction, condim, solref, margin, gap):
+        return Surface(float(friction[0]), int(condim), tuple(float(x) for x in solref),
+                       float(margin), float(gap))
 
-    pairs = tuple((int(a), int(b), sliding(f, c), tuple(float(x) for x in r))
-                  for a, b, f, c, r in zip(m.pair_geom1, m.pair_geom2, m.pair_friction,
-                                           m.pair_dim, m.pair_solref))
+    pairs = tuple((int(a), int(b), surface(*rest)) for a, b, *rest in
+                  zip(m.pair_geom1, m.pair_geom2, m.pair_friction, m.pair_dim, m.pair_solref,
+                      m.pair_margin, m.pair_gap))
     paired = {g for pair in pairs for g in pair[:2]}
     for g in range(m.ngeom):
         body, kind = int(m.geom_bodyid[g]), int(m.geom_type[g])
         bits = (int(m.geom_contype[g]), int(m.geom_conaffinity[g]))
         label = mujoco.mj_id2name(m, obj.mjOBJ_GEOM, g) or ""
-        friction, condim = float(m.geom_friction[g, 0]), int(m.geom_condim[g])
-        solref = tuple(float(x) for x in m.geom_solref[g])
+        own = surface(m.geom_friction[g], m.geom_condim[g], m.geom_solref[g], m.geom_margin[g],
+                      m.geom_gap[g])
         R, p = _quat_matrix(m.geom_quat[g]), np.array(m.geom_pos[g], dtype=float)
         if kind == int(geom.mjGEOM_PLANE) and body == 0 and R[2, 2] > 1.0 - 1e-12:
             floors.append(Floor(label or f"geom{g}", float(p[2]), *bits, geom=g,
-                                friction=friction, solref=solref, condim=condim))
+                                surface=own))
             continue
         if not any(bits) and g not in paired:
             continue
@@ -440,12 +433,10 @@ def _mjcf_shapes(source):
                 meshes.append(CollisionMesh(
                     name, R, p, label, mujoco.mj_id2name(m, obj.mjOBJ_MESH, mesh) or f"mesh{mesh}",
                     vertices=np.array(m.mesh_vert[start:start + count], dtype=float),
-                    contype=bits[0], conaffinity=bits[1], geom=g, friction=friction,
-                    solref=solref, condim=condim))
+                    contype=bits[0], conaffinity=bits[1], geom=g, surface=own))
             continue
         size = np.array(m.geom_size[g], dtype=float) if kinds[kind] != "plane" else np.zeros(0)
-        shapes.append((name, kinds[kind], size, R, p, label, *bits, g, friction, solref,
-                       condim))
+        shapes.append((name, kinds[kind], size, R, p, label, *bits, g, own))
     excluded = []
     for signature in np.asarray(m.exclude_signature, dtype=np.int64).ravel():
         pair = (int(signature) >> 16, int(signature) & 0xFFFF)

@@ -48,6 +48,7 @@ from . import collision
 from .checks import positive
 from .contact_solver import RigidContact, SolvedContact, runs
 from .geometry import masks_collide
+from .surface import Surface, mix, own as own_surface
 
 #: scenes whose native program is larger than this (``ShapeContactModel.native_size``: per
 #: candidate contact point, the degrees of freedom that move it) warn at ``build`` that they
@@ -70,21 +71,15 @@ DEFAULT_MU = 0.8
 @dataclass(frozen=True)
 class Shape:
     """A collision shape on a link: ``shape`` (``collision.sphere`` ...) at ``rotation`` (3x3,
-    row-major, 9 numbers) and ``translation`` (3,) in the link's frame; ``friction``: its own
-    sliding friction coefficient (an MJCF geom's), or None (the contact's ``mu``); ``solref``:
-    its contacts' own (time constant s, damping ratio), or MuJoCo's direct (-stiffness,
-    -damping) (an MJCF geom's ``solref``), or None (the solver's); ``condim``: MuJoCo's (an
-    MJCF geom's; 1: two such shapes touch without friction; 4 and 6, torsional and rolling
-    friction, are taken as 3: sliding friction only)."""
+    row-major, 9 numbers) and ``translation`` (3,) in the link's frame; ``surface``: how its
+    contacts behave (``surface.Surface``: friction, condim, solref, margin; an MJCF geom's)."""
 
     name: str
     link: str
     shape: object
     rotation: tuple = (1.0, 0.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 1.0)
     translation: tuple = (0.0, 0.0, 0.0)
-    friction: Optional[float] = None
-    solref: Optional[tuple] = None
-    condim: int = 3
+    surface: Surface = Surface()
 
 
 def solid_inertia(shape, mass):
@@ -146,19 +141,19 @@ class Scene:
         self._excluded = set()  # frozensets of two shape names that never touch
         self._excluded_links = set()  # frozensets of two link names whose shapes never touch
         self._touch_parent = set()  # frozensets of two shape names: ShapeContact.touch_parent
-        self._explicit = {}  # {two shape names: (friction, solref)} of a file's <contact><pair>s
+        self._explicit = {}  # {two shape names: Surface} of a file's <contact><pair>s
         self._paired_only = set()  # shapes that touch only their <pair>s (contype 0)
         self._constraints, self._tendons, self._couple = [], [], False
         self._floor = None  # an MJCF file's floor (geometry.Floor), in the scene
         self._floorless = []  # the MJCF files added whose world has no floor
 
     def add_object(self, name, shape, mass, position=(0.0, 0.0, 0.0),
-                   quaternion=(0.0, 0.0, 0.0, 1.0), inertia=None, friction=None, solref=None):
+                   quaternion=(0.0, 0.0, 0.0, 1.0), inertia=None, surface=None):
         """A free body ``name`` of ``mass`` (kg) with the collision ``shape`` centred on its
         frame (a convex polytope: where its points are), starting at ``position`` (m) and
         ``quaternion`` (x, y, z, w) in the world; its centre of mass that of the solid shape
         of uniform density, and its inertia too unless ``inertia`` is given (3x3, kg m^2, about
-        the centre of mass). ``friction``, ``solref``: its own (``add_shape``)."""
+        the centre of mass). ``surface``: as ``add_shape``'s."""
         positive(mass, f"Scene.add_object({name!r}) mass")
         if isinstance(shape, collision.Plane):
             raise ValueError(f"Scene.add_object({name!r}): a plane is infinite, not an object; "
@@ -168,13 +163,13 @@ class Scene:
         self.builder.add_link(name, mass=mass, com=solid_centre(shape), inertia=inertia)
         self.builder.add_joint(f"{name}_free", "free", "world", name)
         self._poses[name] = pose
-        self.add_shape(name, shape, name=name, friction=friction, solref=solref)
+        self.add_shape(name, shape, name=name, surface=surface)
 
     def add_shape(self, link, shape, xyz=(0.0, 0.0, 0.0), rotation=None, name=None,
-                  friction=None, solref=None):
+                  surface=None):
         """The collision ``shape`` on ``link`` at ``xyz`` (m) and ``rotation`` (3x3) in the
-        link's frame, with its own sliding ``friction`` coefficient and its contacts' own
-        ``solref`` (time constant s, damping ratio), as MuJoCo's geoms have them (None: none;
+        link's frame; ``surface``: how its contacts behave (a ``screwdyn.sim.Surface``:
+        friction, condim, solref, margin, gap, as MuJoCo's geoms have them; None: none given;
         ``build`` says how a pair's are found). A ``collision.plane()`` (the half-space
         z <= 0 of its frame: a wall, a tilted floor) only on a link that does not move
         (``"world"``, or one welded to it; ``ModelError`` at ``build`` otherwise):
@@ -184,15 +179,13 @@ class Scene:
                                   collision.Cylinder, collision.Convex, collision.Plane)):
             raise ValueError(f"a shape is a collision.sphere, capsule, box, cylinder, convex or "
                              f"plane, got {shape!r}")
-        if friction is not None:
-            friction = float(positive(friction, f"the friction of shape {name or link!r}",
-                                      allow_zero=True))
+        if surface is not None and not isinstance(surface, Surface):
+            raise ValueError(f"the surface of shape {name or link!r} is a screwdyn.sim.Surface, "
+                             f"got {surface!r}")
         R = np.eye(3) if rotation is None else np.asarray(rotation, dtype=float).reshape(3, 3)
         name = name or f"{link}/{type(shape).__name__.lower()}{len(self.shapes)}"
-        if solref is not None:
-            solref = _solref(solref, f"the solref of shape {name or link!r}")
         self.shapes.append(Shape(name, link, shape, tuple(R.ravel().tolist()),
-                                 tuple(float(x) for x in xyz), friction, solref))
+                                 tuple(float(x) for x in xyz), surface or Surface()))
 
     def add_robot(self, model, q=None, position=(0.0, 0.0, 0.0),
                   quaternion=(0.0, 0.0, 0.0, 1.0), prefix="", shapes=True, links=None,
@@ -273,7 +266,7 @@ class Scene:
         and the bodies welded to it touch the bodies jointed to them, a cart its rail; with
         ``<flag filterparent="disable"/>`` every body touches its parent), and its
         ``<contact><pair>``s touch whatever those filters say (``exclude`` and
-        ``self_collision=False`` still win; the pair's friction and solref are read); a
+        ``self_collision=False`` still win; the pair's friction, solref and margin are read); a
         geom with contype = conaffinity = 0 touches only the pairs that name it. Torsional
         and rolling friction (``condim`` 4, 6) are not modelled: a ``UserWarning`` names the
         geoms that have them.
@@ -312,14 +305,14 @@ class Scene:
             if links is None or model.root_link in links:  # the file's other floors: planes
                 found += [_FileShape(model.root_link, collision.plane(), np.eye(3),
                                      np.array([0.0, 0.0, f.height]), f.name,
-                                     (f.contype, f.conaffinity), False, f.geom, f.friction,
-                                     f.solref, f.condim) for f in planes]
+                                     (f.contype, f.conaffinity), False, f.geom, f.surface)
+                          for f in planes]
             if not world:
                 found = [f for f in found if f.link != file_world]
         own = not shapes or geometry.contact  # False: the file turns its contact off
-        # the file's <contact><pair>s ({geom ids: (friction, solref)}), which MuJoCo checks
+        # the file's <contact><pair>s ({geom ids: Surface}), which MuJoCo checks
         # whatever the filters say
-        explicit = {frozenset(p[:2]): p[2:] for p in geometry.pairs} if shapes and own else {}
+        explicit = {frozenset(p[:2]): p[2] for p in geometry.pairs} if shapes and own else {}
         pairs, user = set(), set()  # excluded link pairs; those the caller excludes
         for names, what, by_user in ((exclude, "exclude", True),
                                      (_srdf_pairs(srdf) if srdf else (), srdf, True),
@@ -341,8 +334,7 @@ class Scene:
             if prefix + f.link == "world":  # the scene's world: the file's world at T
                 R, p = T[0] @ R, T[0] @ p + T[1]
             self.add_shape(prefix + f.link, f.shape, xyz=p, rotation=R, name=name,
-                           friction=f.friction, solref=f.solref)
-            self.shapes[-1] = replace(self.shapes[-1], condim=f.condim)  # MuJoCo's only
+                           surface=f.surface)
             added.append((name, prefix + f.link, f.bits, f.link == file_world,
                           model.links[model.link_index(f.link)].body, f.geom))
             if explicit and not any(f.bits):  # it touches only what a <pair> names
@@ -389,7 +381,7 @@ class Scene:
                           "\"disable\"/> or constraint=): as in MuJoCo, its geoms touch neither "
                           "each other nor its world (floor, walls); they touch what else the "
                           "scene holds", UserWarning, stacklevel=2)
-        twisting = [f"{f.link}/{f.label}" for f in found if f.condim > 3]
+        twisting = [f"{f.link}/{f.label}" for f in found if f.surface.condim > 3]
         if own and twisting:
             warnings.warn(f"{where}: the torsional and rolling friction of {len(twisting)} "
                           f"geom(s) of {model.source} (condim 4 or 6: "
@@ -502,16 +494,13 @@ class Scene:
         a ``UserWarning`` says (``ground=True`` adds it). ``contact`` is None, with a
         ``UserWarning``, when no pair can touch.
 
-        ``mu``: the sliding friction coefficient of every pair, or None (default): each
-        pair's own, as MuJoCo has it: the larger of its two shapes' (``friction`` of
-        ``add_shape``/``add_object``, an MJCF geom's ``friction[0]``; the ground's is an MJCF
-        floor's; none where both are MJCF geoms of ``condim`` 1), an MJCF
-        ``<contact><pair>``'s own, and ``DEFAULT_MU`` (0.8) where neither
-        shape has one (an object, a URDF link, a ground of no file). The stabilisation
-        likewise: ``timeconst``, ``dampratio`` or ``restitution`` given set every pair's;
-        else each pair has its own where its shapes have a ``solref`` (an MJCF geom's, or
-        ``add_shape``'s): the mean of the two (the solver's for a shape without one), a
-        ``<pair>``'s own, MuJoCo's direct (-stiffness, -damping) as they are."""
+        Each pair's friction, stabilisation and margin are its own, as MuJoCo mixes its two
+        geoms' (``surface.mix``: its shapes' ``Surface``, an MJCF geom's or ``add_shape``'s;
+        an MJCF floor's for the ground; a ``<contact><pair>``'s own), unless given here:
+        ``mu`` sets every pair's sliding friction (None, the default: each pair's own, and
+        ``DEFAULT_MU``, 0.8, for a shape that has none: an object, a URDF link, a ground of no
+        file); ``timeconst``, ``dampratio`` or ``restitution`` set every pair's
+        stabilisation."""
         if height is None:
             height = self._floor.height if self._floor is not None else 0.0
         if ground is None:
@@ -546,24 +535,23 @@ class Scene:
             excluded.update(frozenset((name, other)) for other in everything if other != name)
         excluded -= set(self._explicit)  # a file's <contact><pair>s, whatever the filters say
         shapes, floor = tuple(self.shapes), self._floor
-        own = {"friction": mu is None,  # each pair's own, unless given for all
-               "solref": not {"timeconst", "dampratio", "restitution"} & set(solver)}
-        if not own["friction"]:
-            shapes = tuple(replace(shape, friction=None, condim=3) for shape in shapes)
-        if not own["solref"]:
-            shapes = tuple(replace(shape, solref=None) for shape in shapes)
-        explicit = {pair: (f if own["friction"] else None, r if own["solref"] else None)
-                    for pair, (f, r) in self._explicit.items()}
+        given = {}  # what build sets for every pair: the surfaces' own left out
+        if mu is not None:
+            given.update(friction=None, condim=3)
+        if {"timeconst", "dampratio", "restitution"} & set(solver):
+            given.update(solref=None)
+
+        def kept(surface):
+            return replace(surface, **given)
+
+        shapes = tuple(replace(shape, surface=kept(shape.surface)) for shape in shapes)
         contact = ShapeContact(
             shapes=shapes, ground=ground,
             solver=RigidContact(mu=DEFAULT_MU if mu is None else mu, height=height, **solver),
             exclude=frozenset(excluded),
             touch_parent=frozenset(self._touch_parent | set(self._explicit)),
-            ground_friction=floor.friction if floor is not None and own["friction"] else None,
-            ground_condim=floor.condim if floor is not None and own["friction"] else 3,
-            ground_solref=floor.solref if floor is not None and own["solref"] else None,
-            pair_friction=tuple((k, f) for k, (f, _) in explicit.items() if f is not None),
-            pair_solref=tuple((k, r) for k, (_, r) in explicit.items() if r is not None))
+            ground_surface=Surface() if floor is None else kept(floor.surface),
+            pair_surfaces=tuple((k, kept(v)) for k, v in self._explicit.items()))
         resolved = ShapeContactModel(model, contact)  # contact.resolve, unless it has no pair
         if not resolved.pairs:
             warnings.warn(f"scene {self.builder.name!r}: no two shapes can touch, nor a shape "
@@ -586,19 +574,6 @@ class Scene:
 _NO_SHAPES_HINT = ("put it into the scene without them (Scene.add_robot(model, shapes=False)) and "
                    "declare shapes on its links with Scene.add_shape(link, collision.box(...)) "
                    "(m, link frame)")
-
-
-def _solref(value, what):
-    """(time constant, damping ratio) > 0, or MuJoCo's direct (-stiffness, -damping) < 0, as
-    two floats; ``ValueError`` naming ``what`` otherwise."""
-    try:
-        pair = tuple(float(x) for x in value)
-    except (TypeError, ValueError):
-        pair = ()
-    if len(pair) != 2 or not all(np.isfinite(pair)) or not (min(pair) > 0 or max(pair) < 0):
-        raise ValueError(f"{what} must be (time constant s, damping ratio), both > 0, or "
-                         f"MuJoCo's direct (-stiffness, -damping), both < 0; got {value!r}")
-    return pair
 
 
 def _robot_q(model, q, where):
@@ -648,7 +623,7 @@ class _FileShape(NamedTuple):
     """A collision element of a robot's file, as ``add_robot`` adds it: on ``link`` (the
     robot's), ``shape`` at (R (3, 3), p (3,)) in the link's frame, named ``label``, its MJCF
     bit masks ``bits`` (contype, conaffinity), whether it comes from a ``mesh``, its MJCF
-    ``geom`` id (-1: URDF), sliding ``friction`` and ``solref`` (None: URDF), ``condim``."""
+    ``geom`` id (-1: URDF) and ``surface``."""
 
     link: str
     shape: object
@@ -658,9 +633,7 @@ class _FileShape(NamedTuple):
     bits: tuple
     mesh: bool
     geom: int
-    friction: Optional[float]
-    solref: Optional[tuple]
-    condim: int
+    surface: Surface
 
 
 def _robot_shapes(model, links, where, meshes="capsule", corners=24):
@@ -724,14 +697,13 @@ def _robot_shapes(model, links, where, meshes="capsule", corners=24):
         out.append(_FileShape(s.link, _KINDS[s.kind](np.asarray(s.size, dtype=float)),
                               np.asarray(s.rotation, dtype=float),
                               np.asarray(s.translation, dtype=float), label,
-                              (s.contype, s.conaffinity), False, s.geom, s.friction,
-                              s.solref, s.condim))
+                              (s.contype, s.conaffinity), False, s.geom, s.surface))
     count = {}
     for m, (shape, R, p) in from_meshes:
         k = count[m.link] = count.get(m.link, 0) + 1
         out.append(_FileShape(m.link, shape, m.rotation @ R, m.rotation @ p + m.translation,
                               m.name or f"mesh{k - 1}", (m.contype, m.conaffinity), True,
-                              m.geom, m.friction, m.solref, m.condim))
+                              m.geom, m.surface))
     excluded = [pair for pair in geometry.excluded if all(l in model.link_names for l in pair)]
     return out, excluded, geometry
 
@@ -834,25 +806,19 @@ class ShapeContact:
     link is the other's parent across a joint (the adjacent-link filter's exceptions: an MJCF
     file's world and the bodies welded to it, as MuJoCo exempts its world body; every pair of
     a file with ``<flag filterparent="disable"/>``); ``exclude`` still holds for them.
-    Friction: a pair's sliding coefficient is its entry in ``pair_friction`` ((frozenset of
-    two shape names, mu) items: an MJCF ``<contact><pair>``'s), else the larger of its two
-    shapes' ``friction`` (``ground_friction`` for the ground), each None standing for
-    ``solver.mu``, and none where both shapes' ``condim`` is 1 (``ground_condim``). Its
-    stabilisation likewise, MuJoCo's way: ``pair_solref``'s, else the mean
-    of its two shapes' ``solref`` (``ground_solref``; None: the solver's (``timeconst``,
-    ``dampratio``)), or their elementwise least where one is MuJoCo's direct (-stiffness,
-    -damping). ``Settings.contact`` takes it; ``Scene.build`` makes it."""
+    A pair's friction, stabilisation and margin: its entry in ``pair_surfaces`` ((frozenset of
+    two shape names, ``Surface``) items: an MJCF ``<contact><pair>``'s own), else its two
+    shapes' ``surface`` mixed as MuJoCo mixes two geoms' (``surface.mix``; the ground's is
+    ``ground_surface``), ``solver``'s mu, timeconst and dampratio standing in for what a
+    surface leaves None. ``Settings.contact`` takes it; ``Scene.build`` makes it."""
 
     shapes: tuple
     ground: bool = True
     solver: RigidContact = RigidContact()
     exclude: frozenset = frozenset()
     touch_parent: frozenset = frozenset()
-    ground_friction: Optional[float] = None
-    ground_condim: int = 3
-    pair_friction: tuple = ()
-    ground_solref: Optional[tuple] = None
-    pair_solref: tuple = ()
+    ground_surface: Surface = Surface()
+    pair_surfaces: tuple = ()
 
     def resolve(self, model):
         resolved = ShapeContactModel(model, self)
@@ -905,40 +871,20 @@ class ShapeContactModel(SolvedContact):
                              for k in range(K))
         self._pair_of = [pair for pair, K in zip(self.pairs, self.counts)  # each point's pair
                          for _ in range(K)]
-        own = dict(settings.pair_friction)
-
-        def friction(a, b):  # a pair's own sliding coefficient, or None: the solver's mu
-            names = frozenset((a.name, "ground" if b is None else b.name))
-            if names in own:
-                return own[names]
-            if a.condim == 1 and (settings.ground_condim if b is None else b.condim) == 1:
-                return 0.0  # MuJoCo: a contact's condim is the larger of its geoms'
-            given = (a.friction, settings.ground_friction if b is None else b.friction)
-            if given == (None, None):
-                return None
-            return max(settings.solver.mu if f is None else f for f in given)
-
+        own = dict(settings.pair_surfaces)
+        solver = settings.solver
+        mixed = [own_surface(own[names]) if names in own
+                 else mix(a.surface, settings.ground_surface if b is None else b.surface,
+                          solver.mu, (solver.timeconst, solver.damping_ratio))
+                 for a, _, b, _ in self.pairs
+                 for names in [frozenset((a.name, "ground" if b is None else b.name))]]
+        per_point = [m for m, K in zip(mixed, self.counts) for _ in range(K)]
         #: each point's friction coefficient (a number, or None: ``solver.mu``, an argument)
-        self.point_friction = tuple(friction(a, b) for a, _, b, _ in self._pair_of)
-        own_solref = dict(settings.pair_solref)
-        solver = (settings.solver.timeconst, settings.solver.damping_ratio)
-
-        def stabilisation(a, b):  # a pair's own (k 1/s^2, b 1/s), or None: the solver's
-            names = frozenset((a.name, "ground" if b is None else b.name))
-            ref = own_solref.get(names)
-            if ref is None:
-                given = (a.solref, settings.ground_solref if b is None else b.solref)
-                if given == (None, None):
-                    return None
-                r1, r2 = (solver if r is None else r for r in given)
-                ref = (tuple((x + y) / 2 for x, y in zip(r1, r2)) if min(r1 + r2) > 0
-                       else tuple(min(x, y) for x, y in zip(r1, r2)))  # MuJoCo's mix
-            if ref[0] < 0:  # MuJoCo's direct (-stiffness, -damping)
-                return (-ref[0], -ref[1])
-            return (1.0 / (ref[0] * ref[1]) ** 2, 2.0 / ref[0])
-
+        self.point_friction = tuple(m.friction for m in per_point)
         #: each point's stabilisation (k, b), or None: the solver's (arguments)
-        self.point_stabilisation = tuple(stabilisation(a, b) for a, _, b, _ in self._pair_of)
+        self.point_stabilisation = tuple(m.stabilisation for m in per_point)
+        #: each point's offset (m): its pair holds the surfaces this far apart (their margin)
+        self.point_offset = np.array([m.offset for m in per_point], dtype=float)
 
     @property
     def labels(self):
@@ -956,7 +902,8 @@ class ShapeContactModel(SolvedContact):
     @property
     def key(self):
         return ("shapes", tuple((a, la, b, lb) for a, la, b, lb in self.pairs),
-                self.ground.iterations, self.point_friction, self.point_stabilisation)
+                self.ground.iterations, self.point_friction, self.point_stabilisation,
+                tuple(self.point_offset.tolist()))
 
     def friction(self, xp, p, i):
         """Point i's friction coefficient: its pair's own (a constant), else ``p["mu"]``; i an
@@ -1074,7 +1021,7 @@ class ShapeContactModel(SolvedContact):
     def rows(self, xp, p, q, T):
         """(J (N, 3K, nv), depth (N, K), frames (N, K, 3, 3)) of every candidate point: the
         relative velocity of body a's material point over body b's, along the normal (b to a)
-        and two tangents."""
+        and two tangents; the depth its pair's solve drives to zero (``held``)."""
         from ..dynamics import jacobian
 
         jac = {l: jacobian(self.model, q, l, frame="world") for l in self.links}
@@ -1095,8 +1042,13 @@ class ShapeContactModel(SolvedContact):
             frames.append(frame)
         J = xp.concatenate(rows, axis=1)
         N, K = J.shape[0], J.shape[1]
-        return J.reshape((N, 3 * K, J.shape[-1])), xp.concatenate(depths, axis=-1), \
+        return J.reshape((N, 3 * K, J.shape[-1])), self.held(xp.concatenate(depths, axis=-1)), \
             xp.concatenate(frames, axis=1)
+
+    def held(self, depth):
+        """The depths (N, K) plus each point's offset: a pair with a margin (``Surface``) holds
+        its surfaces that far apart, as MuJoCo's contacts do."""
+        return depth + self.point_offset if self.point_offset.any() else depth
 
     def point_links(self):
         """Per candidate point, the moving links of its pair (the world and the ground do

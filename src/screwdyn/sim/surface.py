@@ -1,0 +1,106 @@
+"""How a collision shape's contacts behave: its ``Surface`` (friction, the stabilisation's
+solref, margin), as MuJoCo's geoms carry them, and how two surfaces make a pair's (``mix``:
+MuJoCo's rules, ``mj_contactParam``'s for two geoms of equal priority).
+
+    box = Surface(friction=0.2)              # on an MJCF floor Surface(friction=0.3): mu 0.3
+    mix(box, floor, mu=0.8, solref=(0.02, 1.0)).friction   # 0.3
+
+A field left None takes the contact's own (``RigidContact``'s ``mu``, ``timeconst``,
+``dampratio``) where the other shape gives one, and is the contact's own where neither does.
+"""
+from dataclasses import dataclass
+from typing import NamedTuple, Optional
+
+import numpy as np
+
+from .checks import positive
+
+
+@dataclass(frozen=True)
+class Surface:
+    """A shape's contact parameters, MuJoCo's names and meanings (an MJCF geom's):
+
+    friction: the sliding friction coefficient (>= 0), or None (the contact's ``mu``).
+    condim: 1 (two shapes of condim 1 touch without friction) or 3 (sliding friction); 4 and
+        6 (torsional and rolling friction) are read as 3.
+    solref: (time constant s, damping ratio), both > 0, or the direct (-stiffness 1/s^2,
+        -damping 1/s), both < 0; None: the contact's (``timeconst``, ``dampratio``).
+    margin, gap (m, >= 0): a pair's contact holds the surfaces max(margins) - max(gaps)
+        apart (MuJoCo's ``includemargin``: an MJCF ant's feet rest 1 cm above its floor).
+    """
+
+    friction: Optional[float] = None
+    condim: int = 3
+    solref: Optional[tuple] = None
+    margin: float = 0.0
+    gap: float = 0.0
+
+    def __post_init__(self):
+        if self.friction is not None:
+            object.__setattr__(self, "friction", float(positive(
+                self.friction, "Surface.friction", allow_zero=True)))
+        if self.condim not in (1, 3, 4, 6):
+            raise ValueError(f"Surface.condim must be 1, 3, 4 or 6 (MuJoCo's), got "
+                             f"{self.condim!r}")
+        if self.solref is not None:
+            object.__setattr__(self, "solref", _solref(self.solref))
+        for name in ("margin", "gap"):
+            object.__setattr__(self, name, float(positive(getattr(self, name),
+                                                          f"Surface.{name}", allow_zero=True)))
+
+
+class Mixed(NamedTuple):
+    """A pair's contact parameters: ``friction`` (None: the contact's ``mu``), ``stabilisation``
+    (k 1/s^2, b 1/s; None: the contact's), ``offset`` (m): the distance it holds the surfaces
+    apart."""
+
+    friction: Optional[float]
+    stabilisation: Optional[tuple]
+    offset: float
+
+
+def mix(a: Surface, b: Surface, mu: float, solref: tuple) -> Mixed:
+    """The pair of surfaces a and b, MuJoCo's way: friction the larger of the two (none where
+    both have condim 1), solref their mean (the elementwise least where one is direct), margin
+    and gap the larger of each; ``mu`` and ``solref`` (time constant, damping ratio) stand for a
+    field left None where the other surface gives one."""
+    if a.condim == 1 and b.condim == 1:
+        friction: Optional[float] = 0.0
+    elif a.friction is None and b.friction is None:
+        friction = None
+    else:
+        friction = max(mu if s.friction is None else s.friction for s in (a, b))
+    if a.solref is None and b.solref is None:
+        ref = None
+    else:
+        r1, r2 = (solref if s.solref is None else s.solref for s in (a, b))
+        ref = (tuple((x + y) / 2 for x, y in zip(r1, r2)) if min(r1 + r2) > 0
+               else tuple(min(x, y) for x, y in zip(r1, r2)))
+    return Mixed(friction, None if ref is None else stabilisation(ref),
+                 max(a.margin, b.margin) - max(a.gap, b.gap))
+
+
+def own(s: Surface) -> Mixed:
+    """A pair's own surface (an MJCF ``<contact><pair>``'s) as its parameters."""
+    return Mixed(0.0 if s.condim == 1 else s.friction,
+                 None if s.solref is None else stabilisation(s.solref), s.margin - s.gap)
+
+
+def stabilisation(solref):
+    """(k 1/s^2, b 1/s) of a solref: (time constant, damping ratio) gives
+    k = 1 / (timeconst dampratio)^2, b = 2 / timeconst (``RigidContact``'s); the direct
+    (-k, -b) gives them as they are."""
+    if solref[0] < 0:
+        return (-float(solref[0]), -float(solref[1]))
+    return (1.0 / (solref[0] * solref[1]) ** 2, 2.0 / solref[0])
+
+
+def _solref(value):
+    try:
+        pair = tuple(float(x) for x in value)
+    except (TypeError, ValueError):
+        pair = ()
+    if len(pair) != 2 or not all(np.isfinite(pair)) or not (min(pair) > 0 or max(pair) < 0):
+        raise ValueError(f"Surface.solref must be (time constant s, damping ratio), both > 0, "
+                         f"or MuJoCo's direct (-stiffness, -damping), both < 0; got {value!r}")
+    return pair
