@@ -321,14 +321,18 @@ def test_a_scene_from_the_command_line(tmp_path, capsys):
     """--scene simulates the model with the contact between its file's collision shapes, as
     sd.Scene does (its world's wall and floor included): a ball sent at 1 m/s (--qd0) at a
     wall 0.3 m away stops at it, and the saved trajectory equals the Python API's run of the
-    same scene; the summary names the pairs. --scene with the ground's point contact options
-    is refused in one line."""
+    same scene; the summary names the pairs and their friction (--mu's, else the file's:
+    MuJoCo's default 1). --scene with the ground's point contact options is refused in one
+    line."""
     path = tmp_path / "walled.xml"
     path.write_text(_WALLED)
     out = tmp_path / "scene.npz"
     assert main(["simulate", str(path), "--scene", "--mu", "0.5", "--duration", "0.6",
                  "--qd0", "1", "0", "0", "0", "0", "0", "--quiet", "--out", str(out)]) == 0
-    assert "2 pairs of shapes (sd.Scene), rigid (solved)" in capsys.readouterr().out
+    assert "2 pairs of shapes (sd.Scene), rigid (solved), 2 contact points, mu = 0.5, " \
+        "timeconst 0.02 s, dampratio 1\n" in capsys.readouterr().out
+    assert main(["simulate", str(path), "--scene", "--duration", "0.01"]) == 0
+    assert "mu = 1, timeconst 0.02 s, dampratio 1\n" in capsys.readouterr().out  # the file's
     traj = sd.Trajectory.load(out)
     assert traj.meta["contact"]["pairs"] == ["ball/ball|world/wall", "ball/ball|ground"]
     assert 0.4 < traj.q[:, 0].max() < 0.41  # the wall at 0.5 m, the ball's radius 0.1 m

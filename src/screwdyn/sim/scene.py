@@ -1060,7 +1060,10 @@ class ShapeContactModel(SolvedContact):
         return dict(super().describe(p), pairs=[f"{a.name}|{'ground' if b is None else b.name}"
                                                 for a, _, b, _ in self.pairs],
                     friction=[float(p["mu"]) if self.point_friction[k] is None
-                              else self.point_friction[k] for k in first])
+                              else self.point_friction[k] for k in first],
+                    own_stabilisation=sum(  # pairs whose solref is not the solver's
+                        self.point_stabilisation[k] not in (None, (float(p["k"]), float(p["b"])))
+                        for k in first))
 
 
 # -- pairs that can never touch ---------------------------------------------------------------

@@ -24,9 +24,15 @@ def summary_lines(traj):
     if contact and contact.get("kind") == "rigid":
         what = (f"{len(contact['pairs'])} pairs of shapes (sd.Scene)" if "pairs" in contact
                 else "ground plane")
+        mu, own = f"{contact['mu']:g}", ""
+        if contact.get("friction"):  # a scene's pairs, each with its own
+            low, high = min(contact["friction"]), max(contact["friction"])
+            mu = f"{low:g}" if low == high else f"{low:g} to {high:g} (each pair's own)"
+        if contact.get("own_stabilisation"):
+            own = f" ({contact['own_stabilisation']} pairs with their own solref)"
         lines.append(f"contact      {what}, rigid (solved), {contact['points']} contact "
-                     f"points, mu = {contact['mu']:g}, timeconst {contact['timeconst']:g} s, "
-                     f"dampratio {contact['dampratio']:.3g}")
+                     f"points, mu = {mu}, timeconst {contact['timeconst']:g} s, "
+                     f"dampratio {contact['dampratio']:.3g}{own}")
     elif contact:
         lines.append(f"contact      ground plane, {contact['points']} contact points, mu = "
                      f"{contact['mu']:g}, k = {contact['stiffness']:.3g} N/m, dissipation "
