@@ -350,10 +350,10 @@ class Scene:
             for j, (b, link_b, bits_b, world_b, body_b, geom_b) in enumerate(added[i + 1:],
                                                                            i + 1):
                 environment = world_a or world_b  # the file's world: as MuJoCo, overlap or not
-                if (frozenset((geom_a, geom_b)) in explicit
-                        and (self_collision or environment)
+                paired = explicit.get(frozenset((geom_a, geom_b)))  # a <pair>'s Surface
+                if (paired is not None and (self_collision or environment)
                         and frozenset((link_a, link_b)) not in user):
-                    self._explicit[frozenset((a, b))] = explicit[frozenset((geom_a, geom_b))]
+                    self._explicit[frozenset((a, b))] = paired
                 elif (not own or (not self_collision and not environment)
                         or not masks_collide(bits_a, bits_b)
                         or frozenset((link_a, link_b)) in pairs
@@ -363,15 +363,14 @@ class Scene:
                       and (min(body_a, body_b) < 0 or not geometry.filterparent)):
                     # MuJoCo's parent filter spares its world (and what is welded to it)
                     self._touch_parent.add(frozenset((a, b)))
-        if shapes and geometry.format == "mjcf" and not geometry.floors:
+        if mjcf and not geometry.floors:
             self._floorless.append(os.path.basename(geometry.source))
         if floor is not None:  # the file's floor is the ground: its contype/conaffinity hold
             self._floor = floor
             for a, link, bits, _, _, geom in added:
-                if (frozenset((geom, floor.geom)) in explicit
-                        and frozenset((link, "ground")) not in user):
-                    self._explicit[frozenset((a, "ground"))] = explicit[frozenset((geom,
-                                                                                 floor.geom))]
+                paired = explicit.get(frozenset((geom, floor.geom)))
+                if paired is not None and frozenset((link, "ground")) not in user:
+                    self._explicit[frozenset((a, "ground"))] = paired
                 elif not own or not masks_collide(bits, (floor.contype, floor.conaffinity)):
                     self._excluded.add(frozenset((a, "ground")))
         self._excluded_links.update(p for p in pairs if len(p) == 2)
@@ -871,14 +870,17 @@ class ShapeContactModel(SolvedContact):
                              for k in range(K))
         self._pair_of = [pair for pair, K in zip(self.pairs, self.counts)  # each point's pair
                          for _ in range(K)]
-        own = dict(settings.pair_surfaces)
-        solver = settings.solver
-        mixed = [own_surface(own[names]) if names in own
-                 else mix(a.surface, settings.ground_surface if b is None else b.surface,
-                          solver.mu, (solver.timeconst, solver.damping_ratio))
-                 for a, _, b, _ in self.pairs
-                 for names in [frozenset((a.name, "ground" if b is None else b.name))]]
-        per_point = [m for m, K in zip(mixed, self.counts) for _ in range(K)]
+        own, solver = dict(settings.pair_surfaces), settings.solver
+
+        def parameters(a, b):  # a <pair>'s own, else its two shapes' surfaces mixed
+            names = frozenset((a.name, "ground" if b is None else b.name))
+            if names in own:
+                return own_surface(own[names])
+            return mix(a.surface, settings.ground_surface if b is None else b.surface,
+                       solver.mu, (solver.timeconst, solver.damping_ratio))
+
+        self._mixed = [parameters(a, b) for a, _, b, _ in self.pairs]  # each pair's
+        per_point = [m for m, K in zip(self._mixed, self.counts) for _ in range(K)]
         #: each point's friction coefficient (a number, or None: ``solver.mu``, an argument)
         self.point_friction = tuple(m.friction for m in per_point)
         #: each point's stabilisation (k, b), or None: the solver's (arguments)
@@ -1056,14 +1058,13 @@ class ShapeContactModel(SolvedContact):
         return [tuple(l for l in (la, lb) if l in self.links) for _, la, _, lb in self._pair_of]
 
     def describe(self, p):
-        first = np.cumsum([0] + self.counts)[:-1].tolist()  # each pair's first point
+        solver = (float(p["k"]), float(p["b"]))
         return dict(super().describe(p), pairs=[f"{a.name}|{'ground' if b is None else b.name}"
                                                 for a, _, b, _ in self.pairs],
-                    friction=[float(p["mu"]) if self.point_friction[k] is None
-                              else self.point_friction[k] for k in first],
+                    friction=[float(p["mu"]) if m.friction is None else m.friction
+                              for m in self._mixed],
                     own_stabilisation=sum(  # pairs whose solref is not the solver's
-                        self.point_stabilisation[k] not in (None, (float(p["k"]), float(p["b"])))
-                        for k in first))
+                        m.stabilisation not in (None, solver) for m in self._mixed))
 
 
 # -- pairs that can never touch ---------------------------------------------------------------
