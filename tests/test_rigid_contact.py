@@ -139,10 +139,44 @@ def test_slide_agrees_with_mujoco():
     assert traj.q[-1, 0] == pytest.approx(qpos[-1, 0] - qpos[0, 0], rel=0.01)
 
 
+BALL = """<mujoco><option timestep="0.001" integrator="Euler"/>
+  <worldbody><geom name="floor" type="plane" size="5 5 0.1" solimp="0.9 0.9 0.001"/>
+    <body name="ball" pos="0 0 0.3"><freejoint/>
+      <geom type="sphere" size="0.1" mass="1" solimp="0.9 0.9 0.001"/></body>
+  </worldbody></mujoco>"""
+
+
+def test_impedance_is_mujocos_soft_contact(tmp_path):
+    """A ball dropped from 0.3 m with impedance 0.9 is MuJoCo's ball with solimp
+    "0.9 0.9 0.001" (a constant impedance) to 1e-11 m over 2 s, its fall, its impact and its
+    rest: it sags (1 - d) g timeconst^2 = 0.392 mm into the ground, where the rigid contact
+    (d = 1) holds it on its radius."""
+    mujoco = pytest.importorskip("mujoco")
+    path = tmp_path / "ball.xml"
+    path.write_text(BALL)
+    m = mujoco.MjModel.from_xml_path(str(path))
+    d = mujoco.MjData(m)
+    z = []
+    for _ in range(2001):
+        z.append(d.qpos[2])
+        mujoco.mj_step(m, d)
+    scene = sd.Scene("ball")
+    scene.add_robot(sd.load_mjcf(str(path)))
+    for impedance, sag in ((0.9, 0.1 * G * 0.02 ** 2), (1.0, 0.0)):
+        model, contact, q0 = scene.build(impedance=impedance)
+        traj = sd.simulate(model, q0, t_final=2.0, dt=1e-3, contact=contact,
+                           integrator="semi_implicit_euler")
+        assert 0.1 - traj.q[-1, 2] == pytest.approx(sag, abs=1e-11)
+        if impedance < 1:
+            np.testing.assert_allclose(traj.q[:, 2], z, atol=1e-11)
+    assert traj.energy_drift() < 5e-3
+
+
 def test_bad_input_is_refused_or_said():
     for kw, match in (({"mu": -0.1}, "mu"), ({"restitution": 1.5}, "restitution"),
                       ({"iterations": 0}, "iterations"), ({"timeconst": 0.0}, "timeconst"),
-                      ({"normal": (0, 0, 0)}, "normal")):
+                      ({"normal": (0, 0, 0)}, "normal"), ({"impedance": 0.0}, "impedance"),
+                      ({"impedance": 1.5}, "impedance"), ({"impedance": True}, "impedance")):
         with pytest.raises(ValueError, match=match):
             sd.RigidContact(**kw)
     with pytest.warns(sd.PenetrationWarning, match="'cube.*3 cm inside"):

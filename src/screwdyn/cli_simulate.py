@@ -1,7 +1,8 @@
 """``screwdyn simulate``: run a simulation from the command line, save it, plot it, summarise it.
 
     screwdyn simulate MODEL --duration 5 --dt 1e-3 --controller gravity --out traj.npz \\
-        --plot traj.png [--animate traj.gif] [--contact --mu 0.8 | --scene] [--joint-limits]
+        --plot traj.png [--animate traj.gif] [--contact --mu 0.8 | --scene]
+        [--joint-limits | --rigid-limits]
 
 MODEL is a bundled robot name, a URDF file, an MJCF file or a DH table, loaded as by every
 screwdyn command (``--floating-base``, ``--joint-order``, ``--unsupported``). Every output is
@@ -79,7 +80,13 @@ def add_parser(subparsers):
                         "against each other and the ground, and an MJCF file's world (its "
                         "floor is the ground; its walls and fixed shapes), forces solved with "
                         "the dynamics (--mu; --contact-links: only those links' shapes)")
-    p.add_argument("--joint-limits", action="store_true", help="enforce the joint limits")
+    limits = p.add_mutually_exclusive_group()
+    limits.add_argument("--joint-limits", action="store_true",
+                        help="enforce the joint limits (stiff springs, sd.JointLimits)")
+    limits.add_argument("--rigid-limits", action="store_true",
+                        help="enforce the joint limits as constraints solved with the "
+                             "dynamics (sd.RigidLimits: a rigid stop, as MuJoCo's limits; "
+                             "with --rigid-contact or --scene, solved with the contact)")
     p.add_argument("--record-every", type=int, default=1, help="keep every k-th sample")
     p.add_argument("--out", help="save the trajectory (.npz or .csv)")
     p.add_argument("--plot", help="save the time plots (.png, .pdf, .svg)")
@@ -279,7 +286,7 @@ def run(args):
                             integrator=args.integrator, algebra=args.algebra,
                             backend=args.backend, gravity=args.gravity,
                             record_every=args.record_every, progress=bar, contact=contact,
-                            joint_limits=getattr(args, "joint_limits", False))
+                            joint_limits=_joint_limits(args))
         except SimulationError as e:
             failed, traj = e, e.trajectory
         except SimulationInterrupted as e:
@@ -308,6 +315,15 @@ def run(args):
                             + (f"written to {args.out}" if args.out else
                                "kept (save them with --out)"))
     return EXIT_OK
+
+
+def _joint_limits(args):
+    """What ``--joint-limits`` / ``--rigid-limits`` ask for (``Settings.joint_limits``)."""
+    from .sim import RigidLimits
+
+    if getattr(args, "rigid_limits", False):
+        return RigidLimits()
+    return getattr(args, "joint_limits", False)
 
 
 def _progress_bar(args):

@@ -12,7 +12,9 @@ Modules, each with one job (dependencies point down the list):
     geometry      contact points from collision geometry (URDF, MJCF) or declared by the user
     contact_model ContactModel: what a contact model provides (the protocol the step uses)
     contact       GroundContact: the contact force law (Hunt-Crossley, stick-slip friction)
-    contact_solver RigidContact: contact forces solved with the dynamics (Coulomb cones)
+    contact_solver RigidContact: contact forces solved with the dynamics (Coulomb cones);
+                  solve_rows, the projected Gauss-Seidel every solved constraint goes through
+    limit_constraints RigidLimits: joint limits as constraints, solved with the contact
     collision     the narrow phase between primitive shapes (sphere, capsule, box, cylinder)
     scene         Scene, ShapeContact: objects and shapes, rigid contact between them
     surface       Surface: a shape's friction, solref and margin, mixed for a pair as MuJoCo does
@@ -43,6 +45,7 @@ Modules, each with one job (dependencies point down the list):
 from ..model.configuration import integrate
 from .contact import GroundContact
 from .contact_solver import RigidContact
+from .limit_constraints import RigidLimits
 from . import collision
 from .scene import Scene, ShapeContact
 from .surface import Surface
@@ -56,7 +59,8 @@ from .settings import BACKENDS, CONTROL, INTEGRATORS, JointFriction, JointLimits
 from .system import accelerations
 from .trajectory import Trajectory, coordinate_names
 
-__all__ = ["simulate", "rollout", "Settings", "JointLimits", "JointFriction", "GroundContact",
+__all__ = ["simulate", "rollout", "Settings", "JointLimits", "RigidLimits", "JointFriction",
+           "GroundContact",
            "RigidContact", "Scene", "ShapeContact", "Surface", "collision", "step_derivatives",
            "StepDerivatives",
            "ContactPoint", "ContactPoints", "contact_points", "Trajectory", "SimulationError",

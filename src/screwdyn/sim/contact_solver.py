@@ -10,13 +10,19 @@ at p_i along the plane's normal n and two tangents t1, t2: v_i = J_i qd. With th
 accelerations qdd0 = FD(q, qd, tau) and the mass matrix M, the forces f_i = (f_n, f_t1, f_t2)
 solve
 
-    minimise  1/2 f^T A f + f^T (J qdd0 - a_ref)     A = J M^-1 J^T (the Delassus matrix)
+    minimise  1/2 f^T (A + R) f + f^T (J qdd0 - a_ref)     A = J M^-1 J^T (the Delassus
+                                                            matrix), R (below)
     subject to f_n >= 0, |f_t| <= mu f_n (Coulomb's cone), f_i = 0 for a point off the ground
                (farther than ``margin``),
 
 whose optimality conditions say: a point in contact is pushed, never pulled; it sticks when the
 force that holds it lies inside the cone, else it slides with |f_t| = mu f_n against its
-sliding. qdd = qdd0 + M^-1 J^T f. The reference accelerations (MuJoCo's ``aref``,
+sliding. qdd = qdd0 + M^-1 J^T f. R is diagonal, zero by default (rigid contact); with an
+``impedance`` d < 1 (MuJoCo's ``solimp`` d, 0.9-0.95 there) the normal rows have
+R_jj = (1 - d) / d A_jj, as MuJoCo's soft constraints: the problem strictly convex in the
+normal forces, so that the load of redundant contacts (four legs) is shared and unique, and a
+held point sags by (1 - d) / d times its acceleration over k. Friction stays rigid (MuJoCo's is
+soft too): a point that sticks does not creep. The reference accelerations (MuJoCo's ``aref``,
 Baumgarte's stabilisation) pull a penetration and a sliding velocity to zero:
 
     a_ref_n = k d - b v_n,   a_ref_t = -b v_t,   k = 1 / (timeconst dampratio)^2, b = 2 / timeconst
@@ -33,28 +39,31 @@ zeta = 1/sqrt(2), and towards 0 at 1; gravity during the contact adds a little).
 MuJoCo's, the constraint acceleration is J qdd (the dJ/dt qd term is left to the stabilisation).
 
 The problem is solved by projected Gauss-Seidel (``iterations`` sweeps over the points: the
-normal row clipped at zero, then the two tangential rows projected onto the disc of radius
-mu f_n; the row's own diagonal of A (plus a small ``regularization`` relative to it) as its
-step; A is never formed: the sweeps keep M^-1 J^T f up to date, so a row costs the degrees of
-freedom, not the points), warm-started from the previous step's forces (state the rollout carries: a contact at
-rest converges further at every step), a fixed count of operations, so that the same code runs on numpy, in JAX (a
+normal row clipped at zero, then the two tangential rows projected onto the disc of radius mu
+f_n; the row's own diagonal of A + R (plus a small ``regularization`` relative to A's) as its
+step; A is never formed: the sweeps keep M^-1 J^T f
+up to date, so a row costs the degrees of freedom, not the points), warm-started from the
+previous step's forces (state the rollout carries: a contact at rest converges further at every
+step), a fixed count of operations, so that the same code runs on numpy, in JAX (a
 ``fori_loop``) and in the native tracer (the sweeps one loop of the program, the points of a
 sweep unrolled in it, each group of points (``groups``: a run on one link, a scene's pair) a
 branch taken only while one of its points is within ``margin``: ``loops.when``, so that a
 robot's links away from the ground and a scene's pairs apart cost a sweep one test). The
-forces' power is passive work in the energy
-balance; the stabilisation's spring, k times each point's apparent mass, holds the energy of a
-penetration (``traj.elastic``), so that pushing one out is not counted as energy the contact
-made.
+forces' power is passive work in the energy balance; the stabilisation's spring, k times each
+point's apparent mass, holds the energy of a penetration (``traj.elastic``), so that pushing
+one out is not counted as energy the contact made.
 
 With the model's equality constraints (closed loops, couplings), qdd0 is the constrained
 forward dynamics and the contact acts through the constrained inverse inertia (``solve``), so
-both hold together.
+both hold together. ``solve_rows`` is the solve of any block of rows (``Rows``): the contact's
+points and the joint limits of ``limit_constraints.RigidLimits`` are one problem.
 
-Limitations (documented choices): one plane; friction is isotropic (a disc, not a pyramid); no rolling or torsional friction.
+Limitations (documented choices): one plane; friction is isotropic (a disc, not a pyramid); no
+rolling or torsional friction.
 """
 import math
 from dataclasses import dataclass
+from typing import Any, Callable, NamedTuple
 
 import numpy as np
 
@@ -79,8 +88,12 @@ class RigidContact:
     restitution: if given, the coefficient of restitution e in (0, 1) of an impact: sets
         dampratio (above).
     iterations: projected Gauss-Seidel sweeps per evaluation.
-    regularization: added to each row's diagonal, relative to it (>= 0; keeps redundant
-        contacts, e.g. four corners of a box, well posed).
+    regularization: added to each row's diagonal (its Gauss-Seidel step), relative to it
+        (>= 0; damps the sweeps on redundant contacts, e.g. four corners of a box).
+    impedance: d in (0, 1]: the normal rows' softness, MuJoCo's ``solimp`` impedance (a
+        constant here): compliance R = (1 - d) / d A_jj (module docstring). 1 (default):
+        rigid. 0.9-0.95 (MuJoCo's default solimp) shares a body's weight among redundant
+        contacts (four legs) as MuJoCo does, given ``iterations`` enough to converge (100-200).
     margin: a point closer to the ground than this (m, >= 0) takes part in the solve (its
         force is still zero unless it approaches faster than a_ref = k d allows): a resting
         point hovering at d = 0 then never flickers in and out of contact.
@@ -94,6 +107,7 @@ class RigidContact:
     restitution: float = None
     iterations: int = 30
     regularization: float = 1e-6
+    impedance: float = 1.0
     margin: float = 1e-4
     height: float = 0.0
     normal: tuple = (0.0, 0.0, 1.0)
@@ -106,6 +120,7 @@ class RigidContact:
         positive(self.timeconst, "RigidContact.timeconst")
         positive(self.dampratio, "RigidContact.dampratio")
         positive(self.regularization, "RigidContact.regularization", allow_zero=True)
+        check_impedance(self.impedance, "RigidContact.impedance")
         positive(self.margin, "RigidContact.margin", allow_zero=True)
         if self.restitution is not None:
             e = self.restitution
@@ -134,6 +149,13 @@ class RigidContact:
             else:
                 high = middle
         return 0.5 * (low + high)
+
+    @property
+    def gains(self):
+        """(k 1/s^2, b 1/s): the stabilisation, k = 1 / (d (timeconst dampratio)^2),
+        b = 2 / (d timeconst) with the impedance d (MuJoCo's: its soft constraint's reference
+        acceleration; d = 1, rigid: the module docstring's)."""
+        return stabilisation_gains(self.timeconst, self.damping_ratio, self.impedance)
 
     def resolve(self, model):
         """The ``SolvedContact`` of this ground and ``model``'s contact points."""
@@ -185,10 +207,11 @@ class SolvedContact(Contact):
         """The solver's numbers: mu, the stabilisation's k and b, regularization, margin and
         the plane's height (what every solved contact has)."""
         g = self.ground
-        return {"mu": xp.asarray(g.mu, dtype=float),
-                "k": xp.asarray(1.0 / (g.timeconst * g.damping_ratio) ** 2, dtype=float),
-                "b": xp.asarray(2.0 / g.timeconst, dtype=float),
+        k, b = g.gains
+        return {"mu": xp.asarray(g.mu, dtype=float), "k": xp.asarray(k, dtype=float),
+                "b": xp.asarray(b, dtype=float),
                 "regularization": xp.asarray(g.regularization, dtype=float),
+                "compliance": xp.asarray(compliance(g.impedance), dtype=float),
                 "margin": xp.asarray(g.margin, dtype=float),
                 "height": xp.asarray(g.height, dtype=float)}
 
@@ -271,23 +294,22 @@ class SolvedContact(Contact):
         mass matrix M (N, nv, nv) and link poses T (N, nlinks, 4, 4), the sweeps starting from
         the previous step's forces (``state["forces"]``: at rest, the solution carries over and
         converges further at every step). tau_c: the joint forces the contact makes, J^T f.
+        ``J_eq``: the model's equality constraints, which qdd0 keeps (``solve_rows``).
 
-        ``J_eq`` (N, m, nv): the model's equality constraints (``constraint_jacobian``), which
-        qdd0 satisfies: the contact then acts through the constrained inverse inertia
-        M_c^-1 = M^-1 - M^-1 J_eq^T A_eq^-1 J_eq M^-1 (A_eq = J_eq M^-1 J_eq^T, regularised
-        as in ``constrained_forward_dynamics``), so that qdd keeps them, and tau_c also holds
-        the change of the equality forces, J^T f - J_eq^T A_eq^-1 J_eq M^-1 J^T f."""
+        The contact's rows alone (``block``); a simulation solves them with the joint limits'
+        (``limit_constraints``) in one ``solve_rows``."""
+        qdd, tau_c, (out,) = solve_rows(xp, self.model, M, J_eq, qdd0,
+                                        [self.block(xp, p, q, qd, T, state)],
+                                        self.ground.iterations, p["regularization"])
+        return (qdd, tau_c) + out
+
+    def block(self, xp, p, q, qd, T, state):
+        """The contact's ``Rows`` at q (N, nq), qd (N, nv), link poses T: three rows a point
+        (normal, two tangents), warm-started from ``state["forces"]``; its ``finish`` gives
+        (forces (N, P, 3) on the points, world frame, the state for the next step). They come
+        first in ``solve_rows`` (their sweep reads f from column 0)."""
         J, depth, frames = self.rows(xp, p, q, T)
         P = depth.shape[-1]
-        MinvJT = self._inverse_inertia(xp, M, J)  # (N, nv, 3P)
-        if J_eq is not None:  # project on the equality constraints
-            MinvJeT = spd.solve(xp, M, xp.moveaxis(J_eq, -1, -2))  # (N, nv, m)
-            A_eq = xp.einsum("niv,nvj->nij", J_eq, MinvJeT)
-            m = J_eq.shape[1]
-            scale = sum(A_eq[:, i, i] for i in range(m)) * (EPSILON / m) + 1e-300
-            X = spd.solve(xp, A_eq + scale[:, None, None] * np.eye(m),
-                          xp.einsum("niv,nvj->nij", J_eq, MinvJT))  # (N, m, 3P)
-            MinvJT = MinvJT - xp.einsum("nvi,nij->nvj", MinvJeT, X)
         v = xp.einsum("niv,nv->ni", J, qd)
         touching = depth > -p["margin"]  # (N, P): in the solve
         active = xp.where(touching, 1.0, 0.0)
@@ -296,101 +318,64 @@ class SolvedContact(Contact):
             k, b = self.stabilisation(p, i)
             a_ref += [k * depth[:, i] - b * v[:, 3 * i], -b * v[:, 3 * i + 1],
                       -b * v[:, 3 * i + 2]]
-        bias = xp.einsum("niv,nv->ni", J, qdd0) - xp.stack(a_ref, axis=-1)  # (N, 3P)
-        diag = xp.sum(J * xp.moveaxis(MinvJT, -1, -2), axis=-1) \
-            * (1.0 + p["regularization"]) + 1e-30  # (N, 3P): the diagonal of A
 
-        # The sweeps carry f and u = M^-1 J^T f (N, nv), kept up to date as each row changes,
-        # so that a row's residual bias + A[j] . f is bias + J[j] . u: A is never formed (nv
-        # products a row, not 3P; MuJoCo's PGS forms it)
-        def row(j, u):  # the residual of row j
-            return bias[:, j] + xp.sum(J[:, j] * u, axis=-1)
-
-        def moved(u, j, new, old):  # u after f_j changed from old to new
-            return u + MinvJT[:, :, j] * (new - old)[:, None]
-
-        def point(i, fi, u):  # one point's three rows, Gauss-Seidel; fi (N, 3): its forces
+        def point(S, i, fi, u):  # one point's three rows, Gauss-Seidel; fi (N, 3): its forces
             n, t1, t2 = 3 * i, 3 * i + 1, 3 * i + 2
             # a point apart keeps f_n = 0 (and so f_t = 0: its cone has no room), where
             # its group is in the solve for another point's sake
-            fn = xp.where(touching[:, i], xp.maximum(fi[:, 0] - row(n, u) / diag[:, n], 0.0),
-                          0.0)
-            u = moved(u, n, fn, fi[:, 0])
-            g1 = fi[:, 1] - row(t1, u) / diag[:, t1]
-            g2 = fi[:, 2] - row(t2, u) / diag[:, t2]
+            fn, u = S.one_sided(n, fi[:, 0], u, touching[:, i])
+            g1 = fi[:, 1] - S.residual(t1, u) / S.diag[:, t1]  # rigid: a point that sticks
+            g2 = fi[:, 2] - S.residual(t2, u) / S.diag[:, t2]  # does not creep
             square = g1 * g1 + g2 * g2
             limit = self.friction(xp, p, i) * fn
             big = square > limit * limit
             scale = xp.where(big, limit / xp.sqrt(xp.where(big, square, 1.0)), 1.0)
             g1, g2 = g1 * scale, g2 * scale
-            u = moved(moved(u, t1, g1, fi[:, 1]), t2, g2, fi[:, 2])
+            u = S.moved(S.moved(u, t1, g1, fi[:, 1]), t2, g2, fi[:, 2])
             return xp.stack([fn, g1, g2], axis=-1), u
 
-        def group(first, count, near, fu):  # points first .. first+count-1 in turn, where
-            f, u = fu                         # one of them may touch (near (N,))
+        def group(S, first, count, near, fu):  # points first .. first+count-1 in turn, where
+            f, u = fu                            # one of them may touch (near (N,))
 
             def rows(x):
                 fg, u = x
                 out = []
                 for k in range(count):
-                    fi, u = point(first + k, fg[:, 3 * k:3 * k + 3], u)
+                    fi, u = point(S, first + k, fg[:, 3 * k:3 * k + 3], u)
                     out.append(fi)
                 return xp.concatenate(out, axis=1), u
 
             # a group apart (every force 0 from the start) skips its rows: in native code a
             # branch, so that a robot's links away from the ground and a scene's pairs apart
             # cost one test a sweep, not one a point
-            fg, u = when(xp, near, rows, (_points(xp, f, first, count), u))
-            return _put_points(xp, f, first, fg), u
+            fg, u = when(xp, near, rows, (columns(xp, f, 3 * first, 3 * count), u))
+            return put_columns(xp, f, 3 * first, fg), u
 
         if is_jax_namespace(xp):  # one loop over the points (a group each: an index traced)
-            def sweep(_, fu):
-                return loop(xp, P, lambda i, fu: group(i, 1, touching[:, i], fu), fu)
+            def sweep(S, _first, f, u):
+                return loop(xp, P, lambda i, fu: group(S, i, 1, touching[:, i], fu), (f, u))
         else:  # the groups unrolled (native code: in the loop of the sweeps)
             groups = [(first, stop - first, xp.any(touching[:, first:stop], axis=-1))
                       for first, stop in self.groups]  # whether one of a group's may touch
 
-            def sweep(_, fu):
+            def sweep(S, _first, f, u):
+                fu = (f, u)
                 for first, count, near in groups:
-                    fu = group(first, count, near, fu)
+                    fu = group(S, first, count, near, fu)
                 return fu
 
+        def finish(f, diag):
+            fp = f.reshape(f.shape[:-1] + (P, 3))
+            forces = xp.einsum("npj,npjk->npk", fp, frames)
+            stiffness = xp.stack([self.stabilisation(p, i)[0] / diag[:, 3 * i]
+                                  for i in range(P)], axis=-1)
+            return forces, {"forces": forces, "stiffness": stiffness}
+
         start = xp.einsum("npk,npjk->npj", state["forces"], frames)  # (N, P, 3) in the frames
-        start = (start * active[..., None]).reshape(bias.shape)
-        f, _ = loop(xp, self.ground.iterations, sweep,
-                     (start, xp.einsum("nvi,ni->nv", MinvJT, start)), indexed=False)
-        tau_c = xp.einsum("niv,ni->nv", J, f)
-        if J_eq is not None:
-            tau_c = tau_c - xp.einsum("niv,ni->nv", J_eq, xp.einsum("nij,nj->ni", X, f))
-        qdd = qdd0 + xp.einsum("nvi,ni->nv", MinvJT, f)
-        fp = f.reshape(f.shape[:-1] + (P, 3))
-        forces = xp.einsum("npj,npjk->npk", fp, frames)
-        stiffness = xp.stack([self.stabilisation(p, i)[0] / diag[:, 3 * i] for i in range(P)],
-                             axis=-1)
-        return qdd, tau_c, forces, {"forces": forces, "stiffness": stiffness}
-
-    def _inverse_inertia(self, xp, M, J):
-        """M^-1 J^T (N, nv, 3P) for the mass matrix M (N, nv, nv) and the rows J (N, 3P, nv).
-        On arrays (numpy, JAX): all columns at once by M's dense Cholesky factor (a few wide
-        operations). Traced into a native program (``xp.traced``), where every scalar
-        operation is code: one solve through the tree's factor M = L^T D L
-        (``spd.tree_factor``, no fill-in outside the paths to the root), traced once and
-        mapped over the 3P columns (``entries.map_columns``: several columns at a time in
-        vector lanes), so that the program does not grow with the points (Romeo's 368
-        points: 26 s to compile, 9.6 ms a step, where one solve per column took 72 s and 25
-        ms). The same numbers up to rounding. A coupled model's (mimic joints) M is not a
-        tree's: dense there too."""
-        if not getattr(xp, "traced", False) or self.model.coupled:
-            return spd.solve(xp, M, xp.moveaxis(J, -1, -2))
-        from ..algebra.entries import map_columns
-        from ..algorithms.derivatives import dof_parents
-
-        parent = dof_parents(self.model)
-        nv = len(parent)
-        H = spd.tree_factor([[M[:, k, i] for i in range(nv)] for k in range(nv)], parent)
-        columns = map_columns(xp, lambda b: spd.tree_solve(H, parent, b),
-                              [[J[:, j, v] for v in range(nv)] for j in range(J.shape[1])])
-        return xp.stack([xp.stack(x, axis=-1) for x in columns], axis=-1)
+        start = (start * active[..., None]).reshape(J.shape[:-1])
+        normal = np.tile([1.0, 0.0, 0.0], P)  # the tangential rows stay rigid
+        return Rows(J, xp.stack(a_ref, axis=-1), start, normal * p["compliance"] + 0.0 * start,
+                    sweep, finish)
 
     # -- what the checks and the record need -------------------------------------------------
     def springs(self, model, p, q, M):
@@ -418,23 +403,164 @@ def runs(keys):
     return tuple((first, stop) for first, stop in out)
 
 
-def _points(xp, f, first, count):
-    """(N, 3 count): the forces of points first .. first+count-1 in f (N, 3P) (first: an int,
-    or a traced one under JAX with count 1)."""
+class Rows(NamedTuple):
+    """A block of constraint rows for ``solve_rows``: what one kind of constraint (the
+    contact's points, the joint limits) brings to the solve."""
+
+    #: (N, r, nv): the rows, each the velocity J qd along which one force component acts
+    J: Any
+    #: (N, r): the reference accelerations the rows are driven to (the stabilisation)
+    a_ref: Any
+    #: (N, r): the forces the sweeps start from (the previous step's: the warm start)
+    start: Any
+    #: (N, r): each row's compliance relative to its diagonal of A, R_jj / A_jj: (1 - d) / d
+    #: of an impedance d on a one-sided row, 0 for a rigid one (a tangential row: always)
+    compliance: Any
+    #: sweep(S, first, f, u) -> (f, u): one Gauss-Seidel pass over the block's rows, columns
+    #: first .. first + r - 1 of f (N, R), with u = M^-1 J^T f (N, nv) kept up to date
+    #: (``Sweep``'s helpers)
+    sweep: Callable
+    #: finish(f (N, r), diag (N, r)) -> what the block's owner returns from the solve
+    finish: Callable
+
+
+class Sweep:
+    """What the blocks' sweeps read: the residual of a row and the update of
+    u = M^-1 J^T f (N, nv) as a force changes. A is never formed: a row's residual
+    bias + A[j] . f is bias + J[j] . u (nv products a row, not R; MuJoCo's PGS forms it)."""
+
+    def __init__(self, xp, J, MinvJT, bias, diag, R):
+        #: J (N, R, nv), M^-1 J^T (N, nv, R), bias J qdd0 - a_ref (N, R), the compliance
+        #: R (N, R) and the step's diagonal, of A + R, regularised (N, R)
+        self.xp, self.J, self.MinvJT, self.bias, self.diag = xp, J, MinvJT, bias, diag
+        self.R = R
+
+    def residual(self, j, u):
+        """(N,): row j's acceleration error bias_j + (A f)_j."""
+        return self.bias[:, j] + self.xp.sum(self.J[:, j] * u, axis=-1)
+
+    def moved(self, u, j, new, old):
+        """u after f_j changed from old to new (N,)."""
+        return u + self.MinvJT[:, :, j] * (new - old)[:, None]
+
+    def one_sided(self, j, fj, u, active):
+        """(f_j, u): row j's Gauss-Seidel step for a force that pushes, never pulls
+        (f_j >= 0), from fj (N,), with its compliance R_j (a soft constraint: its residual
+        bias_j + (A f)_j + R_j f_j); zero where ``active`` (N,) is False."""
+        xp = self.xp
+        step = (self.residual(j, u) + self.R[:, j] * fj) / self.diag[:, j]
+        new = xp.where(active, xp.maximum(fj - step, 0.0), 0.0)
+        return new, self.moved(u, j, new, fj)
+
+
+def stabilisation_gains(timeconst, dampratio, impedance=1.0):
+    """(k 1/s^2, b 1/s) of a constraint's stabilisation a_ref = k d - b v: MuJoCo's
+    k = 1 / (imp timeconst^2 dampratio^2), b = 2 / (imp timeconst) for a constant impedance imp
+    (its solimp's dmin = dmax; 1: rigid)."""
+    return (1.0 / (impedance * (timeconst * dampratio) ** 2), 2.0 / (impedance * timeconst))
+
+
+def compliance(impedance):
+    """R_jj / A_jj = (1 - d) / d of an impedance d in (0, 1] (MuJoCo's ``solimp``): 0 for a
+    rigid constraint (d = 1)."""
+    return (1.0 - impedance) / impedance
+
+
+def check_impedance(d, name):
+    """d, checked: a number in (0, 1] (``ValueError`` naming ``name`` otherwise)."""
+    if isinstance(d, bool) or not isinstance(d, (int, float)) or not 0.0 < d <= 1.0:
+        raise ValueError(f"{name} must be a number in (0, 1] (MuJoCo's solimp impedance; 1: "
+                         f"rigid), got {d!r}")
+    return float(d)
+
+
+def solve_rows(xp, model, M, J_eq, qdd0, blocks, iterations, regularization):
+    """(qdd (N, nv), tau_c (N, nv), [block.finish(f_b, diag_b) for each block]): the forces f
+    of the module docstring's problem for the rows of ``blocks`` (``Rows``) together, by
+    ``iterations`` projected Gauss-Seidel sweeps (each block's sweep in turn), for the
+    model's mass matrix M (N, nv, nv) and the accelerations qdd0 (N, nv) without these
+    forces. qdd = qdd0 + M^-1 J^T f; tau_c = J^T f, the joint forces they make.
+
+    ``J_eq`` (N, m, nv) or None: the model's equality constraints (``constraint_jacobian``),
+    which qdd0 satisfies: the rows then act through the constrained inverse inertia
+    M_c^-1 = M^-1 - M^-1 J_eq^T A_eq^-1 J_eq M^-1 (A_eq = J_eq M^-1 J_eq^T, regularised as in
+    ``constrained_forward_dynamics``), so that qdd keeps them, and tau_c also holds the change
+    of the equality forces, J^T f - J_eq^T A_eq^-1 J_eq M^-1 J^T f."""
+    J = xp.concatenate([b.J for b in blocks], axis=1)  # (N, R, nv)
+    MinvJT = inverse_inertia(xp, model, M, J)  # (N, nv, R)
+    if J_eq is not None:  # project on the equality constraints
+        MinvJeT = spd.solve(xp, M, xp.moveaxis(J_eq, -1, -2))  # (N, nv, m)
+        A_eq = xp.einsum("niv,nvj->nij", J_eq, MinvJeT)
+        m = J_eq.shape[1]
+        scale = sum(A_eq[:, i, i] for i in range(m)) * (EPSILON / m) + 1e-300
+        X = spd.solve(xp, A_eq + scale[:, None, None] * np.eye(m),
+                      xp.einsum("niv,nvj->nij", J_eq, MinvJT))  # (N, m, R)
+        MinvJT = MinvJT - xp.einsum("nvi,nij->nvj", MinvJeT, X)
+    bias = xp.einsum("niv,nv->ni", J, qdd0) - xp.concatenate([b.a_ref for b in blocks],
+                                                             axis=1)
+    A_diag = xp.sum(J * xp.moveaxis(MinvJT, -1, -2), axis=-1)
+    R = A_diag * xp.concatenate([b.compliance for b in blocks], axis=-1)
+    S = Sweep(xp, J, MinvJT, bias, A_diag * (1.0 + regularization) + R + 1e-30, R)
+    firsts = np.cumsum([0] + [b.J.shape[1] for b in blocks]).tolist()
+
+    def sweep(_, fu):
+        f, u = fu
+        for b, first in zip(blocks, firsts):
+            f, u = b.sweep(S, first, f, u)
+        return f, u
+
+    start = xp.concatenate([b.start for b in blocks], axis=1)
+    f, _ = loop(xp, iterations, sweep, (start, xp.einsum("nvi,ni->nv", MinvJT, start)),
+                indexed=False)
+    tau_c = xp.einsum("niv,ni->nv", J, f)
+    if J_eq is not None:
+        tau_c = tau_c - xp.einsum("niv,ni->nv", J_eq, xp.einsum("nij,nj->ni", X, f))
+    qdd = qdd0 + xp.einsum("nvi,ni->nv", MinvJT, f)
+    return qdd, tau_c, [b.finish(f[:, first:stop], S.diag[:, first:stop])
+                        for b, first, stop in zip(blocks, firsts, firsts[1:])]
+
+
+def inverse_inertia(xp, model, M, J):
+    """M^-1 J^T (N, nv, R) for ``model``'s mass matrix M (N, nv, nv) and rows J (N, R, nv).
+    On arrays (numpy, JAX): all columns at once by M's dense Cholesky factor (a few wide
+    operations). Traced into a native program (``xp.traced``), where every scalar
+    operation is code: one solve through the tree's factor M = L^T D L
+    (``spd.tree_factor``, no fill-in outside the paths to the root), traced once and
+    mapped over the R columns (``entries.map_columns``: several columns at a time in
+    vector lanes), so that the program does not grow with the rows (Romeo's 368
+    points: 26 s to compile, 9.6 ms a step, where one solve per column took 72 s and 25
+    ms). The same numbers up to rounding. A coupled model's (mimic joints) M is not a
+    tree's: dense there too."""
+    if not getattr(xp, "traced", False) or model.coupled:
+        return spd.solve(xp, M, xp.moveaxis(J, -1, -2))
+    from ..algebra.entries import map_columns
+    from ..algorithms.derivatives import dof_parents
+
+    parent = dof_parents(model)
+    nv = len(parent)
+    H = spd.tree_factor([[M[:, k, i] for i in range(nv)] for k in range(nv)], parent)
+    solved = map_columns(xp, lambda b: spd.tree_solve(H, parent, b),
+                        [[J[:, j, v] for v in range(nv)] for j in range(J.shape[1])])
+    return xp.stack([xp.stack(x, axis=-1) for x in solved], axis=-1)
+
+
+def columns(xp, f, first, count):
+    """(N, count): columns first .. first+count-1 of f (N, R) (first: an int, or a traced one
+    under JAX)."""
     if is_jax_namespace(xp):
         from jax import lax
 
-        return lax.dynamic_slice_in_dim(f, 3 * first, 3 * count, axis=1)
-    return f[:, 3 * first:3 * (first + count)]
+        return lax.dynamic_slice_in_dim(f, first, count, axis=1)
+    return f[:, first:first + count]
 
 
-def _put_points(xp, f, first, fg):
-    """f (N, 3P) with the columns of points first, first+1, ... replaced by fg (N, 3 count)
-    (as ``_points``). A copy of the other columns, not a where over all of them: in the native
-    tracer a where is one folded select per column, which made tracing ANYmal's 492 points
-    quadratic (22 of its 32 seconds)."""
+def put_columns(xp, f, first, fg):
+    """f (N, R) with columns first, first+1, ... replaced by fg (N, count) (as ``columns``).
+    A copy of the other columns, not a where over all of them: in the native tracer a where
+    is one folded select per column, which made tracing ANYmal's 492 points quadratic (22 of
+    its 32 seconds)."""
     if is_jax_namespace(xp):
         from jax import lax
 
-        return lax.dynamic_update_slice(f, fg.astype(f.dtype), (0, 3 * first))
-    return xp.concatenate([f[:, :3 * first], fg, f[:, 3 * first + fg.shape[1]:]], axis=1)
+        return lax.dynamic_update_slice(f, fg.astype(f.dtype), (0, first))
+    return xp.concatenate([f[:, :first], fg, f[:, first + fg.shape[1]:]], axis=1)

@@ -50,7 +50,9 @@ def make_trajectory(run, samples, backend, timing):
             **timing}
     if run.system.contact is not None:
         meta["contact"] = run.system.contact.describe(run.params["contact"])
-    if s.joint_limits is not None:
+    if run.system.solves_limits:
+        meta["joint_limits"] = run.system.limits.describe()
+    elif s.joint_limits is not None:
         meta["joint_limits"] = {"frequency": s.joint_limits.frequency,
                                 "damping_ratio": s.joint_limits.damping_ratio}
     if run.system.friction is not None:

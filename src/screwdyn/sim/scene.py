@@ -921,15 +921,18 @@ class ShapeContactModel(SolvedContact):
     def stabilisation(self, p, i):
         """Point i's (k 1/s^2, b 1/s): its pair's own (constants), else ``p["k"], p["b"]``."""
         own = self.point_stabilisation[i]
-        return (p["k"], p["b"]) if own is None else own
+        if own is None:
+            return p["k"], p["b"]
+        d = self.ground.impedance  # MuJoCo's scaling of a soft constraint's gains
+        return own[0] / d, own[1] / d
 
     def springs(self, model, p, q, M):
         """The solver's stabilisation, and each distinct one of the pairs' own (their solref),
         per unit apparent mass (``SolvedContact.springs``)."""
         own = {kb: i for i, kb in enumerate(self.point_stabilisation) if kb is not None}
         return super().springs(model, p, q, M) + [
-            (f"the stabilisation of {self.labels[i].split('#')[0]!r} (its solref)", k, b, 1.0)
-            for (k, b), i in own.items()]
+            (f"the stabilisation of {self.labels[i].split('#')[0]!r} (its solref)",
+             *self.stabilisation(p, i), 1.0) for i in own.values()]
 
     @cached_property
     def groups(self):

@@ -16,6 +16,7 @@ import numpy as np
 from .checks import positive as _check_positive
 from .contact import GroundContact
 from .contact_solver import RigidContact
+from .limit_constraints import RigidLimits
 from .scene import ShapeContact
 
 INTEGRATORS = ("rk4", "semi_implicit_euler", "euler")
@@ -110,8 +111,10 @@ class Settings:
         solved with the dynamics: Coulomb cones, stable at 1-2 ms steps), a ``ShapeContact``
         (rigid contact between collision shapes and with the ground: ``Scene.build``), or
         None.
-    joint_limits: enforce the model's position limits: True (``JointLimits()``), a
-        ``JointLimits`` with other parameters, or False.
+    joint_limits: enforce the model's position limits: True (``JointLimits()``: stiff
+        springs), a ``JointLimits`` with other parameters, a ``RigidLimits`` (constraints
+        solved with the dynamics, and with a ``RigidContact``'s or a scene's contact: a rigid
+        stop at 1-2 ms steps, as MuJoCo's limits), or False.
     joint_friction: a ``JointFriction`` (how Coulomb joint friction is simulated).
     external: external wrenches ``external(t, q, qd) -> (..., nlinks, 6)``: for each link, in
         ``model.link_names`` order, the [force; torque] the environment applies, in the link
@@ -132,7 +135,7 @@ class Settings:
     divergence_limit: Optional[float] = 1e6
     energy_limit: Optional[float] = 0.5
     contact: Optional[Union[GroundContact, RigidContact, ShapeContact]] = None
-    joint_limits: Union[JointLimits, bool, None] = None
+    joint_limits: Union[JointLimits, RigidLimits, bool, None] = None
     joint_friction: JointFriction = field(default_factory=JointFriction)
     external: Optional[Callable] = None
     progress: Union[Callable, bool, None] = None
@@ -174,8 +177,9 @@ class Settings:
             limits = JointLimits()
         elif limits is False:
             limits = None
-        if limits is not None and not isinstance(limits, JointLimits):
-            raise ValueError(f"joint_limits must be True, False or a JointLimits, got "
+        if limits is not None and not isinstance(limits, (JointLimits, RigidLimits)):
+            raise ValueError(f"joint_limits must be True, False, a JointLimits or a "
+                             f"RigidLimits, got "
                              f"{type(limits).__name__}")
         object.__setattr__(self, "joint_limits", limits)
         if not isinstance(self.joint_friction, JointFriction):

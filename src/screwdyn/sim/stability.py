@@ -49,7 +49,10 @@ def stiffest_springs(run):
     system, model, q = run.system, run.model, run.q0[0]
     out = []
     M = np.asarray(mass_matrix(model, q))
-    for name, spring, dofs in (("joint limit", system.limits, "v_index"),
+    if system.solves_limits:
+        out.extend(system.limits.springs(model))
+    for name, spring, dofs in (("joint limit", None if system.solves_limits else system.limits,
+                                "v_index"),
                                ("stick-slip joint friction", system.friction, "index")):
         if spring is not None:
             p = run.params["limits" if name == "joint limit" else "friction"]

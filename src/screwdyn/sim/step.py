@@ -25,15 +25,16 @@ def make_step(run, xp, dt):
         hybrid, elastic = system.project(xp, params["system"], q, hybrid)
         force = policy.force(params["policy"], k, t, q, qd, xp, batch, control)
 
-        # a contact solver's state at the step's last evaluation (the next step's warm start),
+        # the solvers' states at the step's last evaluation (the next step's warm starts),
         # carried through the integrator's loop over stages (``Manifold.stages``)
-        last = {"contact": hybrid["contact"] if system.solves_contact else None}
+        last = system.solved(hybrid)
         manifold.side = last
 
         def rates(t_i, q_i, qd_i, xi):
             tau = force(t_i, q_i, qd_i)
-            qdd, power, _, last["contact"] = system.rates(xp, params["system"], t_i, q_i, qd_i,
-                                                          xi, tau, hybrid)
+            qdd, power, _, solved = system.rates(xp, params["system"], t_i, q_i, qd_i, xi, tau,
+                                                 hybrid)
+            last.update(solved)
             return qdd, power, tau
 
         s = stepper(manifold, t, q, qd, rates)
@@ -42,7 +43,7 @@ def make_step(run, xp, dt):
         if record_forces:
             sample = sample + (system.rates(xp, params["system"], t, q, qd, 0 * qd, s.tau,
                                             hybrid)[2],)
-        hybrid1 = system.advance(hybrid, s.xi, last["contact"])
+        hybrid1 = system.advance(hybrid, s.xi, last)
         return (s.q, s.qd, hybrid1, energy + s.energy), sample, s.finite
 
     return step

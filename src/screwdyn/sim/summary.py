@@ -8,8 +8,8 @@ from .trajectory import coordinate_names
 
 
 def summary_lines(traj):
-    """Lines: model, run, controller, contact, wall time and real-time factor, the energy
-    balance, the peak joint force and velocity, the final configuration."""
+    """Lines: model, run, controller, contact, joint limits, wall time and real-time factor,
+    the energy balance, the peak joint force and velocity, the final configuration."""
     meta = traj.meta
     lines = []
     batch = f", {int(np.prod(traj.batch_shape))} rollouts" if traj.batch_shape else ""
@@ -37,6 +37,13 @@ def summary_lines(traj):
         lines.append(f"contact      ground plane, {contact['points']} contact points, mu = "
                      f"{contact['mu']:g}, k = {contact['stiffness']:.3g} N/m, dissipation "
                      f"{contact['dissipation']:g} s/m")
+    limits = meta.get("joint_limits")
+    if limits and limits.get("kind") == "rigid":
+        lines.append(f"joint limits {limits['rows']} limits, rigid (solved), timeconst "
+                     f"{limits['timeconst']:g} s, dampratio {limits['dampratio']:.3g}")
+    elif limits:
+        lines.append(f"joint limits springs, {limits['frequency']:g} Hz, damping ratio "
+                     f"{limits['damping_ratio']:.3g}")
     wall, comp = meta.get("wall_time", 0.0), meta.get("compile_time", 0.0)
     rtf = traj.real_time_factor
     rtf_text = f"{rtf:.3g}" if math.isfinite(rtf) else "n/a"

@@ -16,9 +16,15 @@ damping's work is taken at qd1. Explicit damping is unstable once dt D exceeds t
 joint's apparent inertia (dm_control's light fingers at 1 ms); implicit damping is stable at
 every dt and equals ``mj_step``'s Euler.
 
+Constraint forces found with the dynamics, a ``RigidContact``'s or a scene's contact and the
+joint limits of ``RigidLimits``, are one problem: their rows (``contact_solver.Rows``) go
+through one ``solve_rows`` after the forward dynamics (``_solve``), which keeps the model's
+equality constraints too.
+
 Some forces carry state from step to step (the anchors of the stick-slip contact and joint
 friction springs): the *hybrid state*, a dict of arrays, fixed during a step and updated between
-steps (``advance`` with the step's displacement, ``project`` onto what the springs can hold).
+steps (``advance`` with the step's displacement, ``project`` onto what the springs can hold;
+the solvers' warm starts, ``solved``).
 """
 import numpy as np
 
@@ -30,7 +36,9 @@ from ..dynamics import forward_kinematics, link_velocities, mass_matrix
 from ..constraints import ACCELERATIONS, constraint_jacobian
 from ..execution import plan
 from ..execution.plan import lookup, run_jax
+from .contact_solver import solve_rows
 from .joint_springs import Limits, StickSlip, TendonSprings
+from .limit_constraints import LimitRows, RigidLimits
 
 
 def accelerations(model, q, qd, tau, f_ext, gravity, algebra):
@@ -68,6 +76,9 @@ class System:
                                      or settings.external is not None):
             raise ValueError("contact and external wrenches act on a Model's links: simulate "
                              "assembly.to_model() to use them")
+        if assembly is not None and isinstance(settings.joint_limits, RigidLimits):
+            raise ValueError("RigidLimits are solved with a Model's dynamics: simulate "
+                             "assembly.to_model() to use them, or JointLimits (springs)")
         self.gravity = np.array(settings.gravity if settings.gravity is not None
                                 else model.gravity, dtype=float)
         self.algebra = settings.algebra
@@ -76,8 +87,12 @@ class System:
         self.solves_contact = getattr(self.contact, "solves", False)
         self.limits = None
         if settings.joint_limits is not None:
-            limits = Limits(model, settings.joint_limits)
+            limits = (LimitRows if isinstance(settings.joint_limits, RigidLimits) else Limits)(
+                model, settings.joint_limits)
             self.limits = limits if limits else None
+        #: whether the joint limits are constraints, solved with the dynamics (and the
+        #: contact's, where it solves too: one ``solve_rows``)
+        self.solves_limits = getattr(self.limits, "solves", False)
         self.friction = None
         self.fd_model = model
         if model.coulomb.any() and settings.joint_friction.model == "stick_slip":
@@ -124,24 +139,35 @@ class System:
     def initial_hybrid(self, xp, params, q0):
         """The springs' anchors at rest under the initial states q0 (N, nq)."""
         hybrid = {}
+        M = None
+        if self.solves_contact or self.solves_limits:  # the stabilisation's stiffness, from
+            check_defined(self.fd_model.tree.nominal)  # the apparent masses (M^-1: the
+            M = mass_matrix(self.fd_model, q0,         # ModelError naming the joint)
+                            algebra=self.kinematics_algebra)
         if self.contact is not None:
             T = self._poses(q0)
             hybrid["contact"] = self.contact.initial_state(xp, params["contact"], T)
-            if self.solves_contact:  # its stabilisation's stiffness, from the apparent masses
-                check_defined(self.fd_model.tree.nominal)  # M^-1: the ModelError naming the joint
-                M = mass_matrix(self.fd_model, q0, algebra=self.kinematics_algebra)
+            if self.solves_contact:
                 hybrid["contact"]["stiffness"] = self.contact.stiffness(
                     xp, params["contact"], q0, T, M)
+        if self.solves_limits:
+            hybrid["limits"] = self.limits.initial_state(xp, params["limits"], q0, M)
         if self.friction is not None:
             hybrid["delta"] = xp.zeros(q0.shape[:-1] + (len(self.friction.index),))
         return hybrid
 
-    def advance(self, hybrid, xi, contact_state=None):
+    def solved(self, hybrid):
+        """{"contact": ..., "limits": ...}: the solvers' states in ``hybrid`` (the warm starts),
+        None for what is not solved: what a step's evaluations of ``rates`` replace."""
+        return {"contact": hybrid["contact"] if self.solves_contact else None,
+                "limits": hybrid["limits"] if self.solves_limits else None}
+
+    def advance(self, hybrid, xi, solved=None):
         """The hybrid state after a step that moved the configuration by xi (N, nv), its last
-        evaluation of the dynamics giving a contact solver's state ``contact_state`` (its warm
-        start for the next step)."""
-        if self.solves_contact:
-            hybrid = dict(hybrid, contact=contact_state)
+        evaluation of the dynamics giving the solvers' states ``solved`` (as ``solved``: their
+        warm starts for the next step)."""
+        if solved is not None:
+            hybrid = dict(hybrid, **{k: v for k, v in solved.items() if v is not None})
         if "delta" in hybrid:
             hybrid = dict(hybrid, delta=hybrid["delta"] + xi[..., self.friction.index])
         return hybrid
@@ -157,7 +183,9 @@ class System:
         if self.friction is not None:
             hybrid["delta"], e = self.friction.project(xp, params["friction"], hybrid["delta"])
             elastic = elastic + e
-        if self.limits is not None:
+        if self.solves_limits:
+            elastic = elastic + self.limits.elastic(xp, params["limits"], q, hybrid["limits"])
+        elif self.limits is not None:
             _, e = self.limits.torques(xp, params["limits"], q, xp.zeros(q.shape[:-1]
                                                                        + (self.model.nv,)))
             elastic = elastic + e
@@ -167,8 +195,8 @@ class System:
 
     # -- the right-hand side ----------------------------------------------------------------
     def rates(self, xp, params, t, q, qd, xi, tau, hybrid):
-        """(qdd (N, nv), power, contact forces (N, P, 3) or None, a contact solver's new state
-        or None) at time t, q, qd, under the
+        """(qdd (N, nv), power, contact forces (N, P, 3) or None, the solvers' new states (as
+        ``solved``)) at time t, q, qd, under the
         controller's joint forces tau (N, nv); xi (N, nv) is the displacement since the step
         began (for the stick-slip springs). ``power(v)`` (N, 2) is the power [input, passive]
         of these forces when the robot moves with velocity v (N, nv): the integrator takes it
@@ -176,7 +204,7 @@ class System:
         total = tau
         passive = -joint_friction_forces(xp, self.fd_model, qd.T).T \
             if self.fd_model.has_joint_friction else 0 * qd
-        if self.limits is not None:
+        if self.limits is not None and not self.solves_limits:
             tl, _ = self.limits.torques(xp, params["limits"], q, qd)
             tl = _add_at(xp, 0 * qd, self.limits.v_index, tl)
             total, passive = total + tl, passive + tl
@@ -189,7 +217,8 @@ class System:
         if self.tendons is not None:
             tt = self.tendons.forces(xp, q, qd)[0]
             total, passive = total + tt, passive + tt
-        f_ext = wrench_in = wrench_passive = forces = V = contact_state = None
+        f_ext = wrench_in = wrench_passive = forces = V = T = None
+        solved = self.solved(hybrid)
         if self.needs_links:
             T = self._poses(q)
             if (self.contact is not None and not self.solves_contact) \
@@ -211,12 +240,8 @@ class System:
                                        self.algebra)
             if tau_c is not None:  # the constraint forces: passive (no work when held)
                 passive = passive + tau_c
-            if self.solves_contact:  # rigid contact: its forces solved with the dynamics
-                M = mass_matrix(self.fd_model, q, algebra=self.kinematics_algebra)
-                J_eq = constraint_jacobian(self.fd_model, q, algebra=self.kinematics_algebra) \
-                    if self.fd_model.constraints else None
-                qdd, tau_c, forces, contact_state = self.contact.solve(
-                    xp, params["contact"], q, qd, qdd, M, T, hybrid["contact"], J_eq)
+            if self.solves_contact or self.solves_limits:  # solved with the dynamics
+                qdd, tau_c, forces, solved = self._solve(xp, params, q, qd, qdd, T, hybrid)
                 passive = passive + tau_c
         if self.implicit_damping is not None:  # the damping at qd1 = qd + dt qdd: -D qd1
             passive = passive - add_diagonal(xp, 0 * qd.T, self.implicit_damping, qdd.T).T
@@ -233,7 +258,35 @@ class System:
                 p_passive = p_passive + xp.sum(wrench_passive * twists, axis=(-2, -1))
             return xp.stack([p_in, p_passive], axis=-1)
 
-        return qdd, power, forces, contact_state
+        return qdd, power, forces, solved
+
+    def _solve(self, xp, params, q, qd, qdd0, T, hybrid):
+        """(qdd, tau_c, contact forces or None, the solvers' new states): the rigid contact's
+        forces and the joint limits' that are constraints, in one ``solve_rows`` with the
+        accelerations qdd0 (N, nv) without them (which keep the model's equality
+        constraints: their Jacobian makes the rows act through the constrained inertia)."""
+        M = mass_matrix(self.fd_model, q, algebra=self.kinematics_algebra)
+        J_eq = constraint_jacobian(self.fd_model, q, algebra=self.kinematics_algebra) \
+            if self.fd_model.constraints else None
+        blocks, names = [], []
+        if self.solves_contact:  # first: its sweep reads its forces from column 0
+            blocks.append(self.contact.block(xp, params["contact"], q, qd, T,
+                                             hybrid["contact"]))
+            names.append("contact")
+        if self.solves_limits:
+            blocks.append(self.limits.block(xp, params["limits"], q, qd, hybrid["limits"]))
+            names.append("limits")
+        if self.solves_contact:  # one solve: the contact's sweeps and regularization
+            iterations = self.contact.ground.iterations
+            regularization = params["contact"]["regularization"]
+        else:
+            iterations = self.settings.joint_limits.iterations
+            regularization = params["limits"]["regularization"]
+        qdd, tau_c, out = solve_rows(xp, self.fd_model, M, J_eq, qdd0, blocks, iterations,
+                                     regularization)
+        out = dict(zip(names, out))
+        forces, contact = out.get("contact", (None, None))
+        return qdd, tau_c, forces, {"contact": contact, "limits": out.get("limits")}
 
     def _poses(self, q):
         return forward_kinematics(self.model, q, algebra=self.kinematics_algebra)

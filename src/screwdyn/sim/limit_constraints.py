@@ -1,0 +1,182 @@
+"""Joint position limits as constraints: one-sided rows of the rigid contact's solver
+(``contact_solver.solve_rows``), as MuJoCo's joint limits, instead of the stiff springs of
+``settings.JointLimits``.
+
+A 1-DoF joint (revolute, prismatic, helical) with a finite lower limit l has the row
+J = e_v (its velocity), with penetration d = l - q; an upper limit u the row J = -e_v with
+d = q - u. Each row's force f (N m or N) pushes the joint back inside, never pulls (f >= 0),
+and is found with the dynamics, together with the contact's forces where the simulation has a
+solved contact (``RigidContact``, ``Scene.build``): a leg pressed on its limit by the ground
+holds as a rigid stop does. The reference acceleration is the contact's stabilisation,
+
+    a_ref = k d - b v,   k = 1 / (timeconst dampratio)^2,  b = 2 / timeconst
+
+(MuJoCo's solreflimit = (timeconst, dampratio), default (0.02, 1)), per unit apparent
+inertia, so that a joint driven past its limit returns with the same time constant whatever
+its size, and a load on the stop deflects it by nothing but what the stabilisation allows
+while it converges: no stiffness to tune, no step too large for it.
+
+A row takes part in a solve where its joint is closer to the limit than ``margin`` (its force
+still zero unless it would cross); a joint far from both limits costs one test a sweep.
+"""
+from dataclasses import dataclass
+
+import numpy as np
+
+from .checks import positive
+from .contact_solver import (Rows, check_impedance, columns, compliance, put_columns,
+                             stabilisation_gains)
+from .loops import when
+
+
+@dataclass(frozen=True)
+class RigidLimits:
+    """Joint position limits (``model.lower_position_limit``, ``upper_position_limit``)
+    enforced as constraints, solved with the dynamics (see the module docstring); pass as
+    ``joint_limits=RigidLimits()``.
+
+    timeconst: the time constant (s) with which a joint past its limit is brought back
+        (MuJoCo's solreflimit[0]; >= 2 dt is stable for every integrator).
+    dampratio: the damping ratio of that return (solreflimit[1]); 1: no bounce.
+    iterations: projected Gauss-Seidel sweeps when the limits are solved alone; with a
+        solved contact, its ``iterations`` (one solve for both).
+    regularization: added to each row's diagonal, relative to it (>= 0), when solved alone
+        (with a solved contact, the contact's).
+    impedance: d in (0, 1], MuJoCo's ``solimplimit`` impedance (a constant here): each row's
+        compliance (1 - d) / d relative to its diagonal (``contact_solver``); 1: rigid.
+    margin: a joint closer to a limit than this (rad or m, >= 0) takes part in the solve."""
+
+    timeconst: float = 0.02
+    dampratio: float = 1.0
+    iterations: int = 30
+    regularization: float = 1e-6
+    impedance: float = 1.0
+    margin: float = 1e-4
+
+    def __post_init__(self):
+        positive(self.timeconst, "RigidLimits.timeconst")
+        positive(self.dampratio, "RigidLimits.dampratio")
+        positive(self.regularization, "RigidLimits.regularization", allow_zero=True)
+        positive(self.margin, "RigidLimits.margin", allow_zero=True)
+        check_impedance(self.impedance, "RigidLimits.impedance")
+        if not (isinstance(self.iterations, int) and not isinstance(self.iterations, bool)
+                and 1 <= self.iterations <= 1000):
+            raise ValueError(f"RigidLimits.iterations must be an int in [1, 1000], got "
+                             f"{self.iterations!r}")
+
+    @property
+    def gains(self):
+        """(k 1/s^2, b 1/s): the stabilisation per unit apparent inertia
+        (``contact_solver.stabilisation_gains``: with the impedance, as MuJoCo's)."""
+        return stabilisation_gains(self.timeconst, self.dampratio, self.impedance)
+
+
+class LimitRows:
+    """``RigidLimits`` bound to a model: one row per finite limit of a 1-DoF joint.
+    ``solves`` is True: the step solves them (``block``) rather than adding a force."""
+
+    solves = True
+
+    def __init__(self, model, settings):
+        lower, upper = model.lower_position_limit, model.upper_position_limit
+        q_index, v_index, sign, bound = [], [], [], []
+        for b, qs, vs in zip(model.active_bodies, model.q_slices, model.v_slices):
+            if b.nq != 1 or b.nv != 1:
+                continue
+            for s, value in ((1.0, lower[qs.start]), (-1.0, upper[qs.start])):
+                if np.isfinite(value):
+                    q_index.append(qs.start)
+                    v_index.append(vs.start)
+                    sign.append(s)
+                    bound.append(value)
+        #: per row: the joint's coordinate and velocity index, +1 (lower) or -1 (upper), the
+        #: limit (rad or m)
+        self.q_index = np.array(q_index, dtype=int)
+        self.v_index = np.array(v_index, dtype=int)
+        self.sign = np.array(sign, dtype=float)
+        self.bound = np.array(bound, dtype=float)
+        self.settings, self.nv = settings, model.nv
+        self.model = model
+
+    def __bool__(self):
+        return len(self.q_index) > 0
+
+    @property
+    def key(self):
+        return ("rigid limits", tuple(self.q_index.tolist()), tuple(self.sign.tolist()),
+                self.settings.iterations)
+
+    def params(self, model, q0):
+        """The rows' numbers (numpy; the same for every initial state q0, unlike the springs'
+        of ``joint_springs.Limits``): the limits, the stabilisation's k and b, the margin,
+        the regularization and the compliance."""
+        s = self.settings
+        k, b = s.gains
+        return {"bound": self.bound, "k": np.asarray(k), "b": np.asarray(b),
+                "margin": np.asarray(float(s.margin)),
+                "regularization": np.asarray(float(s.regularization)),
+                "compliance": np.asarray(compliance(s.impedance))}
+
+    def depths(self, xp, p, q):
+        """(N, L): how far each joint is past its limit (rad or m; negative: inside)."""
+        return self.sign * (p["bound"] - q[..., self.q_index])
+
+    def _rows(self, q):
+        """(N, L, nv): the rows, sign e_v (constant)."""
+        J = np.zeros((len(self.q_index), self.nv))
+        J[np.arange(len(self.q_index)), self.v_index] = self.sign
+        return 0.0 * q[:, :1, None] + J
+
+    def initial_state(self, xp, p, q0, M):
+        """The warm start (the previous step's forces, (N, L), none at first) and the
+        stabilisation's stiffness k m_j (N, L) (N m/rad or N/m; m_j = 1 / (M^-1)_vv the
+        joint's apparent inertia) at the initial states q0 (N, nq), mass matrix M."""
+        from ..algorithms import spd
+
+        J = self._rows(q0)
+        inverse = xp.sum(J * xp.moveaxis(spd.solve(xp, M, xp.moveaxis(J, -1, -2)), -1, -2),
+                         axis=-1)
+        return {"forces": 0.0 * inverse,
+                "stiffness": p["k"] / (inverse * (1.0 + p["regularization"]) + 1e-30)}
+
+    def elastic(self, xp, p, q, state):
+        """(N,): the energy the stabilisation holds in the joints past their limits,
+        sum 1/2 k m_j d_j^2 (J) (as the contact's, ``traj.elastic``)."""
+        inside = xp.maximum(self.depths(xp, p, q), 0.0)
+        return xp.sum(0.5 * state["stiffness"] * inside * inside, axis=-1)
+
+    def block(self, xp, p, q, qd, state):
+        """The limits' ``Rows`` (``contact_solver.solve_rows``) at q (N, nq), qd (N, nv),
+        warm-started from ``state["forces"]``; its ``finish`` gives the next step's state."""
+        depth = self.depths(xp, p, q)
+        rate = self.sign * qd[..., self.v_index]  # the rows' velocities, J qd
+        near = depth > -p["margin"]
+        a_ref = p["k"] * depth - p["b"] * rate
+
+        def sweep(S, first, f, u):
+            for j in range(len(self.q_index)):  # a row far from its limit: one test
+                def row(x, j=j):
+                    fj, u = x
+                    new, u = S.one_sided(first + j, fj[:, 0], u, near[:, j])
+                    return new[:, None], u
+
+                fj, u = when(xp, near[:, j], row, (columns(xp, f, first + j, 1), u))
+                f = put_columns(xp, f, first + j, fj)
+            return f, u
+
+        def finish(f, diag):
+            return {"forces": f, "stiffness": p["k"] / diag}
+
+        start = xp.where(near, state["forces"], 0.0)
+        return Rows(self._rows(q), a_ref, start, p["compliance"] + 0.0 * start, sweep, finish)
+
+    def springs(self, model):
+        """The stabilisation, per unit apparent inertia (``stability.stiffest_springs``)."""
+        k, b = self.settings.gains
+        return [(f"the joint limits' stabilisation (timeconst {self.settings.timeconst:g} s)",
+                 k, b, 1.0)]
+
+    def describe(self):
+        s = self.settings
+        return {"kind": "rigid", "rows": len(self.q_index), "timeconst": s.timeconst,
+                "dampratio": s.dampratio}

@@ -1,0 +1,218 @@
+"""Joint limits as constraints (issue 24): ``RigidLimits`` against MuJoCo's own limits
+(``mj_step``, Euler, the same dt), a rigid stop that holds a load where the springs of
+``JointLimits`` sag or diverge, limits solved together with the ground contact (gymnasium's
+ant stands on its stops) and with equality constraints, the same numbers on every backend,
+and the bad inputs."""
+import os
+import warnings
+
+import numpy as np
+import pytest
+
+import screwdyn as sd
+
+ARM = """<mujoco model="stops">
+  <option timestep="0.001" integrator="Euler"/>
+  <worldbody>
+    <body name="arm" pos="0 0 1">
+      <joint name="shoulder" type="hinge" axis="0 1 0" range="-30 60" limited="true"/>
+      <geom type="capsule" fromto="0 0 0 0.5 0 0" size="0.03" mass="1"/>
+      <body name="fore" pos="0.5 0 0">
+        <joint name="elbow" type="hinge" axis="0 1 0" range="-10 10" limited="true"/>
+        <geom type="capsule" fromto="0 0 0 0.4 0 0" size="0.03" mass="0.5"/>
+      </body>
+    </body>
+  </worldbody>
+</mujoco>"""
+
+
+@pytest.fixture(scope="module")
+def arm(tmp_path_factory):
+    """A two-link arm, horizontal at rest, that falls onto its stops (the shoulder's 60 deg,
+    the elbow's -10 deg, then +10 deg); the file, for MuJoCo too."""
+    path = tmp_path_factory.mktemp("stops") / "arm.xml"
+    path.write_text(ARM)
+    return path
+
+
+def _fall(model, backend="numpy", t_final=2.0, **kw):
+    return sd.simulate(model, np.zeros(model.nq), np.zeros(model.nv), None, t_final, 1e-3,
+                       integrator="semi_implicit_euler", backend=backend,
+                       joint_limits=kw.pop("joint_limits", sd.RigidLimits()), **kw)
+
+
+def _mujoco(path, samples):
+    """(samples, nq): MuJoCo's qpos from rest, ``mj_step`` with the file's options."""
+    mujoco = pytest.importorskip("mujoco")
+    m = mujoco.MjModel.from_xml_path(str(path))
+    d = mujoco.MjData(m)
+    qpos = []
+    for _ in range(samples):
+        qpos.append(d.qpos.copy())
+        mujoco.mj_step(m, d)
+    return np.array(qpos)
+
+
+def test_arm_falls_onto_its_stops_as_in_mujoco(arm):
+    """Until a joint reaches a limit the run is MuJoCo's Euler to rounding; afterwards each
+    joint comes to rest *on* its stop (MuJoCo's soft limits, solimp, sag 0.6-0.75 mrad into
+    them), and the energy balance holds."""
+    model = sd.load_mjcf(str(arm))
+    traj = _fall(model)
+    reference = _mujoco(arm, traj.n_samples)
+    lower, upper = model.lower_position_limit, model.upper_position_limit
+    past = np.flatnonzero(np.any((reference > upper) | (reference < lower), axis=1))[0]
+    assert past > 90  # the elbow reaches -10 deg at 0.099 s
+    np.testing.assert_allclose(traj.q[:past], reference[:past], atol=1e-12)
+    np.testing.assert_allclose(traj.q[-1], upper, atol=1e-9)  # on both stops
+    np.testing.assert_allclose(traj.qd[-1], 0.0, atol=1e-9)
+    np.testing.assert_allclose(reference[-1], upper, atol=1e-3)  # MuJoCo's sag
+    assert np.all(reference[-1] > upper)
+    assert traj.energy_drift() < 5e-3  # semi-implicit Euler's first order
+    # the stops took energy out (an inelastic stop, dampratio 1), and gave none
+    assert traj.dissipated()[-1] > 0.1 * traj.energy_scale()
+    assert traj.meta["joint_limits"] == {"kind": "rigid", "rows": 4, "timeconst": 0.02,
+                                         "dampratio": 1.0}
+
+
+def test_a_stop_holds_where_springs_sag_or_diverge(arm):
+    """The springs of JointLimits trade sag (10 Hz: 2-3 mrad past the stop under the arm's
+    weight) for a step they need: at 200 Hz they diverge at 1 ms. A RigidLimits stop holds
+    the load at the limit whatever the time constant of its return."""
+    model = sd.load_mjcf(str(arm))
+    upper = model.upper_position_limit
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the stability warning of the stiff springs
+        soft = _fall(model, joint_limits=sd.JointLimits(frequency=10.0))
+        with pytest.raises(sd.SimulationError, match="diverged"):
+            _fall(model, joint_limits=sd.JointLimits(frequency=200.0))
+    assert np.all(soft.q[-1] - upper > 1e-3)
+    for timeconst in (0.005, 0.02, 0.05):
+        traj = _fall(model, joint_limits=sd.RigidLimits(timeconst=timeconst))
+        np.testing.assert_allclose(traj.q[-1], upper, atol=1e-6)
+
+
+@pytest.mark.parametrize("backend", ["native", "jax"])
+def test_backends_agree(arm, backend):
+    if backend == "jax":
+        pytest.importorskip("jax")
+    model = sd.load_mjcf(str(arm))
+    reference = _fall(model, t_final=0.5)
+    traj = _fall(model, backend=backend, t_final=0.5)
+    np.testing.assert_allclose(traj.q, reference.q, atol=1e-9)
+    np.testing.assert_allclose(traj.elastic, reference.elastic, atol=1e-9)
+
+
+def test_rollout_differentiates_through_the_stops(arm):
+    """``sd.sim.rollout`` (a pure JAX function) is ``simulate``'s run, and jax.grad of where
+    the arm is after 0.3 s (its elbow on a stop since 0.1 s) with respect to where it starts
+    is the central difference's to 1e-7."""
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    model = sd.load_mjcf(str(arm))
+
+    def final(q0):
+        qs, _ = sd.sim.rollout(model, q0, jnp.zeros(2), None, 300, 1e-3,
+                               integrator="semi_implicit_euler",
+                               joint_limits=sd.RigidLimits())
+        return qs[-1].sum()
+
+    with jax.enable_x64(True):
+        q0 = jnp.array([0.1, 0.0])
+        reference = _fall(model, t_final=0.3)
+        assert float(final(jnp.zeros(2))) == pytest.approx(reference.q[-1].sum(), abs=1e-9)
+        gradient = np.asarray(jax.grad(final)(q0))
+        e = 1e-6
+        central = [(float(final(q0 + e * np.eye(2)[i])) - float(final(q0 - e * np.eye(2)[i])))
+                   / (2 * e) for i in range(2)]
+    np.testing.assert_allclose(gradient, central, atol=1e-7)
+
+
+def test_limits_with_equality_constraints(arm):
+    """A joint equality (elbow = shoulder / 6) and the stops: the constraint is kept while
+    the shoulder is held on its 60 deg stop, the elbow following to exactly 10 deg."""
+    coupled = ARM.replace("</worldbody>", """</worldbody>
+  <equality><joint joint1="elbow" joint2="shoulder" polycoef="0 0.1666666666666667 0 0 0"/>
+  </equality>""")
+    path = arm.parent / "coupled.xml"
+    path.write_text(coupled)
+    model = sd.load_mjcf(str(path))
+    traj = _fall(model)
+    np.testing.assert_allclose(traj.q[:, 1], traj.q[:, 0] / 6.0, atol=1e-6)
+    np.testing.assert_allclose(traj.q[-1], model.upper_position_limit, atol=1e-6)
+
+
+def test_the_ant_stands_on_its_stops():
+    """gymnasium's ant (its ankles' ranges, 30-70 deg, keep it off its belly; it starts at 0,
+    past them) in a scene with its ground: with RigidLimits its fall onto its stops is
+    MuJoCo's (landing, 0.2 s: the same heights and ankles to a few mm and mrad), and it
+    stands at 0.60 m at 1 s (MuJoCo 0.55 m: its soft contacts and limits sag). With the
+    springs of JointLimits its ankles give and it sinks to 0.37 m. With MuJoCo's soft contact
+    (impedance 0.9) it stands as MuJoCo's at 2 s: 0.539 m (0.547), ankles 0.918 rad (0.91)."""
+    mujoco = pytest.importorskip("mujoco")
+    gymnasium = pytest.importorskip("gymnasium")
+    path = os.path.join(os.path.dirname(gymnasium.__file__), "envs", "mujoco", "assets",
+                        "ant.xml")
+    robot = sd.load_mjcf(path, joint_damping=True)
+    scene = sd.Scene("ant")
+    scene.add_robot(robot)
+    model, contact, q0 = scene.build()
+    traj = sd.simulate(model, q0, t_final=1.0, dt=1e-3, contact=contact,
+                       integrator="semi_implicit_euler", joint_limits=sd.RigidLimits())
+    m = mujoco.MjModel.from_xml_path(path)
+    m.opt.timestep, m.opt.integrator = 1e-3, mujoco.mjtIntegrator.mjINT_EULER
+    d = mujoco.MjData(m)
+    for _ in range(200):
+        mujoco.mj_step(m, d)
+    assert traj.q[200, 2] == pytest.approx(d.qpos[2], abs=2e-3)
+    np.testing.assert_allclose(traj.q[200, 7:], d.qpos[7:], atol=5e-3)
+    assert traj.q[-1, 2] > 0.55
+    assert traj.energy_drift() < 0.05
+    # on rigid contacts the ant's weight on its four legs is indeterminate: the sweeps settle
+    # it on one diagonal pair (its ankles 1.11 and 0.68 rad); MuJoCo's soft contacts (its
+    # impedance 0.9, converged) share it among the four, as here (0.92 rad each)
+    assert np.ptp(np.abs(traj.q[-1, 8::2])) > 0.1
+    soft_model, soft_contact, _ = scene.build(impedance=0.9, iterations=200)
+    soft = sd.simulate(soft_model, q0, t_final=2.0, dt=1e-3, contact=soft_contact,
+                       integrator="semi_implicit_euler", joint_limits=sd.RigidLimits())
+    for _ in range(1800):
+        mujoco.mj_step(m, d)
+    assert np.ptp(np.abs(soft.q[-1, 8::2])) < 1e-4
+    np.testing.assert_allclose(np.abs(soft.q[-1, 8::2]), np.abs(d.qpos[8::2]), atol=0.02)
+    assert soft.q[-1, 2] == pytest.approx(d.qpos[2], abs=0.01)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        springs = sd.simulate(model, q0, t_final=1.0, dt=1e-3, contact=contact,
+                              integrator="semi_implicit_euler", joint_limits=True)
+    assert springs.q[-1, 2] < 0.45
+
+
+def test_impedance_is_mujocos_soft_limit(arm):
+    """With impedance 0.9 the arm falls onto its stops as MuJoCo's with solimplimit
+    "0.9 0.9 0.001" (a constant impedance) within 4 mrad, and rests 0.9 and 1.3 mrad into them
+    as MuJoCo's (2% apart: MuJoCo takes a limit's compliance from its inverse inertia at
+    qpos0, dof_invweight0, here from the current one)."""
+    path = arm.parent / "soft.xml"
+    path.write_text(ARM.replace('limited="true"', 'limited="true" solimplimit="0.9 0.9 0.001"'))
+    model = sd.load_mjcf(str(path))
+    traj = _fall(model, joint_limits=sd.RigidLimits(impedance=0.9))
+    reference = _mujoco(path, traj.n_samples)
+    np.testing.assert_allclose(traj.q, reference, atol=4e-3)
+    upper = model.upper_position_limit
+    np.testing.assert_allclose(traj.q[-1] - upper, reference[-1] - upper, rtol=0.03)
+    assert np.all(traj.q[-1] - upper > 5e-4)
+
+
+def test_bad_input(arm):
+    for kw, field in (({"timeconst": 0.0}, "timeconst"), ({"dampratio": -1.0}, "dampratio"),
+                      ({"impedance": 0.0}, "impedance"),
+                      ({"iterations": 0}, "iterations"), ({"margin": -1.0}, "margin"),
+                      ({"regularization": float("nan")}, "regularization")):
+        with pytest.raises(ValueError, match=f"RigidLimits.{field}"):
+            sd.RigidLimits(**kw)
+    with pytest.raises(ValueError, match="a JointLimits or a RigidLimits"):
+        sd.sim.Settings(joint_limits="rigid")
+    assembly = sd.Assembly(sd.load_mjcf(str(arm)), name="arm")
+    with pytest.raises(ValueError, match="assembly.to_model"):
+        _fall(assembly)
