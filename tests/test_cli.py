@@ -371,3 +371,25 @@ def test_joint_damping_and_springs_from_the_command_line(tmp_path, capsys, pendu
     assert main(["simulate", pendulum_urdf, "--joint-springs", "--quiet"]) == 2
     assert "--joint-springs applies to MJCF files, not to a URDF file" in \
         one_error_line(capsys.readouterr().err)
+
+
+def test_rigid_limits_from_the_command_line(urdf_file, tmp_path, capsys):
+    """--rigid-limits: the pendulum, started past its 3 rad limit, is brought back inside
+    (sd.RigidLimits, the same run as simulate's), and the summary says which limits ran;
+    with --joint-limits too, one line on stderr and exit status 2."""
+    out = tmp_path / "t.npz"
+    q0 = ["3.2", "0"]
+    args = ["simulate", urdf_file, "--duration", "0.5", "--dt", "1e-3", "--integrator",
+            "semi_implicit_euler", "--quiet", "--no-compile-cache", "--q0", *q0]
+    assert main(args + ["--rigid-limits", "--out", str(out)]) == 0
+    assert "joint limits 2 limits, rigid (solved), timeconst 0.02 s" in capsys.readouterr().out
+    model = sd.load_urdf(urdf_file)
+    expected = sd.simulate(model, [3.2, 0.0], None, None, 0.5, 1e-3,
+                           integrator="semi_implicit_euler", joint_limits=sd.RigidLimits())
+    traj = sd.Trajectory.load(out)
+    np.testing.assert_allclose(traj.q, expected.q, atol=1e-12)
+    assert traj.q[100:, 0].max() < 3.0 + 1e-6  # back inside within 0.1 s, then swinging
+    with pytest.raises(SystemExit) as exit_:
+        main(args + ["--rigid-limits", "--joint-limits"])
+    assert exit_.value.code == 2
+    assert "not allowed with argument" in capsys.readouterr().err
