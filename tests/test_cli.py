@@ -393,3 +393,24 @@ def test_rigid_limits_from_the_command_line(urdf_file, tmp_path, capsys):
         main(args + ["--rigid-limits", "--joint-limits"])
     assert exit_.value.code == 2
     assert "not allowed with argument" in capsys.readouterr().err
+
+
+def test_impedance_from_the_command_line(tmp_path, capsys):
+    """--impedance 0.9 with --scene: MuJoCo's soft contact, a 0.1 m ball resting
+    (1 - d) g timeconst^2 = 0.392 mm into its floor; the summary says so. Without a solved
+    contact, or out of (0, 1]: one line on stderr, exit status 2."""
+    path = tmp_path / "ball.xml"
+    path.write_text("""<mujoco><worldbody><geom name="floor" type="plane" size="5 5 0.1"/>
+      <body name="ball" pos="0 0 0.3"><freejoint/><geom type="sphere" size="0.1" mass="1"/>
+      </body></worldbody></mujoco>""")
+    out = tmp_path / "t.npz"
+    common = ["simulate", str(path), "--duration", "2", "--dt", "1e-3", "--integrator",
+              "semi_implicit_euler", "--quiet", "--no-compile-cache"]
+    assert main(common + ["--scene", "--impedance", "0.9", "--out", str(out)]) == 0
+    assert "soft (impedance 0.9, solved)" in capsys.readouterr().out
+    assert 0.1 - sd.Trajectory.load(out).q[-1, 2] == pytest.approx(0.1 * 9.81 * 0.02 ** 2,
+                                                                   abs=1e-9)
+    assert main(common + ["--contact", "--impedance", "0.9"]) == 2
+    assert "add --rigid-contact" in capsys.readouterr().err
+    assert main(common + ["--scene", "--impedance", "1.5"]) == 2
+    assert "impedance must be a number in (0, 1]" in capsys.readouterr().err

@@ -72,7 +72,7 @@ def test_arm_falls_onto_its_stops_as_in_mujoco(arm):
     # the stops took energy out (an inelastic stop, dampratio 1), and gave none
     assert traj.dissipated()[-1] > 0.1 * traj.energy_scale()
     assert traj.meta["joint_limits"] == {"kind": "rigid", "rows": 4, "timeconst": 0.02,
-                                         "dampratio": 1.0}
+                                         "dampratio": 1.0, "impedance": 1.0}
 
 
 def test_a_stop_holds_where_springs_sag_or_diverge(arm):
@@ -202,6 +202,19 @@ def test_impedance_is_mujocos_soft_limit(arm):
     upper = model.upper_position_limit
     np.testing.assert_allclose(traj.q[-1] - upper, reference[-1] - upper, rtol=0.03)
     assert np.all(traj.q[-1] - upper > 5e-4)
+
+
+def test_a_model_without_limits():
+    """RigidLimits on a model none of whose joints has a limit (a free cube): nothing to
+    solve, the run is the one without limits, and its record says so (0 limits)."""
+    b = sd.ModelBuilder("cube")
+    b.add_link("cube", mass=1.0, inertia=np.eye(3) * 0.01)
+    cube = b.build(floating_base=True)
+    q0, qd0 = [0, 0, 1.0, 0, 0, 0, 1], [0.5, 0, 0, 0, 0, 2.0]
+    traj = sd.simulate(cube, q0, qd0, None, 0.2, 1e-3, joint_limits=sd.RigidLimits())
+    free = sd.simulate(cube, q0, qd0, None, 0.2, 1e-3)
+    np.testing.assert_array_equal(traj.q, free.q)
+    assert traj.meta["joint_limits"]["rows"] == 0
 
 
 def test_bad_input(arm):

@@ -80,6 +80,14 @@ def add_parser(subparsers):
                         "against each other and the ground, and an MJCF file's world (its "
                         "floor is the ground; its walls and fixed shapes), forces solved with "
                         "the dynamics (--mu; --contact-links: only those links' shapes)")
+    p.add_argument("--impedance", type=float, metavar="D",
+                   help="soft contact and limits, as MuJoCo's: the impedance d in (0, 1] of "
+                        "--rigid-contact's or --scene's contact and of --rigid-limits (its "
+                        "solimp, held constant; default 1: rigid). MuJoCo's default is about "
+                        "0.9, with --iterations 200 for the sweeps to converge")
+    p.add_argument("--iterations", type=int, metavar="N",
+                   help="projected Gauss-Seidel sweeps of the solved contact and limits "
+                        "(default 30)")
     limits = p.add_mutually_exclusive_group()
     limits.add_argument("--joint-limits", action="store_true",
                         help="enforce the joint limits (stiff springs, sd.JointLimits)")
@@ -167,7 +175,11 @@ def ground_contact(args):
         if args.contact_stiffness is not None:
             raise ValueError("--contact-stiffness sets the penalty spring; --rigid-contact has "
                              "none (its contact is stiff at any step)")
-        return RigidContact(mu=mu, links=args.contact_links, points=args.contact_points)
+        return RigidContact(mu=mu, links=args.contact_links, points=args.contact_points,
+                            **solver_options(args))
+    if solver_options(args):
+        raise ValueError("--impedance and --iterations are the solved contact's: add "
+                         "--rigid-contact (or use --scene)")
     return GroundContact(mu=mu, links=args.contact_links, points=args.contact_points,
                          stiffness=args.contact_stiffness)
 
@@ -181,7 +193,14 @@ def scene_of(args, model, q0):
 
     scene = Scene(model.name)
     scene.add_robot(model, q=q0, links=args.contact_links)
-    return scene.build(mu=args.mu)
+    return scene.build(mu=args.mu, **solver_options(args))
+
+
+def solver_options(args):
+    """{"impedance": ..., "iterations": ...}: the solver's options given (--impedance,
+    --iterations), for ``RigidContact``, ``Scene.build`` and ``RigidLimits``."""
+    return {name: getattr(args, name) for name in ("impedance", "iterations")
+            if getattr(args, name, None) is not None}
 
 
 def _vector(values, size, name, default):
@@ -322,7 +341,7 @@ def _joint_limits(args):
     from .sim import RigidLimits
 
     if getattr(args, "rigid_limits", False):
-        return RigidLimits()
+        return RigidLimits(**solver_options(args))
     return getattr(args, "joint_limits", False)
 
 

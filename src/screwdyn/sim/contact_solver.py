@@ -402,7 +402,8 @@ class SolvedContact(Contact):
         g = self.ground
         return {"kind": "rigid", "points": len(self.labels), "mu": float(p["mu"]),
                 "timeconst": g.timeconst, "dampratio": g.damping_ratio,
-                "iterations": g.iterations, "height": float(g.height),
+                "iterations": g.iterations, "impedance": g.impedance,
+                "height": float(g.height),
                 "normal": [float(x) for x in np.asarray(p.get("normal", (0.0, 0.0, 1.0)))],
                 "labels": list(self.labels)}
 

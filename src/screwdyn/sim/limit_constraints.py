@@ -179,4 +179,4 @@ class LimitRows:
     def describe(self):
         s = self.settings
         return {"kind": "rigid", "rows": len(self.q_index), "timeconst": s.timeconst,
-                "dampratio": s.dampratio}
+                "dampratio": s.dampratio, "impedance": s.impedance}

@@ -8,6 +8,7 @@ work_in, work_passive] (J), and, with ``record_contact_forces``, the contact for
 import numpy as np
 
 from .energy import energies, energy_floor
+from .limit_constraints import LimitRows, RigidLimits
 from .trajectory import Trajectory
 
 
@@ -50,8 +51,8 @@ def make_trajectory(run, samples, backend, timing):
             **timing}
     if run.system.contact is not None:
         meta["contact"] = run.system.contact.describe(run.params["contact"])
-    if run.system.solves_limits:
-        meta["joint_limits"] = run.system.limits.describe()
+    if isinstance(s.joint_limits, RigidLimits):  # (no rows where no joint has a limit)
+        meta["joint_limits"] = (run.system.limits or LimitRows(model, s.joint_limits)).describe()
     elif s.joint_limits is not None:
         meta["joint_limits"] = {"frequency": s.joint_limits.frequency,
                                 "damping_ratio": s.joint_limits.damping_ratio}

@@ -1062,13 +1062,15 @@ class ShapeContactModel(SolvedContact):
         return [tuple(l for l in (la, lb) if l in self.links) for _, la, _, lb in self._pair_of]
 
     def describe(self, p):
-        solver = (float(p["k"]), float(p["b"]))
+        solver, d = (float(p["k"]), float(p["b"])), self.ground.impedance
         return dict(super().describe(p), pairs=[f"{a.name}|{'ground' if b is None else b.name}"
                                                 for a, _, b, _ in self.pairs],
                     friction=[float(p["mu"]) if m.friction is None else m.friction
                               for m in self._mixed],
                     own_stabilisation=sum(  # pairs whose solref is not the solver's
-                        m.stabilisation not in (None, solver) for m in self._mixed))
+                        m.stabilisation is not None
+                        and not np.allclose(np.divide(m.stabilisation, d), solver, rtol=1e-12)
+                        for m in self._mixed))
 
 
 # -- pairs that can never touch ---------------------------------------------------------------

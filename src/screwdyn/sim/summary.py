@@ -30,7 +30,7 @@ def summary_lines(traj):
             mu = f"{low:g}" if low == high else f"{low:g} to {high:g} (each pair's own)"
         if contact.get("own_stabilisation"):
             own = f" ({contact['own_stabilisation']} pairs with their own solref)"
-        lines.append(f"contact      {what}, rigid (solved), {contact['points']} contact "
+        lines.append(f"contact      {what}, {_stiffness(contact)}, {contact['points']} contact "
                      f"points, mu = {mu}, timeconst {contact['timeconst']:g} s, "
                      f"dampratio {contact['dampratio']:.3g}{own}")
     elif contact:
@@ -39,7 +39,7 @@ def summary_lines(traj):
                      f"{contact['dissipation']:g} s/m")
     limits = meta.get("joint_limits")
     if limits and limits.get("kind") == "rigid":
-        lines.append(f"joint limits {limits['rows']} limits, rigid (solved), timeconst "
+        lines.append(f"joint limits {limits['rows']} limits, {_stiffness(limits)}, timeconst "
                      f"{limits['timeconst']:g} s, dampratio {limits['dampratio']:.3g}")
     elif limits:
         lines.append(f"joint limits springs, {limits['frequency']:g} Hz, damping ratio "
@@ -72,3 +72,10 @@ def summary_lines(traj):
     with np.printoptions(precision=4, suppress=True, linewidth=100):
         lines.append(f"final q      {final}")
     return lines
+
+
+def _stiffness(solved):
+    """'rigid (solved)', or 'soft (impedance d, solved)' for a solved contact's or limits'
+    ``describe()``."""
+    d = solved.get("impedance", 1.0)
+    return "rigid (solved)" if d == 1 else f"soft (impedance {d:g}, solved)"
