@@ -117,7 +117,7 @@ def _sphere(radius=0.1):
     return b.build(floating_base=True)
 
 
-@pytest.mark.parametrize("restitution", [0.3, 0.7])
+@pytest.mark.parametrize("restitution", [0.05, 0.3, 0.7])
 def test_bounce_has_the_restitution_one_sets(restitution):
     """A ball dropped from 0.5 m (impact at 3.13 m/s) leaves the ground at e times that
     speed (gravity during the 10 ms contact adds about 1%)."""

@@ -33,9 +33,13 @@ time constant is the same for a 1 kg ball and a 50 kg robot: this is what lets t
 at speed v0 follows the damped oscillator x'' = -k x - b x' until its force k x + b x' (which
 never pulls) falls to zero, at the phase theta = pi - atan2(2 zeta s, 1 - 2 zeta^2) of
 x = v0 / w_d exp(-zeta w t) sin(w_d t) (s = sqrt(1 - zeta^2)), and leaves at
-e v0 = v0 exp(-zeta theta / s) (zeta / s sin theta - cos theta): ``restitution_of`` gives e of
-zeta, and zeta is found from e by bisection (e from 1 at zeta = 0 down to exp(-pi/2) = 0.21 at
-zeta = 1/sqrt(2), and towards 0 at 1; gravity during the contact adds a little). As
+e v0 = v0 exp(-zeta theta / s) (zeta / s sin theta - cos theta) (zeta < 1; critically damped,
+zeta = 1, x = v0 t exp(-w t) leaves at t = 2 / w with e = exp(-2) = 0.135; overdamped, the
+roots r1,2 = w (-zeta +- q), q = sqrt(zeta^2 - 1), and the release time
+t = ln((1 + 2 zeta r2 / w) / (1 + 2 zeta r1 / w)) / (2 w q)): ``restitution_of`` gives e of
+zeta, and zeta is found from e by bisection (e from 1 at zeta = 0 down to 0.21 at
+zeta = 1/sqrt(2), 0.135 at 1, 0.048 at 2, towards 0 as zeta grows; gravity during the contact
+adds a little). As
 MuJoCo's, the constraint acceleration is J qdd (the dJ/dt qd term is left to the stabilisation).
 
 The problem is solved by projected Gauss-Seidel (``iterations`` sweeps over the points: the
@@ -84,7 +88,8 @@ class RigidContact:
     mu: Coulomb friction coefficient (>= 0).
     timeconst: the time constant (s) with which a penetration or a sliding velocity is
         removed (MuJoCo's solref[0]; >= 2 dt is stable for every integrator).
-    dampratio: the damping ratio of the normal response (solref[1]); 1: no bounce.
+    dampratio: the damping ratio of the normal response (solref[1]); 1: critical damping, an
+        impact leaves at exp(-2) = 0.135 of its speed (MuJoCo's too); above 1, less.
     restitution: if given, the coefficient of restitution e in (0, 1) of an impact: sets
         dampratio (above).
     iterations: projected Gauss-Seidel sweeps per evaluation.
@@ -141,7 +146,9 @@ class RigidContact:
         coefficient ``restitution`` (``restitution_of``, inverted by bisection)."""
         if self.restitution is None:
             return float(self.dampratio)
-        low, high = 0.0, 1.0 - 1e-9
+        low, high = 0.0, 1.0
+        while restitution_of(high) > self.restitution:  # overdamped for e < exp(-2)
+            low, high = high, 2.0 * high
         for _ in range(100):
             middle = 0.5 * (low + high)
             if restitution_of(middle) > self.restitution:
@@ -165,10 +172,18 @@ class RigidContact:
 
 def restitution_of(zeta):
     """The coefficient of restitution of an impact on the stabilised contact with damping
-    ratio zeta in [0, 1) (see the module docstring; gravity during the contact neglected)."""
-    s = math.sqrt(1.0 - zeta * zeta)
-    theta = math.pi - math.atan2(2.0 * zeta * s, 1.0 - 2.0 * zeta * zeta)
-    return math.exp(-zeta * theta / s) * (zeta / s * math.sin(theta) - math.cos(theta))
+    ratio zeta >= 0 (see the module docstring; gravity during the contact neglected):
+    decreasing, 1 at 0, exp(-2) at 1, towards 0 as zeta grows."""
+    if zeta < 1.0:
+        s = math.sqrt(1.0 - zeta * zeta)
+        theta = math.pi - math.atan2(2.0 * zeta * s, 1.0 - 2.0 * zeta * zeta)
+        return math.exp(-zeta * theta / s) * (zeta / s * math.sin(theta) - math.cos(theta))
+    if zeta == 1.0:
+        return math.exp(-2.0)
+    q = math.sqrt(zeta * zeta - 1.0)  # overdamped: x = (exp(r1 t) - exp(r2 t)) / (2 q), w = 1
+    r1, r2 = -zeta + q, -zeta - q
+    t = math.log((1.0 + 2.0 * zeta * r2) / (1.0 + 2.0 * zeta * r1)) / (2.0 * q)
+    return -(r1 * math.exp(r1 * t) - r2 * math.exp(r2 * t)) / (2.0 * q)
 
 
 def _basis(n):

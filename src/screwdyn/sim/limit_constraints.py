@@ -36,8 +36,13 @@ class RigidLimits:
     ``joint_limits=RigidLimits()``.
 
     timeconst: the time constant (s) with which a joint past its limit is brought back
-        (MuJoCo's solreflimit[0]; >= 2 dt is stable for every integrator).
-    dampratio: the damping ratio of that return (solreflimit[1]); 1: no bounce.
+        (MuJoCo's solreflimit[0]; >= 2 dt is stable for every integrator). A joint reaching
+        its limit at speed v passes it by up to v timeconst / e (dampratio 1: x = v t
+        exp(-t / timeconst)) before it is back, as MuJoCo's do: 2.3 cm for a Panda joint
+        falling onto its stop at 3 rad/s; a shorter timeconst, less.
+    dampratio: the damping ratio of that return (solreflimit[1]); 1: critical damping, a
+        joint hitting its limit leaves it at exp(-2) = 0.135 of its speed (MuJoCo's too); above
+        1, less (``contact_solver.restitution_of``).
     iterations: projected Gauss-Seidel sweeps when the limits are solved alone; with a
         solved contact, its ``iterations`` (one solve for both).
     regularization: added to each row's diagonal, relative to it (>= 0), when solved alone
