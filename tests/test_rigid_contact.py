@@ -196,6 +196,23 @@ def test_impedance_is_mujocos_soft_contact(tmp_path):
     assert traj.energy_drift() < 5e-3
 
 
+def test_impedance_scales_a_pairs_own_solref(tmp_path):
+    """A ball and floor with their own solref (0.01 s): rigid, then soft (impedance 0.9),
+    then rigid and soft again from the same scene: each run rests (1 - d) g 0.01^2 into the
+    floor (the pair's own gains scaled by 1 / d, MuJoCo's, are constants of the compiled
+    program: a soft run must not reuse a rigid run's)."""
+    path = tmp_path / "own.xml"
+    path.write_text(BALL.replace('solimp="0.9 0.9 0.001"', 'solref="0.01 1"'))
+    scene = sd.Scene("own")
+    scene.add_robot(sd.load_mjcf(str(path)))
+    for impedance in (1.0, 0.9, 1.0, 0.9):
+        model, contact, q0 = scene.build(impedance=impedance)
+        traj = sd.simulate(model, q0, t_final=1.0, dt=1e-3, contact=contact,
+                           integrator="semi_implicit_euler")
+        assert 0.1 - traj.q[-1, 2] == pytest.approx((1 - impedance) * G * 0.01 ** 2,
+                                                    abs=1e-11)
+
+
 def test_bad_input_is_refused_or_said():
     for kw, match in (({"mu": -0.1}, "mu"), ({"restitution": 1.5}, "restitution"),
                       ({"iterations": 0}, "iterations"), ({"timeconst": 0.0}, "timeconst"),

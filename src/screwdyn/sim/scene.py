@@ -906,6 +906,7 @@ class ShapeContactModel(SolvedContact):
     def key(self):
         return ("shapes", tuple((a, la, b, lb) for a, la, b, lb in self.pairs),
                 self.ground.iterations, self.point_friction, self.point_stabilisation,
+                self.ground.impedance,  # scales the pairs' own stabilisation (constants)
                 tuple(self.point_offset.tolist()))
 
     def friction(self, xp, p, i):
