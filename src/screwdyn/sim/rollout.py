@@ -47,8 +47,9 @@ def simulate(model, q0, qd0=None, controller=None, t_final=1.0, dt=1e-3, *, sett
         profile(t)               -> tau, a callable of one argument: open-loop torques;
         an array (steps, nv)     the torque of each step (or (..., steps, nv), one per rollout).
     settings: a ``screwdyn.sim.Settings``; every field may also be given as a keyword
-        (``integrator="rk4"``, ``contact=GroundContact(mu=0.8)``, ``joint_limits=True``,
-        ``external=f``, ``progress=True``, ...), overriding ``settings``.
+        (``integrator="rk4"``, ``contact=GroundContact(mu=0.8)``, ``joint_limits=True`` (springs)
+        or ``joint_limits=RigidLimits()`` (constraints), ``external=f``, ``progress=True``, ...),
+        overriding ``settings``.
 
     The run takes ceil(t_final / (dt record_every)) record_every steps (t_final rounded up to
     whole recorded intervals). Returns a ``Trajectory``; raises ``SimulationError`` (carrying
