@@ -41,7 +41,8 @@ def test_bad_arguments_are_refused_before_anything_runs():
         simulate(model, [0.1], integrater="rk4")
     with pytest.raises(ValueError, match="contact must be a GroundContact"):
         simulate(model, [0.1], contact=0.8)
-    with pytest.raises(ValueError, match="joint_limits must be True, False or a JointLimits"):
+    with pytest.raises(ValueError, match="joint_limits must be True, False, a JointLimits or a "
+                                         "RigidLimits, got str"):
         simulate(model, [0.1], joint_limits="yes")
     with pytest.raises(ValueError, match="JointLimits.frequency must be positive"):
         sd.JointLimits(frequency=0)
