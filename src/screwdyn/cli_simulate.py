@@ -159,6 +159,10 @@ def ground_contact(args):
     from .sim import GroundContact, RigidContact
 
     rigid = getattr(args, "rigid_contact", False)
+    if solver_options(args) and not (rigid or getattr(args, "scene", False)
+                                     or getattr(args, "rigid_limits", False)):
+        raise ValueError("--impedance and --iterations are the solved contact's and limits': "
+                         "add --rigid-contact (or use --scene) or --rigid-limits")
     if getattr(args, "scene", False):
         for name in ("contact", "rigid_contact", "contact_points", "contact_stiffness"):
             if getattr(args, name, None):
@@ -177,9 +181,6 @@ def ground_contact(args):
                              "none (its contact is stiff at any step)")
         return RigidContact(mu=mu, links=args.contact_links, points=args.contact_points,
                             **solver_options(args))
-    if solver_options(args):
-        raise ValueError("--impedance and --iterations are the solved contact's: add "
-                         "--rigid-contact (or use --scene)")
     return GroundContact(mu=mu, links=args.contact_links, points=args.contact_points,
                          stiffness=args.contact_stiffness)
 
