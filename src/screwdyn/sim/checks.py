@@ -21,6 +21,14 @@ def positive(x, name, allow_zero=False):
     return value
 
 
+def sweeps(x, name):
+    """``x``, checked: an int in [1, 1000] (a solver's sweeps); ``ValueError`` naming
+    ``name`` otherwise."""
+    if not (isinstance(x, int) and not isinstance(x, bool) and 1 <= x <= 1000):
+        raise ValueError(f"{name} must be an int in [1, 1000], got {x!r}")
+    return x
+
+
 def is_traced(x):
     """Whether ``x`` is a JAX tracer (abstract: no value to check)."""
     import sys

@@ -74,7 +74,7 @@ import numpy as np
 from .._backend import is_jax_namespace
 from ..algorithms import spd
 from ..algorithms.constraints import EPSILON
-from .checks import positive
+from .checks import positive, sweeps
 from .contact import Contact, check_plane
 from .geometry import contact_points
 from .loops import loop, when
@@ -132,10 +132,7 @@ class RigidContact:
             if not (isinstance(e, (int, float)) and 0 < e < 1):
                 raise ValueError(f"RigidContact.restitution must be a number in (0, 1), got "
                                  f"{e!r} (dampratio=1 for none)")
-        if not (isinstance(self.iterations, int) and not isinstance(self.iterations, bool)
-                and 1 <= self.iterations <= 1000):
-            raise ValueError(f"RigidContact.iterations must be an int in [1, 1000], got "
-                             f"{self.iterations!r}")
+        sweeps(self.iterations, "RigidContact.iterations")
         check_plane(self.height, self.normal, "RigidContact")
         if self.links is not None and isinstance(self.links, str):
             object.__setattr__(self, "links", (self.links,))
@@ -286,13 +283,11 @@ class SolvedContact(Contact):
         """(N, P): the stabilisation's stiffness k m_i at each point (N/m), m_i = 1 / A_ii its
         apparent mass along the normal, at q (N, nq), link poses T, mass matrix M."""
         J, depth, _ = self.rows(xp, p, q, T)
-        MinvJT = spd.solve(xp, M, xp.moveaxis(J, -1, -2))  # (N, nv, 3P)
-        inverse_mass = [xp.sum(J[:, 3 * i] * MinvJT[:, :, 3 * i], axis=-1)
-                        for i in range(depth.shape[-1])]
-        if not inverse_mass:
+        if not depth.shape[-1]:
             return 0.0 * depth
-        return xp.stack([self.stabilisation(p, i)[0] / (w * (1.0 + p["regularization"]) + 1e-30)
-                         for i, w in enumerate(inverse_mass)], axis=-1)
+        diag = row_diagonal(xp, M, J[:, 0::3], p["regularization"])  # the normal rows'
+        return xp.stack([self.stabilisation(p, i)[0] / diag[:, i]
+                         for i in range(depth.shape[-1])], axis=-1)
 
     def friction(self, xp, p, i):
         """Point i's friction coefficient: ``p["mu"]`` (the ground's, for every point)."""
@@ -482,6 +477,15 @@ class Sweep:
         step = (self.residual(j, u) + self.R[:, j] * fj) / self.diag[:, j]
         new = xp.where(active, xp.maximum(fj - step, 0.0), 0.0)
         return new, self.moved(u, j, new, fj)
+
+
+def row_diagonal(xp, M, J, regularization):
+    """(N, R): the diagonal of A = J M^-1 J^T (each row's inverse apparent mass), regularised
+    as the sweeps' steps (without a compliance), for rows J (N, R, nv) and the mass matrix M
+    (N, nv, nv): what the stabilisation's stiffness k / A_jj of a row is made of at the
+    initial states."""
+    MinvJT = spd.solve(xp, M, xp.moveaxis(J, -1, -2))  # (N, nv, R)
+    return xp.sum(J * xp.moveaxis(MinvJT, -1, -2), axis=-1) * (1.0 + regularization) + 1e-30
 
 
 def stabilisation_gains(timeconst, dampratio, impedance=1.0):

@@ -15,19 +15,28 @@ def _spring_constants(model, q0, dofs, frequency, damping_ratio):
     return inertia * omega ** 2, 2 * damping_ratio * inertia * omega
 
 
+def limited_joints(model):
+    """(q_index, v_index) (int arrays): the coordinate and velocity of each 1-DoF joint
+    (revolute, prismatic, helical) with a finite lower or upper position limit, in order:
+    the joints whose limits a simulation enforces (springs here, ``limit_constraints``'
+    rows)."""
+    lower, upper = model.lower_position_limit, model.upper_position_limit
+    q_index, v_index = [], []
+    for b, qs, vs in zip(model.active_bodies, model.q_slices, model.v_slices):
+        if b.nq == 1 and b.nv == 1 and (np.isfinite(lower[qs.start])
+                                        or np.isfinite(upper[qs.start])):
+            q_index.append(qs.start)
+            v_index.append(vs.start)
+    return np.array(q_index, dtype=int), np.array(v_index, dtype=int)
+
+
 class Limits:
     """Position limits of 1-DoF joints: tau = -(k x + b x') beyond a limit by x, never pulling."""
 
     def __init__(self, model, settings):
-        lower, upper = model.lower_position_limit, model.upper_position_limit
-        q_index, v_index = [], []
-        for b, qs, vs in zip(model.active_bodies, model.q_slices, model.v_slices):
-            if b.nq == 1 and b.nv == 1 and (np.isfinite(lower[qs.start])
-                                            or np.isfinite(upper[qs.start])):
-                q_index.append(qs.start)
-                v_index.append(vs.start)
-        self.q_index, self.v_index = np.array(q_index, dtype=int), np.array(v_index, dtype=int)
-        self.lower, self.upper = lower[self.q_index], upper[self.q_index]
+        self.q_index, self.v_index = limited_joints(model)
+        self.lower = model.lower_position_limit[self.q_index]
+        self.upper = model.upper_position_limit[self.q_index]
         self.settings = settings
 
     def __bool__(self):

@@ -23,9 +23,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .checks import positive
+from .checks import positive, sweeps
 from .contact_solver import (Rows, check_impedance, columns, compliance, put_columns,
-                             stabilisation_gains)
+                             row_diagonal, stabilisation_gains)
+from .joint_springs import limited_joints
 from .loops import when
 
 
@@ -64,10 +65,7 @@ class RigidLimits:
         positive(self.regularization, "RigidLimits.regularization", allow_zero=True)
         positive(self.margin, "RigidLimits.margin", allow_zero=True)
         check_impedance(self.impedance, "RigidLimits.impedance")
-        if not (isinstance(self.iterations, int) and not isinstance(self.iterations, bool)
-                and 1 <= self.iterations <= 1000):
-            raise ValueError(f"RigidLimits.iterations must be an int in [1, 1000], got "
-                             f"{self.iterations!r}")
+        sweeps(self.iterations, "RigidLimits.iterations")
 
     @property
     def gains(self):
@@ -85,13 +83,11 @@ class LimitRows:
     def __init__(self, model, settings):
         lower, upper = model.lower_position_limit, model.upper_position_limit
         q_index, v_index, sign, bound = [], [], [], []
-        for b, qs, vs in zip(model.active_bodies, model.q_slices, model.v_slices):
-            if b.nq != 1 or b.nv != 1:
-                continue
-            for s, value in ((1.0, lower[qs.start]), (-1.0, upper[qs.start])):
+        for qi, vi in zip(*limited_joints(model)):
+            for s, value in ((1.0, lower[qi]), (-1.0, upper[qi])):
                 if np.isfinite(value):
-                    q_index.append(qs.start)
-                    v_index.append(vs.start)
+                    q_index.append(qi)
+                    v_index.append(vi)
                     sign.append(s)
                     bound.append(value)
         #: per row: the joint's coordinate and velocity index, +1 (lower) or -1 (upper), the
@@ -136,13 +132,8 @@ class LimitRows:
         """The warm start (the previous step's forces, (N, L), none at first) and the
         stabilisation's stiffness k m_j (N, L) (N m/rad or N/m; m_j = 1 / (M^-1)_vv the
         joint's apparent inertia) at the initial states q0 (N, nq), mass matrix M."""
-        from ..algorithms import spd
-
-        J = self._rows(q0)
-        inverse = xp.sum(J * xp.moveaxis(spd.solve(xp, M, xp.moveaxis(J, -1, -2)), -1, -2),
-                         axis=-1)
-        return {"forces": 0.0 * inverse,
-                "stiffness": p["k"] / (inverse * (1.0 + p["regularization"]) + 1e-30)}
+        diag = row_diagonal(xp, M, self._rows(q0), p["regularization"])
+        return {"forces": 0.0 * diag, "stiffness": p["k"] / diag}
 
     def elastic(self, xp, p, q, state):
         """(N,): the energy the stabilisation holds in the joints past their limits,
