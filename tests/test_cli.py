@@ -321,16 +321,16 @@ def test_a_scene_from_the_command_line(tmp_path, capsys):
     """--scene simulates the model with the contact between its file's collision shapes, as
     sd.Scene does (its world's wall and floor included): a ball sent at 1 m/s (--qd0) at a
     wall 0.3 m away stops at it, and the saved trajectory equals the Python API's run of the
-    same scene; the summary names the pairs and their friction (--mu's, else the file's:
-    MuJoCo's default 1). --scene with the ground's point contact options is refused in one
-    line."""
+    same scene; the summary names the pairs, their softness (the file's geoms': MuJoCo's
+    default solimp) and their friction (--mu's, else the file's: MuJoCo's default 1).
+    --scene with the ground's point contact options is refused in one line."""
     path = tmp_path / "walled.xml"
     path.write_text(_WALLED)
     out = tmp_path / "scene.npz"
     assert main(["simulate", str(path), "--scene", "--mu", "0.5", "--duration", "0.6",
                  "--qd0", "1", "0", "0", "0", "0", "0", "--quiet", "--out", str(out)]) == 0
-    assert "2 pairs of shapes (sd.Scene), rigid (solved), 2 contact points, mu = 0.5, " \
-        "timeconst 0.02 s, dampratio 1\n" in capsys.readouterr().out
+    assert "2 pairs of shapes (sd.Scene), soft (impedance 0.9 to 0.95 over 0.001, solved), 2 " \
+        "contact points, mu = 0.5, timeconst 0.02 s, dampratio 1\n" in capsys.readouterr().out
     assert main(["simulate", str(path), "--scene", "--duration", "0.01"]) == 0
     assert "mu = 1, timeconst 0.02 s, dampratio 1\n" in capsys.readouterr().out  # the file's
     traj = sd.Trajectory.load(out)
@@ -395,10 +395,39 @@ def test_rigid_limits_from_the_command_line(urdf_file, tmp_path, capsys):
     assert "not allowed with argument" in capsys.readouterr().err
 
 
+def test_rigid_limits_of_an_mjcf_file_are_its_own(tmp_path, capsys):
+    """--rigid-limits on an MJCF file: each joint's own solreflimit and solimplimit, as MuJoCo
+    has them (sd.RigidLimits.from_mjcf: the same run), the summary counting them; with
+    --impedance, that one for all."""
+    path = tmp_path / "slider.xml"
+    path.write_text("""<mujoco><worldbody><body name="block" pos="0 0 1">
+      <joint name="lift" type="slide" axis="0 0 1" range="0 1" solreflimit="0.01 1.5"
+             solimplimit="0.8 0.95 0.002"/>
+      <geom type="box" size="0.1 0.1 0.1" mass="2"/></body></worldbody></mujoco>""")
+    common = ["simulate", str(path), "--duration", "0.5", "--dt", "1e-3", "--integrator",
+              "semi_implicit_euler", "--quiet", "--no-compile-cache", "--q0", "0.05",
+              "--rigid-limits"]
+    own, one = tmp_path / "own.npz", tmp_path / "one.npz"
+    assert main(common + ["--out", str(own)]) == 0
+    assert "joint limits 2 limits, soft (impedance 0.8 to 0.95 over 0.002, solved), " \
+        "timeconst 0.02 s, dampratio 1 (1 joints with their own solreflimit and solimplimit)" \
+        in capsys.readouterr().out
+    model = sd.load_mjcf(str(path))
+    assert main(common + ["--impedance", "0.9", "--out", str(one)]) == 0
+    assert "soft (impedance 0.9, solved)" in capsys.readouterr().out
+    for out, limits in ((own, sd.RigidLimits.from_mjcf(path)),
+                        (one, sd.RigidLimits(impedance=0.9))):
+        expected = sd.simulate(model, [0.05], None, None, 0.5, 1e-3,
+                               integrator="semi_implicit_euler", joint_limits=limits)
+        np.testing.assert_allclose(sd.Trajectory.load(out).q, expected.q, atol=1e-12)
+
+
 def test_impedance_from_the_command_line(tmp_path, capsys):
     """--impedance 0.9 with --scene: MuJoCo's soft contact, a 0.1 m ball resting
-    (1 - d) g timeconst^2 = 0.392 mm into its floor; the summary says so. Without a solved
-    contact, or out of (0, 1]: one line on stderr, exit status 2."""
+    (1 - d) g timeconst^2 = 0.392 mm into its floor; the summary says so. Without
+    --impedance, the file's geoms' own (MuJoCo's default solimp: the run is Scene.build()'s,
+    0.37 mm in); --impedance 1, rigid: on its radius. Without a solved contact, or out of
+    (0, 1]: one line on stderr, exit status 2."""
     path = tmp_path / "ball.xml"
     path.write_text("""<mujoco><worldbody><geom name="floor" type="plane" size="5 5 0.1"/>
       <body name="ball" pos="0 0 0.3"><freejoint/><geom type="sphere" size="0.1" mass="1"/>
@@ -410,6 +439,20 @@ def test_impedance_from_the_command_line(tmp_path, capsys):
     assert "soft (impedance 0.9, solved)" in capsys.readouterr().out
     assert 0.1 - sd.Trajectory.load(out).q[-1, 2] == pytest.approx(0.1 * 9.81 * 0.02 ** 2,
                                                                    abs=1e-9)
+    own = tmp_path / "own.npz"
+    assert main(common + ["--scene", "--out", str(own)]) == 0
+    assert "soft (impedance 0.9 to 0.95 over 0.001, solved)" in capsys.readouterr().out
+    scene = sd.Scene("ball")
+    scene.add_robot(sd.load_mjcf(str(path)))
+    model, contact, q0 = scene.build()
+    api = sd.simulate(model, q0, None, None, 2.0, 1e-3, contact=contact,
+                      integrator="semi_implicit_euler")
+    np.testing.assert_allclose(sd.Trajectory.load(own).q, api.q, atol=1e-12)
+    assert 0.1 - api.q[-1, 2] == pytest.approx(3.67e-4, abs=1e-6)
+    rigid = tmp_path / "rigid.npz"
+    assert main(common + ["--scene", "--impedance", "1", "--out", str(rigid)]) == 0
+    assert "rigid (solved)" in capsys.readouterr().out
+    assert sd.Trajectory.load(rigid).q[-1, 2] == pytest.approx(0.1, abs=1e-9)
     for alone in (["--contact", "--impedance", "0.9"], ["--iterations", "100"]):
         assert main(common + alone) == 2  # nothing solved that they could set
         assert "add --rigid-contact" in capsys.readouterr().err

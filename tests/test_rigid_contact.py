@@ -196,6 +196,72 @@ def test_impedance_is_mujocos_soft_contact(tmp_path):
     assert traj.energy_drift() < 5e-3
 
 
+def _sink(g, timeconst, dmin, dmax, width, midpoint, power):
+    """How far a ball resting on MuJoCo's soft contact sinks (m): at rest its normal row's
+    compliance holds what its reference acceleration asks, (1 - d) / d g = d r / (dmax
+    timeconst)^2, with d(r) the solimp sigmoid as MuJoCo's documentation writes it; solved for
+    r by bisection."""
+    def d_of(r):
+        x = min(r / width, 1.0)
+        y = (x ** power / midpoint ** (power - 1) if x <= midpoint
+             else 1 - (1 - x) ** power / (1 - midpoint) ** (power - 1))
+        return dmin + y * (dmax - dmin)
+
+    low, high = 0.0, 0.05
+    for _ in range(200):
+        r = 0.5 * (low + high)
+        d = d_of(r)
+        low, high = (r, high) if r < g * (1 - d) * (dmax * timeconst / d) ** 2 else (low, r)
+    return r
+
+
+@pytest.mark.parametrize("solimp", [None, (0.8, 0.99, 0.005, 0.3, 3.0)])
+def test_an_impedance_that_grows_with_depth_is_mujocos(tmp_path, solimp):
+    """MuJoCo's impedance rises with the penetration, from solimp's dmin to dmax over its
+    width (a sigmoid of its midpoint and power). A ball dropped from 0.3 m with MuJoCo's
+    default solimp (0.9, 0.95, 0.001, 0.5, 2), or (0.8, 0.99, 0.005, 0.3, 3), is mj_step's to
+    1e-9 m over 2 s, its fall, its impact and its rest: the file's geoms' solimp read by
+    Scene.build, and RigidContact(impedance=solimp) on the ground the same. At rest it sinks
+    the depth where the compliance holds its weight (``_sink``, to 1e-9 m: 0.367 mm with the
+    default, where a constant 0.9 sinks 0.392 mm). JAX and native code (the sigmoid traced)
+    equal numpy."""
+    mujoco = pytest.importorskip("mujoco")
+    text = BALL.replace(' solimp="0.9 0.9 0.001"', "")
+    if solimp is not None:
+        given = f'solimp="{" ".join(map(str, solimp))}"'
+        text = text.replace('mass="1"', f'mass="1" {given}')
+        text = text.replace('size="5 5 0.1"', f'size="5 5 0.1" {given}')
+    path = tmp_path / "ball.xml"
+    path.write_text(text)
+    m = mujoco.MjModel.from_xml_path(str(path))
+    d = mujoco.MjData(m)
+    z = []
+    for _ in range(2001):
+        z.append(d.qpos[2])
+        mujoco.mj_step(m, d)
+    given = solimp or (0.9, 0.95, 0.001, 0.5, 2.0)
+    sink = _sink(G, 0.02, *given)
+    model = sd.load_mjcf(str(path))
+    scene = sd.Scene("ball")
+    scene.add_robot(model)
+    scene_model, scene_contact, q0 = scene.build()
+    ground = sd.RigidContact(impedance=given, points=[sd.ContactPoint("ball", radius=0.1)])
+    runs = {}
+    for name, (mdl, contact) in {"scene": (scene_model, scene_contact),
+                                 "ground": (model, ground)}.items():
+        for backend in ("numpy", "native", "jax"):
+            t_final = 2.0 if backend != "jax" else 0.3
+            runs[name, backend] = sd.simulate(mdl, q0, t_final=t_final, dt=1e-3,
+                                              contact=contact, backend=backend,
+                                              integrator="semi_implicit_euler").q[:, 2]
+    for (name, backend), q in runs.items():
+        np.testing.assert_allclose(q, z[:len(q)], atol=1e-9, err_msg=f"{name}, {backend}")
+        np.testing.assert_allclose(q, runs[name, "numpy"][:len(q)], atol=1e-12)
+    assert 0.1 - runs["scene", "numpy"][-1] == pytest.approx(sink, abs=1e-9)
+    assert scene_contact.resolve(scene_model).describe(
+        scene_contact.resolve(scene_model).params())["impedance"] == list(given)
+
+
 def test_impedance_scales_a_pairs_own_solref(tmp_path):
     """A ball and floor with their own solref (0.01 s): rigid, then soft (impedance 0.9),
     then rigid and soft again from the same scene: each run rests (1 - d) g 0.01^2 into the

@@ -72,7 +72,7 @@ def test_arm_falls_onto_its_stops_as_in_mujoco(arm):
     # the stops took energy out (an inelastic stop, dampratio 1), and gave none
     assert traj.dissipated()[-1] > 0.1 * traj.energy_scale()
     assert traj.meta["joint_limits"] == {"kind": "rigid", "rows": 4, "timeconst": 0.02,
-                                         "dampratio": 1.0, "impedance": 1.0}
+                                         "dampratio": 1.0, "impedance": 1.0, "own": 0}
 
 
 def test_a_stop_holds_where_springs_sag_or_diverge(arm):
@@ -147,11 +147,14 @@ def test_limits_with_equality_constraints(arm):
 
 def test_the_ant_stands_on_its_stops():
     """gymnasium's ant (its ankles' ranges, 30-70 deg, keep it off its belly; it starts at 0,
-    past them) in a scene with its ground: with RigidLimits its fall onto its stops is
-    MuJoCo's (landing, 0.2 s: the same heights and ankles to a few mm and mrad), and it
-    stands at 0.60 m at 1 s (MuJoCo 0.55 m: its soft contacts and limits sag). With the
-    springs of JointLimits its ankles give and it sinks to 0.37 m. With MuJoCo's soft contact
-    (impedance 0.9) it stands as MuJoCo's at 2 s: 0.539 m (0.547), ankles 0.918 rad (0.91)."""
+    past them) in a scene with its ground, on rigid contact (impedance=1): with RigidLimits
+    its fall onto its stops is MuJoCo's (landing, 0.2 s: the same heights and ankles to a few
+    mm and mrad), and it stands at 0.60 m at 1 s (MuJoCo 0.55 m: its soft contacts and limits
+    sag). With the springs of JointLimits its ankles give and it sinks to 0.37 m. With a
+    constant soft contact (impedance 0.9) it stands as MuJoCo's at 2 s: 0.542 m (0.547),
+    ankles 0.93 rad (0.91). As the file has them (the geoms' solimp, Scene.build()'s default,
+    and RigidLimits.from_mjcf), its landing is MuJoCo's as closely, and it stands within 3 cm
+    of MuJoCo's at 2 s (0.573 m: 30 sweeps share its weight unevenly)."""
     mujoco = pytest.importorskip("mujoco")
     gymnasium = pytest.importorskip("gymnasium")
     path = os.path.join(os.path.dirname(gymnasium.__file__), "envs", "mujoco", "assets",
@@ -159,16 +162,21 @@ def test_the_ant_stands_on_its_stops():
     robot = sd.load_mjcf(path, joint_damping=True)
     scene = sd.Scene("ant")
     scene.add_robot(robot)
-    model, contact, q0 = scene.build()
+    model, contact, q0 = scene.build(impedance=1.0)
     traj = sd.simulate(model, q0, t_final=1.0, dt=1e-3, contact=contact,
                        integrator="semi_implicit_euler", joint_limits=sd.RigidLimits())
+    own_model, own_contact, _ = scene.build()
+    own = sd.simulate(own_model, q0, t_final=2.0, dt=1e-3, contact=own_contact,
+                      integrator="semi_implicit_euler",
+                      joint_limits=sd.RigidLimits.from_mjcf(path))
     m = mujoco.MjModel.from_xml_path(path)
     m.opt.timestep, m.opt.integrator = 1e-3, mujoco.mjtIntegrator.mjINT_EULER
     d = mujoco.MjData(m)
     for _ in range(200):
         mujoco.mj_step(m, d)
-    assert traj.q[200, 2] == pytest.approx(d.qpos[2], abs=2e-3)
-    np.testing.assert_allclose(traj.q[200, 7:], d.qpos[7:], atol=5e-3)
+    for run in (traj, own):
+        assert run.q[200, 2] == pytest.approx(d.qpos[2], abs=2e-3)
+        np.testing.assert_allclose(run.q[200, 7:], d.qpos[7:], atol=5e-3)
     assert traj.q[-1, 2] > 0.55
     assert traj.energy_drift() < 0.05
     # on rigid contacts the ant's weight on its four legs is indeterminate: the sweeps settle
@@ -183,6 +191,7 @@ def test_the_ant_stands_on_its_stops():
     assert np.ptp(np.abs(soft.q[-1, 8::2])) < 1e-4
     np.testing.assert_allclose(np.abs(soft.q[-1, 8::2]), np.abs(d.qpos[8::2]), atol=0.02)
     assert soft.q[-1, 2] == pytest.approx(d.qpos[2], abs=0.01)
+    assert own.q[-1, 2] == pytest.approx(d.qpos[2], abs=0.03)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         springs = sd.simulate(model, q0, t_final=1.0, dt=1e-3, contact=contact,
@@ -204,6 +213,113 @@ def test_impedance_is_mujocos_soft_limit(arm):
     upper = model.upper_position_limit
     np.testing.assert_allclose(traj.q[-1] - upper, reference[-1] - upper, rtol=0.03)
     assert np.all(traj.q[-1] - upper > 5e-4)
+
+
+SLIDER = """<mujoco model="slider">
+  <option timestep="0.001" integrator="Euler"/>
+  <worldbody>
+    <body name="block" pos="0 0 1">
+      <joint name="lift" type="slide" axis="0 0 1" range="0 1" limited="true" SOLIMP/>
+      <geom type="box" size="0.1 0.1 0.1" mass="2"/>
+    </body>
+  </worldbody>
+</mujoco>"""
+
+
+@pytest.mark.parametrize("solimp", [(0.9, 0.95, 0.001, 0.5, 2.0), (0.5, 0.99, 0.02, 0.2, 4.0)])
+def test_an_impedance_that_grows_past_the_limit_is_mujocos(tmp_path, solimp):
+    """A 2 kg block on a vertical slider falls 0.05 m onto its lower stop, with
+    ``RigidLimits(impedance=solimp)`` and MuJoCo's solimplimit the same (its default, and a
+    softer one): q(t) is mj_step's to 1e-9 m over 1 s, and it rests where the stop's
+    compliance holds its weight, r = g (1 - d(r)) (dmax timeconst / d(r))^2 with MuJoCo's
+    sigmoid d(r) (to 1e-9 m). A slider's inverse inertia is MuJoCo's dof_invweight0 exactly,
+    so the two agree where the arm's (``test_impedance_is_mujocos_soft_limit``) differ."""
+    path = tmp_path / "slider.xml"
+    path.write_text(SLIDER.replace("SOLIMP", f'solimplimit="{" ".join(map(str, solimp))}"'))
+    model = sd.load_mjcf(str(path))
+    traj = sd.simulate(model, [0.05], [0.0], None, 1.0, 1e-3, integrator="semi_implicit_euler",
+                       joint_limits=sd.RigidLimits(impedance=solimp))
+    mujoco = pytest.importorskip("mujoco")
+    m = mujoco.MjModel.from_xml_path(str(path))
+    d = mujoco.MjData(m)
+    d.qpos[0] = 0.05
+    reference = []
+    for _ in range(traj.n_samples):
+        reference.append(d.qpos[0])
+        mujoco.mj_step(m, d)
+    np.testing.assert_allclose(traj.q[:, 0], reference, atol=1e-9)
+    dmin, dmax, width, midpoint, power = solimp
+    low, high = 0.0, 0.05
+    for _ in range(200):
+        r = 0.5 * (low + high)
+        x = min(r / width, 1.0)
+        y = (x ** power / midpoint ** (power - 1) if x <= midpoint
+             else 1 - (1 - x) ** power / (1 - midpoint) ** (power - 1))
+        dr = dmin + y * (dmax - dmin)
+        low, high = (r, high) if r < 9.81 * (1 - dr) * (dmax * 0.02 / dr) ** 2 else (low, r)
+    assert -traj.q[-1, 0] == pytest.approx(r, abs=1e-9)
+    for bad, match in (((0.9, 1.5), "dmax"), ((0.9, 0.95, 0.001, 0.0), "midpoint"),
+                       ("soft", "RigidLimits.impedance")):
+        with pytest.raises(ValueError, match=match):
+            sd.RigidLimits(impedance=bad)
+
+
+TWO_SLIDERS = """<mujoco model="two sliders">
+  <option timestep="0.001" integrator="Euler"/>
+  <worldbody>
+    <body name="a" pos="0 0 1">
+      <joint name="a" type="slide" axis="0 0 1" range="0 1" limited="true"
+             solreflimit="0.01 1.5" solimplimit="0.8 0.95 0.002"/>
+      <geom type="box" size="0.1 0.1 0.1" mass="2"/>
+    </body>
+    <body name="b" pos="1 0 1">
+      <joint name="b" type="slide" axis="0 0 1" range="0 1" limited="true"
+             solreflimit="-4000 -100"/>
+      <geom type="box" size="0.1 0.1 0.1" mass="1"/>
+    </body>
+    <body name="c" pos="2 0 1">
+      <joint name="c" type="slide" axis="0 0 1" range="0 1" limited="true"/>
+      <geom type="box" size="0.1 0.1 0.1" mass="1"/>
+    </body>
+  </worldbody>
+</mujoco>"""
+
+
+def test_each_joints_own_limit_softness_from_the_file(tmp_path):
+    """``RigidLimits.from_mjcf`` reads each limited joint's solreflimit and solimplimit: three
+    blocks on sliders fall 5 cm onto their stops, one with its own time constant, damping
+    ratio and impedance, one with a direct (-stiffness, -damping) solreflimit, one with
+    MuJoCo's defaults (0.02 s, 1; 0.9 to 0.95 over 1 mm): each is mj_step's to 1e-9 m over
+    1 s, where one RigidLimits for all is 1e-4 m away. The summary counts the joints with
+    their own. Bad input: a joint the model lacks (ModelError naming it), a field not a
+    JointLimit's, a bad time constant (ValueError naming the joint and the field)."""
+    mujoco = pytest.importorskip("mujoco")
+    path = tmp_path / "sliders.xml"
+    path.write_text(TWO_SLIDERS)
+    model = sd.load_mjcf(str(path))
+    m = mujoco.MjModel.from_xml_path(str(path))
+    d = mujoco.MjData(m)
+    d.qpos[:] = 0.05
+    reference = []
+    for _ in range(1001):
+        reference.append(d.qpos.copy())
+        mujoco.mj_step(m, d)
+    limits = sd.RigidLimits.from_mjcf(path)
+    assert [name for name, _ in limits.joints] == ["a", "b", "c"]
+    runs = {}
+    for label, setting in (("file", limits), ("one", sd.RigidLimits(impedance=(0.9, 0.95)))):
+        runs[label] = sd.simulate(model, [0.05] * 3, None, None, 1.0, 1e-3,
+                                  integrator="semi_implicit_euler", joint_limits=setting)
+    np.testing.assert_allclose(runs["file"].q, reference, atol=1e-9)
+    assert np.abs(runs["one"].q - reference).max() > 1e-4
+    assert runs["file"].meta["joint_limits"]["own"] == 3
+    for joints, error, match in (
+            ({"d": {"timeconst": 0.01}}, sd.ModelError, "'d', not a joint of model"),
+            ({"a": {"stiffness": 1.0}}, ValueError, r"RigidLimits.joints\['a'\] must be"),
+            ({"a": {"timeconst": -1.0}}, ValueError, r"RigidLimits.joints\['a'\].timeconst")):
+        with pytest.raises(error, match=match):
+            sd.simulate(model, [0.05] * 3, None, None, 0.01, 1e-3,
+                        joint_limits=sd.RigidLimits(joints=joints))
 
 
 def test_a_slider_hitting_its_stop_follows_the_closed_form():

@@ -21,6 +21,31 @@ from conftest import erd_urdf, erd_urdfs
 G = 9.81
 
 
+def _mujoco_impedance(r, dmin=0.9, dmax=0.95, width=0.001, midpoint=0.5, power=2.0):
+    """MuJoCo's impedance d(r) of a violation r, as its documentation (Modeling, solver
+    parameters) writes the solimp sigmoid; MuJoCo's default solimp."""
+    x = min(abs(r) / width, 1.0)
+    if x <= midpoint:
+        y = x ** power / midpoint ** (power - 1)
+    else:
+        y = 1 - (1 - x) ** power / (1 - midpoint) ** (power - 1)
+    return dmin + y * (dmax - dmin)
+
+
+def _soft_sink(dmin=0.9, dmax=0.95, timeconst=0.02):
+    """How far a body at rest on MuJoCo's soft contact (its default solref; the solimp
+    (dmin, dmax, 0.001, 0.5, 2)) sinks (m), where each contact row carries g / A_jj (a ball on
+    the point under its centre, a cube on its four corners: A_jj m = 4 there): at rest the row's compliance holds what its reference
+    acceleration asks, (1 - d) / d A_jj f = d r / (dmax timeconst)^2, so that
+    r = g (1 - d(r)) (dmax timeconst / d(r))^2, solved by bisection."""
+    low, high = 0.0, 0.01
+    for _ in range(200):
+        r = 0.5 * (low + high)
+        d = _mujoco_impedance(r, dmin, dmax)
+        low, high = (r, high) if r < G * (1 - d) * (dmax * timeconst / d) ** 2 else (low, r)
+    return r
+
+
 def _dm_control(name):
     mujoco = pytest.importorskip("mujoco")
     site = os.path.dirname(os.path.dirname(mujoco.__file__))
@@ -194,7 +219,9 @@ def test_pendulum_comes_to_rest_on_a_box():
     of 0.2 m on the ground (frictionless: the forces are vertical). It rests where the ball
     touches the cube's top: 0.6 + 0.5 cos(q) = 0.2 + 0.05, q = arccos(-0.7); the ball carries
     its whole weight on the cube (all the mass is in the ball, above the contact), and the
-    ground carries both weights; the cube does not move. Twelve candidate points: native."""
+    ground carries both weights; the cube does not move. Twelve candidate points: native.
+    Rigid (impedance=1): the file's geoms are soft (MuJoCo's solimp), which would rest the
+    ball a fraction of a millimetre inside the cube."""
     pendulum = sd.load_mjcf(_dm_control("pendulum"))
     scene = sd.Scene("pendulum_on_box")
     with warnings.catch_warnings():
@@ -203,7 +230,7 @@ def test_pendulum_comes_to_rest_on_a_box():
             scene.add_robot(pendulum, q=[0.6], exclude=[("pole", "ground")])
         scene.add_object("box", collision.box((0.1, 0.1, 0.1)), mass=2.0,
                          position=(0.4, 0, 0.1))
-        model, contact, q0 = scene.build(mu=0.0)
+        model, contact, q0 = scene.build(mu=0.0, impedance=1.0)
         traj = sd.simulate(model, q0, t_final=2.0, dt=1e-3, contact=contact,
                            integrator="semi_implicit_euler", record_contact_forces=True)
     assert traj.meta["backend"] == "native"
@@ -524,7 +551,8 @@ def test_an_mjcf_files_world_geoms_are_shapes_fixed_to_the_world(tmp_path):
     nothing), but a ball the scene adds touches them. A room (a wall, a box table, a capsule
     rail; a ball and a cube on free joints) run 1 s beside mj_step at the same dt: the ball
     sent at the wall at 1 m/s stops at it (its farthest x 0.4 m plus the contact's give, within
-    1 mm of MuJoCo's) and the cube dropped on the table rests on its top. Placed at position=,
+    1 mm of MuJoCo's) and the cube dropped on the table rests on its top, sunk as the file's
+    soft contact (MuJoCo's solimp) holds it (``_soft_sink``, to 1e-9 m). Placed at position=,
     the walls move with the world. A plane on a link that moves: ModelError."""
     mujoco = pytest.importorskip("mujoco")
     path = _dm_control("quadruped")
@@ -592,7 +620,8 @@ def test_an_mjcf_files_world_geoms_are_shapes_fixed_to_the_world(tmp_path):
                        integrator="semi_implicit_euler")
     assert 0.4 < traj.q[:, 0].max() < 0.4 + 0.01
     assert abs(traj.q[:, 0].max() - max(farthest)) < 1e-3
-    assert abs(traj.q[-1, 9] - 0.45) < 1e-4 and abs(d.qpos[9] - 0.45) < 5e-4  # on the table
+    assert abs(traj.q[-1, 9] - (0.45 - _soft_sink())) < 1e-9  # on the table
+    assert abs(d.qpos[9] - 0.45) < 5e-4
     assert np.abs(traj.q[-1, 7:9] - (-0.5, 0.0)).max() < 1e-6
 
     moved = sd.Scene("moved room")
@@ -628,9 +657,9 @@ def test_mujocos_parent_filter_spares_the_world_and_can_be_turned_off(tmp_path):
     (nor, with ``<flag filterparent="disable"/>``, its parent): a cart on a vertical slider
     joined to the world drops 5 cm onto the world's rail and a pole hinged on it falls. With
     the filter on, the pole passes the cart and stops on the rail; with it off, it stops on
-    the cart. 1 s at 1 ms beside mj_step: the cart rests on the rail (-5 cm, within MuJoCo's
-    soft penetration of 0.1 mm) and the pole's final angle is MuJoCo's within 1e-3 rad, each
-    case on its own pairs. Before, the adjacent-link rule left the cart and the rail apart,
+    the cart. 1 s at 1 ms beside mj_step: the cart rests on the rail (rigid, impedance=1:
+    -5 cm to 0.1 mm; MuJoCo's within its soft penetration of 0.1 mm) and the pole's final
+    angle is MuJoCo's within 1e-3 rad, each case on its own pairs. Before, the adjacent-link rule left the cart and the rail apart,
     and the cart fell through it."""
     mujoco = pytest.importorskip("mujoco")
     rest = {}
@@ -643,8 +672,8 @@ def test_mujocos_parent_filter_spares_the_world_and_can_be_turned_off(tmp_path):
                     for c in d.contact[:d.ncon]}
         scene = sd.Scene("cart")
         scene.add_robot(sd.load_mjcf(path))
-        with pytest.warns(UserWarning, match="no ground"):
-            model, contact, q0 = scene.build(mu=1.0)
+        with pytest.warns(UserWarning, match="no ground"):  # rigid: on the rail exactly
+            model, contact, q0 = scene.build(mu=1.0, impedance=1.0)
         pairs = {frozenset((a.name, b.name)) for a, _, b, _ in contact.resolve(model).pairs}
         expected = {frozenset(("world/rail", "cart/cart")), frozenset(("world/rail", "pole/pole"))}
         if filterparent == "disable":
@@ -687,8 +716,14 @@ def test_an_mjcf_files_explicit_pairs_touch_whatever_the_filters_say(tmp_path):
     filter and ``<exclude>`` say, so a file may turn every geom's bit masks off and name its
     pairs (before, such a file came in with no shapes, touching nothing). Here: a box dropped
     on the floor, a ball on a world table, a third sphere in no pair. As mj_step at 1 ms for
-    1 s: the box rests on the floor and the ball on the table (within MuJoCo's soft
-    penetration of 0.4 mm), the third falls through (its height equal to 1e-9). A geom of
+    1 s: the box rests on the floor and the ball on the table, soft as the file's geoms are
+    (MuJoCo's solimp): each sinks ``_soft_sink`` = 0.367 mm, to 1e-9 m, the ball as mj_step's
+    to 1e-9 m (MuJoCo's box 0.11 mm: MuJoCo takes a row's compliance from the body's
+    translational inverse mass, 1 / m, where screwdyn takes its exact A_jj, four times that at
+    a cube's corner); rigid (impedance=1), both exactly on their supports. The third falls
+    through (its height equal to 1e-9). A cube the scene adds (a shape of no solimp: rigid)
+    meets the file's floor: the mean of the two, (0.95, 0.975), as MuJoCo mixes two geoms'
+    (0.18 mm). A geom of
     contype = conaffinity = 0 touches only its pairs, in the scene too: a cube added to the
     scene touches the ground, not them (it falls through the table). An exclude= of the
     caller still wins over the file's pair."""
@@ -706,13 +741,18 @@ def test_an_mjcf_files_explicit_pairs_touch_whatever_the_filters_say(tmp_path):
              for a, _, b, _ in contact.resolve(model).pairs}
     assert pairs == {frozenset(("box/box", "ground")), frozenset(("ball/ball", "world/table")),
                      frozenset(("cube", "ground"))}
-    traj = sd.simulate(model, q0, None, None, 1.0, 1e-3, contact=contact,
-                       integrator="semi_implicit_euler")
-    z = traj.q[-1, [2, 9, 16, 23]]  # the box, the ball, the third sphere, the cube
-    assert abs(z[0] - 0.05) < 1e-6 and abs(d.qpos[2] - 0.05) < 5e-4
-    assert abs(z[1] - 0.25) < 1e-6 and abs(d.qpos[9] - 0.25) < 5e-4
-    assert abs(z[2] - d.qpos[16]) < 1e-9 and z[2] < -4.0
-    assert abs(z[3] - 0.05) < 1e-6  # through the table, onto the ground
+    sink = _soft_sink()
+    for impedance, r, r_cube in ((None, sink, _soft_sink(0.95, 0.975)), (1.0, 0.0, 0.0)):
+        model, contact, q0 = scene.build(**({} if impedance is None else
+                                            {"impedance": impedance}))
+        traj = sd.simulate(model, q0, None, None, 1.0, 1e-3, contact=contact,
+                           integrator="semi_implicit_euler")
+        z = traj.q[-1, [2, 9, 16, 23]]  # the box, the ball, the third sphere, the cube
+        assert abs(z[0] - (0.05 - r)) < 1e-9 and abs(d.qpos[2] - 0.05) < 5e-4
+        assert abs(z[1] - (0.25 - r)) < 1e-9
+        assert abs(z[2] - d.qpos[16]) < 1e-9 and z[2] < -4.0
+        assert abs(z[3] - (0.05 - r_cube)) < 1e-9  # through the table, onto the ground
+    assert abs(d.qpos[9] - (0.25 - sink)) < 1e-9
     excluded = sd.Scene("pairs, one excluded")
     excluded.add_robot(robot, exclude=[("ball", "world")])
     model, contact, q0 = excluded.build()
@@ -810,12 +850,14 @@ _DROP = """<mujoco model="drop">
 def test_an_mjcf_geoms_solref_and_margin_set_its_contacts(tmp_path):
     """A geom's solref (time constant, damping ratio) sets how fast its contacts correct a
     penetration, as in MuJoCo (the mean of the two geoms'; MuJoCo's direct (-k, -b) read as
-    they are): a ball arriving at 1 m/s on the floor sinks 3.9 mm with solref 0.005 and 12.2 mm
-    with 0.05 (mj_step: 4.7 mm and 13.2 mm, its impedance aside); with the scene's time
-    constant for all (build(timeconst=0.02)), 6.7 mm both. A pair's own stabilisation is
+    they are): a ball arriving at 1 m/s on the floor sinks 4.0 mm with solref 0.005 and 12.4 mm
+    with 0.05 (mj_step: 4.7 mm and 13.2 mm: its first step, from the floor's surface, is a free
+    fall, where screwdyn's contact brakes from its margin), and at 0.3 s is where mj_step's
+    is, to 2 um (the geoms' solimp, MuJoCo's soft contact); with the scene's time
+    constant for all (build(timeconst=0.02)), 6.8 mm both. A pair's own stabilisation is
     checked for the step (the warning names it). A geom's margin holds the surfaces apart: a
-    ball of margin 1 cm rests 1 cm above the floor (mj_step: 0.96 cm, its softness aside). A
-    bad solref: ValueError."""
+    ball of margin 1 cm rests 1 cm above the floor, less its soft contact's sink
+    (``_soft_sink``), mj_step's too, both to 1e-9 m. A bad solref: ValueError."""
     mujoco = pytest.importorskip("mujoco")
     sunk = {}
     for time in ("0.005", "0.05"):
@@ -833,10 +875,11 @@ def test_an_mjcf_geoms_solref_and_margin_set_its_contacts(tmp_path):
                                contact=contact, integrator="semi_implicit_euler")
             sunk[time, bool(options)] = 0.1 - traj.q[:, 2].min()
             if not options:
-                assert abs(sunk[time, False] - (0.1 - lowest)) < 1.5e-3
-    assert sunk["0.005", False] == pytest.approx(3.9e-3, abs=2e-4)
-    assert sunk["0.05", False] == pytest.approx(12.2e-3, abs=2e-4)
-    assert sunk["0.005", True] == sunk["0.05", True] == pytest.approx(6.7e-3, abs=2e-4)
+                assert abs(sunk[time, False] - (0.1 - lowest)) < 1e-3
+                assert traj.q[-1, 2] == pytest.approx(d.qpos[2], abs=2e-6)
+    assert sunk["0.005", False] == pytest.approx(4.0e-3, abs=2e-4)
+    assert sunk["0.05", False] == pytest.approx(12.4e-3, abs=2e-4)
+    assert sunk["0.005", True] == sunk["0.05", True] == pytest.approx(6.8e-3, abs=2e-4)
     scene = sd.Scene("stiff")
     scene.add_object("ball", collision.sphere(0.1), mass=1.0, position=(0, 0, 0.1),
                      surface=sd.sim.Surface(solref=(0.0005, 1.0)))
@@ -856,11 +899,71 @@ def test_an_mjcf_geoms_solref_and_margin_set_its_contacts(tmp_path):
     model, contact, q0 = scene.build()
     traj = sd.simulate(model, q0, None, None, 1.0, 1e-3, contact=contact,
                        integrator="semi_implicit_euler")
-    assert traj.q[-1, 2] == pytest.approx(0.11, abs=1e-6)
-    assert d.qpos[2] == pytest.approx(0.11, abs=5e-4)
+    assert traj.q[-1, 2] == pytest.approx(0.11 - _soft_sink(), abs=1e-9)
+    assert d.qpos[2] == pytest.approx(traj.q[-1, 2], abs=1e-9)
     for bad in ((0.02,), (0.02, -1.0), (float("nan"), 1.0)):
         with pytest.raises(ValueError, match="Surface.solref must be"):
             sd.sim.Surface(solref=bad)
+
+
+_MIXED = """<mujoco model="mixed">
+  <worldbody>
+    <geom name="floor" type="plane" size="5 5 0.1" solimp="0.85 0.9 0.002" solmix="2"/>
+    <body name="a" pos="0 0 0.099"><freejoint/>
+      <geom name="a" size="0.1" mass="1" friction="0.4" solref="0.01 1.2"
+            solimp="0.95 0.99 0.003 0.4 3"/></body>
+    <body name="b" pos="0.31 0 0.099"><freejoint/>
+      <geom name="b" size="0.1" mass="1" friction="1.1" solref="0.03 0.8"
+            solimp="0.7 0.8 0.01 0.6 1" priority="2"/></body>
+    <body name="c" pos="0 0.5 0.099"><freejoint/>
+      <geom name="c" size="0.1" mass="1" solmix="0" solref="-5000 -40"/></body>
+    <body name="e" pos="0.155 0 0.099"><freejoint/>
+      <geom name="e" type="box" size="0.05 0.05 0.1" mass="1" condim="1" solmix="0.5"
+            margin="0.01"/></body>
+  </worldbody>
+</mujoco>"""
+
+
+def test_a_pairs_softness_is_mixed_from_its_geoms_as_mujoco_mixes_them(tmp_path):
+    """Each pair's friction, solref and solimp are MuJoCo's own mix of its two geoms'
+    (``mj_contactParam``, read from mj_forward's contacts): of equal priority, solref and
+    solimp weighted by solmix (the floor's 2 against a ball's 1; a geom of solmix 0 gives way;
+    a direct solref, the elementwise least), friction the larger (a frictionless box's
+    condim 1 meets a ball's 3: friction); of different priority, the higher geom's friction,
+    solref and solimp. The box is within its margin of the balls beside it, the balls and the
+    box touch the floor: every pair MuJoCo finds is checked."""
+    mujoco = pytest.importorskip("mujoco")
+    from screwdyn.sim.surface import stabilisation
+
+    path, m, d = _written(tmp_path / "mixed.xml", _MIXED)
+    mujoco.mj_forward(m, d)
+    theirs = {}
+    for c in d.contact[:d.ncon]:
+        names = frozenset(m.geom(g).name for g in (c.geom1, c.geom2))
+        theirs[names] = (float(c.friction[0]) if c.dim > 1 else 0.0, stabilisation(c.solref),
+                         tuple(float(x) for x in c.solimp))
+    assert len(theirs) == 6  # four on the floor, the box with a and b
+    scene = sd.Scene("mixed")
+    scene.add_robot(sd.load_mjcf(path))
+    model, contact, q0 = scene.build()
+    resolved = contact.resolve(model)
+    ours = {}
+    for i, (a, _, b, _) in enumerate(resolved._pair_of):
+        names = frozenset(x.split("/")[-1] for x in (a.name, "floor" if b is None else b.name))
+        ours[names] = (resolved.point_friction[i], resolved.point_stabilisation[i],
+                       resolved.point_impedance[i].as_tuple())
+    for names, (friction, (k, b), solimp) in theirs.items():
+        mine = ours[names]
+        assert mine[0] == pytest.approx(friction, abs=1e-12), names
+        assert mine[1] == pytest.approx((k, b), rel=1e-12), names
+        assert mine[2] == pytest.approx(solimp, abs=1e-12), names
+    for bad, match in (({"solimp": (0.9, 1.2)}, "dmax"), ({"solimp": (0.9,)}, "solimp"),
+                       ({"solimp": (0.9, 0.95, -1)}, "width"),
+                       ({"solimp": (0.9, 0.95, 0.001, 1.0)}, "midpoint"),
+                       ({"solimp": (0.9, 0.95, 0.001, 0.5, 0.5)}, "power"),
+                       ({"solmix": -1}, "solmix"), ({"priority": 1.5}, "priority")):
+        with pytest.raises(ValueError, match=f"Surface.*{match}"):
+            sd.sim.Surface(**bad)
 
 
 def test_dm_control_manipulator_in_a_scene_moves_as_in_mujoco():

@@ -91,7 +91,7 @@ def resolve_model(spec, floating_base=False, joint_order=None, unsupported=None,
 
         _refuse(options, (), f"a DH table ({spec})")
         return load_dh_table(spec)
-    if os.path.isfile(spec) and _root_tag(spec) == "mujoco":
+    if is_mjcf(spec):
         from .model import load_mjcf
 
         _refuse(options, ("unsupported", "joint-damping", "joint-springs"),
@@ -111,6 +111,12 @@ def _refuse(options, taken, what):
     for name, value in options.items():
         if value and name not in taken:
             raise ModelError(f"--{name} applies to {_APPLIES_TO[name]}, not to {what}")
+
+
+def is_mjcf(spec: str) -> bool:
+    """Whether ``spec`` (a model argument) is an MJCF file: one whose root element is
+    <mujoco>."""
+    return os.path.isfile(spec) and _root_tag(spec) == "mujoco"
 
 
 def _root_tag(path):

@@ -20,7 +20,8 @@ import time
 
 import numpy as np
 
-from .cli import EXIT_INTERRUPTED, EXIT_OK, add_model_arguments, load_model, report_error
+from .cli import (EXIT_INTERRUPTED, EXIT_OK, add_model_arguments, is_mjcf, load_model,
+                  report_error)
 
 CONTROLLERS = ("zero", "gravity", "pd", "pd-gravity")
 
@@ -82,9 +83,10 @@ def add_parser(subparsers):
                         "the dynamics (--mu; --contact-links: only those links' shapes)")
     p.add_argument("--impedance", type=float, metavar="D",
                    help="soft contact and limits, as MuJoCo's: the impedance d in (0, 1] of "
-                        "--rigid-contact's or --scene's contact and of --rigid-limits (its "
-                        "solimp, held constant; default 1: rigid). MuJoCo's default is about "
-                        "0.9, with --iterations 200 for the sweeps to converge")
+                        "--rigid-contact's or --scene's contact and of --rigid-limits (a "
+                        "constant solimp; 1: rigid), for all of them. Default: an MJCF file's "
+                        "own (its geoms' solimp, its joints' solimplimit: soft, as in "
+                        "MuJoCo), else rigid; --iterations 200 lets the sweeps converge")
     p.add_argument("--iterations", type=int, metavar="N",
                    help="projected Gauss-Seidel sweeps of the solved contact and limits "
                         "(default 30)")
@@ -338,11 +340,16 @@ def run(args):
 
 
 def _joint_limits(args):
-    """What ``--joint-limits`` / ``--rigid-limits`` ask for (``Settings.joint_limits``)."""
+    """What ``--joint-limits`` / ``--rigid-limits`` ask for (``Settings.joint_limits``): for
+    an MJCF file, its joints' own solreflimit and solimplimit (``RigidLimits.from_mjcf``)
+    unless ``--impedance`` sets one for all."""
     from .sim import RigidLimits
 
     if getattr(args, "rigid_limits", False):
-        return RigidLimits(**solver_options(args))
+        options = solver_options(args)
+        if is_mjcf(args.model) and "impedance" not in options:  # the file's, as MuJoCo's
+            return RigidLimits.from_mjcf(args.model, **options)
+        return RigidLimits(**options)
     return getattr(args, "joint_limits", False)
 
 

@@ -398,10 +398,50 @@ def _equalities(mujoco, m, body_name, joint_name, tendon_name, unsupported):
     return out
 
 
-def _solref(mujoco, m, i, where, unsupported):
-    """(timeconst, dampratio) of equality i from ``eq_solref`` as MuJoCo reads it, or None
-    (refused and dropped)."""
-    a, b = (float(x) for x in m.eq_solref[i])
+def limit_softness(path: "str | os.PathLike") -> dict:
+    """{joint name: ((timeconst s, dampratio), solimp (dmin, dmax, width, midpoint, power))}:
+    each limited hinge's and slide's solreflimit and solimplimit in MuJoCo's compiled model of
+    the MJCF file ``path``, as MuJoCo applies them (``_time_constant``; ``applied_solimp``);
+    the joints named as ``load_mjcf`` names them. ``ModelError`` for a file MuJoCo rejects or
+    a solreflimit that mixes the standard and direct forms (naming the joint)."""
+    mujoco = _mujoco()
+    path = os.fspath(path)
+    try:
+        m = mujoco.MjModel.from_xml_path(path)
+    except ValueError as e:
+        raise ModelError(f"{path}: MuJoCo cannot compile it: {e}") from None
+    out = {}
+    for j in range(m.njnt):
+        if int(m.jnt_type[j]) not in (_HINGE, _SLIDE) or not m.jnt_limited[j]:
+            continue
+        name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, j) or f"joint{j}"
+        a, b = (float(x) for x in m.jnt_solref[j])
+        ref = _time_constant(mujoco, m, a, b)
+        if ref is None:
+            raise ModelError(f'{path}: MJCF <joint name="{name}">: its solreflimit ({a:g}, '
+                             f"{b:g}) mixes the standard (timeconst, dampratio) and direct "
+                             "(-stiffness, -damping) forms, or has a zero: give both > 0 or "
+                             "both < 0")
+        out[name] = (ref, applied_solimp(m.jnt_solimp[j]))
+    return out
+
+
+def applied_solimp(solimp) -> tuple:
+    """A compiled MuJoCo solimp (5,) as MuJoCo applies it: dmin, dmax and the midpoint clamped
+    to [0.0001, 0.9999] (mjMINIMP, mjMAXIMP), the width at least 0, the power at least 1."""
+    dmin, dmax, width, midpoint, power = (float(x) for x in solimp)
+
+    def clamp(x):
+        return min(max(x, 1e-4), 0.9999)
+
+    return clamp(dmin), clamp(dmax), max(width, 0.0), clamp(midpoint), max(power, 1.0)
+
+
+def _time_constant(mujoco, m, a, b):
+    """(timeconst, dampratio) of a solref (a, b) as MuJoCo reads it: the standard form with
+    its refsafe (a time constant at least two timesteps); the direct (-stiffness, -damping) as
+    timeconst 2 / damping, dampratio damping / (2 sqrt(stiffness)); None for a mix of both
+    forms or a zero."""
     if a > 0 and b > 0:
         if not m.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_REFSAFE:
             a = max(a, 2.0 * float(m.opt.timestep))  # MuJoCo's integrator safety
@@ -409,6 +449,16 @@ def _solref(mujoco, m, i, where, unsupported):
     if a < 0 and b < 0:  # direct: stiffness -a, damping -b (k = 1/(tc dr)^2, b = 2/tc)
         k, c = -a, -b
         return 2.0 / c, c / (2.0 * np.sqrt(k))
+    return None
+
+
+def _solref(mujoco, m, i, where, unsupported):
+    """(timeconst, dampratio) of equality i from ``eq_solref`` as MuJoCo reads it, or None
+    (refused and dropped)."""
+    a, b = (float(x) for x in m.eq_solref[i])
+    ref = _time_constant(mujoco, m, a, b)
+    if ref is not None:
+        return ref
     what = ("mixes the standard (timeconst, dampratio) and direct (-stiffness, -damping) "
             "forms" if (a > 0) != (b > 0) else "has a zero stiffness or damping")
     _refuse(where, f"its solref ({a:g}, {b:g}) {what}: screwdyn's stabilisation needs a "

@@ -9,6 +9,7 @@ numpy or compiled with JAX; the Trajectory it returns, its energy balance, files
 Modules, each with one job (dependencies point down the list):
 
     settings      Settings, JointLimits, JointFriction: what a run does, checked up front
+    impedance     Impedance: MuJoCo's solimp, a soft constraint's compliance and gains
     geometry      contact points from collision geometry (URDF, MJCF) or declared by the user
     contact_model ContactModel: what a contact model provides (the protocol the step uses)
     contact       GroundContact: the contact force law (Hunt-Crossley, stick-slip friction)
@@ -17,7 +18,8 @@ Modules, each with one job (dependencies point down the list):
     limit_constraints RigidLimits: joint limits as constraints, solved with the contact
     collision     the narrow phase between primitive shapes (sphere, capsule, box, cylinder)
     scene         Scene, ShapeContact: objects and shapes, rigid contact between them
-    surface       Surface: a shape's friction, solref and margin, mixed for a pair as MuJoCo does
+    surface       Surface: a shape's friction, solref, solimp and margin, mixed for a pair as
+                  MuJoCo does
     joint_springs joint limits and Coulomb joint friction as springs
     system        the ODE's right-hand side: forces, powers, the forward-dynamics call
     integrators   RK4, semi-implicit and explicit Euler on the manifold; stability limits

@@ -18,7 +18,8 @@ solve
 whose optimality conditions say: a point in contact is pushed, never pulled; it sticks when the
 force that holds it lies inside the cone, else it slides with |f_t| = mu f_n against its
 sliding. qdd = qdd0 + M^-1 J^T f. R is diagonal, zero by default (rigid contact); with an
-``impedance`` d < 1 (MuJoCo's ``solimp`` d, 0.9-0.95 there) the normal rows have
+``impedance`` d < 1 (MuJoCo's ``solimp``: a constant, or rising from dmin to dmax as the
+penetration grows, ``impedance.Impedance``; 0.9-0.95 in MuJoCo) the normal rows have
 R_jj = (1 - d) / d A_jj, as MuJoCo's soft constraints: the problem strictly convex in the
 normal forces, so that the load of redundant contacts (four legs) is shared and unique, and a
 held point sags by (1 - d) / d times its acceleration over k. Friction stays rigid (MuJoCo's is
@@ -77,6 +78,7 @@ from ..algorithms.constraints import EPSILON
 from .checks import positive, sweeps
 from .contact import Contact, check_plane
 from .geometry import contact_points
+from .impedance import Impedance, impedance_of, stabilisation_gains
 from .loops import loop, when
 
 
@@ -95,10 +97,12 @@ class RigidContact:
     iterations: projected Gauss-Seidel sweeps per evaluation.
     regularization: added to each row's diagonal (its Gauss-Seidel step), relative to it
         (>= 0; damps the sweeps on redundant contacts, e.g. four corners of a box).
-    impedance: d in (0, 1]: the normal rows' softness, MuJoCo's ``solimp`` impedance (a
-        constant here): compliance R = (1 - d) / d A_jj (module docstring). 1 (default):
-        rigid. 0.9-0.95 (MuJoCo's default solimp) shares a body's weight among redundant
-        contacts (four legs) as MuJoCo does, given ``iterations`` enough to converge (100-200).
+    impedance: the normal rows' softness, MuJoCo's ``solimp``: a constant d in (0, 1], or
+        (dmin, dmax, width, midpoint, power), d rising from dmin to dmax as the penetration
+        grows to width (``impedance.Impedance``; stored as one): compliance
+        R = (1 - d) / d A_jj (module docstring). 1 (default): rigid. MuJoCo's default
+        (0.9, 0.95, 0.001) shares a body's weight among redundant contacts (four legs) as
+        MuJoCo does, given ``iterations`` enough to converge (100-200).
     margin: a point closer to the ground than this (m, >= 0) takes part in the solve (its
         force is still zero unless it approaches faster than a_ref = k d allows): a resting
         point hovering at d = 0 then never flickers in and out of contact.
@@ -112,7 +116,7 @@ class RigidContact:
     restitution: float = None
     iterations: int = 30
     regularization: float = 1e-6
-    impedance: float = 1.0
+    impedance: Impedance = Impedance(1.0, 1.0)
     margin: float = 1e-4
     height: float = 0.0
     normal: tuple = (0.0, 0.0, 1.0)
@@ -125,7 +129,8 @@ class RigidContact:
         positive(self.timeconst, "RigidContact.timeconst")
         positive(self.dampratio, "RigidContact.dampratio")
         positive(self.regularization, "RigidContact.regularization", allow_zero=True)
-        check_impedance(self.impedance, "RigidContact.impedance")
+        object.__setattr__(self, "impedance",
+                           impedance_of(self.impedance, "RigidContact.impedance"))
         positive(self.margin, "RigidContact.margin", allow_zero=True)
         if self.restitution is not None:
             e = self.restitution
@@ -156,9 +161,10 @@ class RigidContact:
 
     @property
     def gains(self):
-        """(k 1/s^2, b 1/s): the stabilisation, k = 1 / (d (timeconst dampratio)^2),
-        b = 2 / (d timeconst) with the impedance d (MuJoCo's: its soft constraint's reference
-        acceleration; d = 1, rigid: the module docstring's)."""
+        """(k 1/s^2, b 1/s): the stabilisation, k = 1 / (dmax (timeconst dampratio)^2),
+        b = 2 / (dmax timeconst) with the impedance's dmax (MuJoCo's: its soft constraint's
+        reference acceleration, k d(r) / dmax r - b v, ``impedance``; d = 1, rigid: the module
+        docstring's)."""
         return stabilisation_gains(self.timeconst, self.damping_ratio, self.impedance)
 
     def resolve(self, model):
@@ -207,7 +213,7 @@ class SolvedContact(Contact):
 
     @property
     def key(self):
-        return ("rigid", self.points.key, self.ground.iterations)
+        return ("rigid", self.points.key, self.ground.iterations, self.ground.impedance)
 
     @property
     def groups(self):
@@ -223,7 +229,6 @@ class SolvedContact(Contact):
         return {"mu": xp.asarray(g.mu, dtype=float), "k": xp.asarray(k, dtype=float),
                 "b": xp.asarray(b, dtype=float),
                 "regularization": xp.asarray(g.regularization, dtype=float),
-                "compliance": xp.asarray(compliance(g.impedance), dtype=float),
                 "margin": xp.asarray(g.margin, dtype=float),
                 "height": xp.asarray(g.height, dtype=float)}
 
@@ -294,8 +299,13 @@ class SolvedContact(Contact):
         return p["mu"]
 
     def stabilisation(self, p, i):
-        """Point i's (k 1/s^2, b 1/s): ``p["k"], p["b"]`` (the same for every point)."""
+        """Point i's (k 1/s^2, b 1/s), k written at its impedance's dmax
+        (``impedance.stabilisation_gains``): ``p["k"], p["b"]`` (the same for every point)."""
         return p["k"], p["b"]
+
+    def impedance(self, i):
+        """Point i's ``Impedance`` (a constant of the program): the ground's."""
+        return self.ground.impedance
 
     def solve(self, xp, p, q, qd, qdd0, M, T, state, J_eq=None):
         """(qdd (N, nv), tau_c (N, nv), forces (N, P, 3) on the points, world frame, the state
@@ -323,11 +333,17 @@ class SolvedContact(Contact):
         v = xp.einsum("niv,nv->ni", J, qd)
         touching = depth > -p["margin"]  # (N, P): in the solve
         active = xp.where(touching, 1.0, 0.0)
-        a_ref = []
+        a_ref, soft = [], []
         for i in range(P):
             k, b = self.stabilisation(p, i)
-            a_ref += [k * depth[:, i] - b * v[:, 3 * i], -b * v[:, 3 * i + 1],
-                      -b * v[:, 3 * i + 2]]
+            imp = self.impedance(i)
+            scale = imp.scale(xp, depth[:, i])  # d(r) / dmax: 1.0 for a constant impedance
+            spring = k * depth[:, i] if isinstance(scale, float) and scale == 1.0 else \
+                k * scale * depth[:, i]
+            a_ref += [spring - b * v[:, 3 * i], -b * v[:, 3 * i + 1], -b * v[:, 3 * i + 2]]
+            # the normal row's compliance; the tangential rows stay rigid
+            soft += [imp.compliance(xp, depth[:, i]) + 0.0 * depth[:, i], 0.0 * depth[:, i],
+                     0.0 * depth[:, i]]
 
         def point(S, i, fi, u):  # one point's three rows, Gauss-Seidel; fi (N, 3): its forces
             n, t1, t2 = 3 * i, 3 * i + 1, 3 * i + 2
@@ -378,9 +394,7 @@ class SolvedContact(Contact):
 
         start = xp.einsum("npk,npjk->npj", state["forces"], frames)  # (N, P, 3) in the frames
         start = (start * active[..., None]).reshape(J.shape[:-1])
-        normal = np.tile([1.0, 0.0, 0.0], P)  # the tangential rows stay rigid
-        return Rows(J, xp.stack(a_ref, axis=-1), start, normal * p["compliance"] + 0.0 * start,
-                    sweep, finish)
+        return Rows(J, xp.stack(a_ref, axis=-1), start, xp.stack(soft, axis=-1), sweep, finish)
 
     @staticmethod
     def _tangents(xp, S, t1, t2, f1, f2, u, limit):
@@ -412,7 +426,7 @@ class SolvedContact(Contact):
         g = self.ground
         return {"kind": "rigid", "points": len(self.labels), "mu": float(p["mu"]),
                 "timeconst": g.timeconst, "dampratio": g.damping_ratio,
-                "iterations": g.iterations, "impedance": g.impedance,
+                "iterations": g.iterations, "impedance": g.impedance.describe(),
                 "height": float(g.height),
                 "normal": [float(x) for x in np.asarray(p.get("normal", (0.0, 0.0, 1.0)))],
                 "labels": list(self.labels)}
@@ -486,27 +500,6 @@ def row_diagonal(xp, M, J, regularization):
     initial states."""
     MinvJT = spd.solve(xp, M, xp.moveaxis(J, -1, -2))  # (N, nv, R)
     return xp.sum(J * xp.moveaxis(MinvJT, -1, -2), axis=-1) * (1.0 + regularization) + 1e-30
-
-
-def stabilisation_gains(timeconst, dampratio, impedance=1.0):
-    """(k 1/s^2, b 1/s) of a constraint's stabilisation a_ref = k d - b v: MuJoCo's
-    k = 1 / (imp timeconst^2 dampratio^2), b = 2 / (imp timeconst) for a constant impedance imp
-    (its solimp's dmin = dmax; 1: rigid)."""
-    return (1.0 / (impedance * (timeconst * dampratio) ** 2), 2.0 / (impedance * timeconst))
-
-
-def compliance(impedance):
-    """R_jj / A_jj = (1 - d) / d of an impedance d in (0, 1] (MuJoCo's ``solimp``): 0 for a
-    rigid constraint (d = 1)."""
-    return (1.0 - impedance) / impedance
-
-
-def check_impedance(d, name):
-    """d, checked: a number in (0, 1] (``ValueError`` naming ``name`` otherwise)."""
-    if isinstance(d, bool) or not isinstance(d, (int, float)) or not 0.0 < d <= 1.0:
-        raise ValueError(f"{name} must be a number in (0, 1] (MuJoCo's solimp impedance; 1: "
-                         f"rigid), got {d!r}")
-    return float(d)
 
 
 def solve_rows(xp, model, M, J_eq, qdd0, blocks, iterations, regularization):

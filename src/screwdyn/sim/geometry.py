@@ -26,6 +26,7 @@ from typing import Optional
 import numpy as np
 
 from ..errors import ModelError
+from .impedance import Impedance
 from .surface import Surface
 
 
@@ -125,8 +126,8 @@ class CollisionShape:
     ``rotation`` (3, 3) and ``translation`` (3,) (m) in the link's frame; ``name`` the element's
     name in the file ('' if none); ``contype``, ``conaffinity``: MuJoCo's collision bit masks
     (URDF: 1, 1); ``geom``: the MJCF geom's id (URDF: -1); ``surface``: how its contacts
-    behave (a ``Surface``: MJCF ``friction[0]``, ``condim``, ``solref``, ``margin``, ``gap``;
-    URDF: none given)."""
+    behave (a ``Surface``: MJCF ``friction[0]``, ``condim``, ``solref``, ``margin``, ``gap``,
+    ``solimp``, ``solmix``, ``priority``; URDF: none given)."""
 
     link: str
     kind: str
@@ -403,20 +404,20 @@ def _mjcf_shapes(source):
     ignored = {int(geom.mjGEOM_MESH): "mesh", int(geom.mjGEOM_ELLIPSOID): "ellipsoid",
                int(geom.mjGEOM_HFIELD): "height field", int(geom.mjGEOM_SDF): "sdf"}
     shapes, skipped, meshes, floors = [], [], [], []
-    def surface(friction, condim, solref, margin, gap):
+    def surface(friction, condim, solref, margin, gap, solimp, solmix=1.0, priority=0):
         return Surface(float(friction[0]), int(condim), tuple(float(x) for x in solref),
-                       float(margin), float(gap))
+                       float(margin), float(gap), _solimp(solimp), float(solmix), int(priority))
 
     pairs = tuple((int(a), int(b), surface(*rest)) for a, b, *rest in
                   zip(m.pair_geom1, m.pair_geom2, m.pair_friction, m.pair_dim, m.pair_solref,
-                      m.pair_margin, m.pair_gap))
+                      m.pair_margin, m.pair_gap, m.pair_solimp))
     paired = {g for pair in pairs for g in pair[:2]}
     for g in range(m.ngeom):
         body, kind = int(m.geom_bodyid[g]), int(m.geom_type[g])
         bits = (int(m.geom_contype[g]), int(m.geom_conaffinity[g]))
         label = mujoco.mj_id2name(m, obj.mjOBJ_GEOM, g) or ""
         own = surface(m.geom_friction[g], m.geom_condim[g], m.geom_solref[g], m.geom_margin[g],
-                      m.geom_gap[g])
+                      m.geom_gap[g], m.geom_solimp[g], m.geom_solmix[g], m.geom_priority[g])
         R, p = _quat_matrix(m.geom_quat[g]), np.array(m.geom_pos[g], dtype=float)
         if kind == int(geom.mjGEOM_PLANE) and body == 0 and R[2, 2] > 1.0 - 1e-12:
             floors.append(Floor(label or f"geom{g}", float(p[2]), *bits, geom=g,
@@ -446,6 +447,14 @@ def _mjcf_shapes(source):
     on = (not flags & (bit.mjDSBL_CONTACT | bit.mjDSBL_CONSTRAINT),
           not flags & bit.mjDSBL_FILTERPARENT)
     return shapes, skipped, excluded, meshes, floors, on + (pairs,)
+
+
+def _solimp(solimp):
+    """A compiled MuJoCo solimp (5,) as the ``Impedance`` MuJoCo applies
+    (``mjcf.applied_solimp``)."""
+    from ..model.mjcf import applied_solimp
+
+    return Impedance(*applied_solimp(solimp))
 
 
 def _quat_matrix(wxyz):

@@ -18,14 +18,19 @@ while it converges: no stiffness to tune, no step too large for it.
 
 A row takes part in a solve where its joint is closer to the limit than ``margin`` (its force
 still zero unless it would cross); a joint far from both limits costs one test a sweep.
+
+Each joint may have its own stabilisation and impedance (``RigidLimits.joints``; an MJCF
+file's solreflimit and solimplimit: ``RigidLimits.from_mjcf``).
 """
 from dataclasses import dataclass
+from typing import NamedTuple
 
 import numpy as np
 
+from ..errors import ModelError
 from .checks import positive, sweeps
-from .contact_solver import (Rows, check_impedance, columns, compliance, put_columns,
-                             row_diagonal, stabilisation_gains)
+from .contact_solver import Rows, columns, put_columns, row_diagonal
+from .impedance import Impedance, impedance_of, stabilisation_gains
 from .joint_springs import limited_joints
 from .loops import when
 
@@ -48,30 +53,88 @@ class RigidLimits:
         solved contact, its ``iterations`` (one solve for both).
     regularization: added to each row's diagonal, relative to it (>= 0), when solved alone
         (with a solved contact, the contact's).
-    impedance: d in (0, 1], MuJoCo's ``solimplimit`` impedance (a constant here): each row's
-        compliance (1 - d) / d relative to its diagonal (``contact_solver``); 1: rigid.
-    margin: a joint closer to a limit than this (rad or m, >= 0) takes part in the solve."""
+    impedance: MuJoCo's ``solimplimit``: a constant d in (0, 1], or (dmin, dmax, width,
+        midpoint, power), d rising from dmin to dmax as the joint goes past its limit by up to
+        width (rad or m) (``impedance.Impedance``; stored as one): each row's compliance
+        (1 - d) / d relative to its diagonal (``contact_solver``); 1: rigid.
+    margin: a joint closer to a limit than this (rad or m, >= 0) takes part in the solve.
+    joints: joints with their own timeconst, dampratio or impedance: {joint name: a
+        ``JointLimit`` or a dict of some of those fields (the others this object's)}; stored
+        as a tuple of (name, ``JointLimit``). ``from_mjcf`` reads an MJCF file's."""
 
     timeconst: float = 0.02
     dampratio: float = 1.0
     iterations: int = 30
     regularization: float = 1e-6
-    impedance: float = 1.0
+    impedance: Impedance = Impedance(1.0, 1.0)
     margin: float = 1e-4
+    joints: tuple = ()
 
     def __post_init__(self):
         positive(self.timeconst, "RigidLimits.timeconst")
         positive(self.dampratio, "RigidLimits.dampratio")
         positive(self.regularization, "RigidLimits.regularization", allow_zero=True)
         positive(self.margin, "RigidLimits.margin", allow_zero=True)
-        check_impedance(self.impedance, "RigidLimits.impedance")
+        object.__setattr__(self, "impedance",
+                           impedance_of(self.impedance, "RigidLimits.impedance"))
         sweeps(self.iterations, "RigidLimits.iterations")
+        object.__setattr__(self, "joints", self._own(self.joints))
+
+    def _own(self, joints):
+        """``joints`` as a tuple of (name, ``JointLimit``), each field checked."""
+        items = joints.items() if hasattr(joints, "items") else joints
+        out = []
+        for entry in items:
+            try:
+                name, given = entry
+            except (TypeError, ValueError):
+                raise ValueError(f"RigidLimits.joints must map joint names to a JointLimit or "
+                                 f"a dict of timeconst, dampratio, impedance; got "
+                                 f"{joints!r}") from None
+            where = f"RigidLimits.joints[{name!r}]"
+            fields = given._asdict() if isinstance(given, JointLimit) else given
+            if not isinstance(name, str) or not isinstance(fields, dict) or \
+                    set(fields) - set(JointLimit._fields):
+                raise ValueError(f"{where} must be a JointLimit or a dict of "
+                                 f"{', '.join(JointLimit._fields)}; got {given!r}")
+            out.append((name, JointLimit(
+                positive(fields.get("timeconst", self.timeconst), f"{where}.timeconst"),
+                positive(fields.get("dampratio", self.dampratio), f"{where}.dampratio"),
+                impedance_of(fields.get("impedance", self.impedance), f"{where}.impedance"))))
+        return tuple(out)
+
+    @classmethod
+    def from_mjcf(cls, path, prefix: str = "", **options) -> "RigidLimits":
+        """The limits of an MJCF file as MuJoCo has them: each limited hinge's and slide's
+        own solreflimit (time constant and damping ratio; a direct (-stiffness, -damping)
+        converted: timeconst 2 / damping, dampratio damping / (2 sqrt(stiffness)); MuJoCo's
+        refsafe: a time constant at least 2 timesteps) and solimplimit, as ``joints``
+        (``model.mjcf.limit_softness``); ``options``: the other fields (``iterations``,
+        ``regularization``, ``margin``; ``timeconst``, ``dampratio``, ``impedance`` for the
+        joints the file does not limit). ``prefix``: the joints' names in a scene that added
+        the robot with ``Scene.add_robot(prefix=...)``."""
+        from ..model.mjcf import limit_softness
+
+        joints = {prefix + name: JointLimit(*ref, impedance=imp)
+                  for name, (ref, imp) in limit_softness(path).items()}
+        return cls(joints=joints, **options)
 
     @property
     def gains(self):
         """(k 1/s^2, b 1/s): the stabilisation per unit apparent inertia
-        (``contact_solver.stabilisation_gains``: with the impedance, as MuJoCo's)."""
+        (``impedance.stabilisation_gains``: with the impedance, k written at its dmax, as
+        MuJoCo's)."""
         return stabilisation_gains(self.timeconst, self.dampratio, self.impedance)
+
+
+class JointLimit(NamedTuple):
+    """A joint's own limit stabilisation (MJCF solreflimit: ``timeconst`` s, ``dampratio``)
+    and softness (solimplimit: ``impedance``, a number or MuJoCo's five; an ``Impedance``
+    once in ``RigidLimits.joints``)."""
+
+    timeconst: float = 0.02
+    dampratio: float = 1.0
+    impedance: object = 1.0
 
 
 class LimitRows:
@@ -90,6 +153,17 @@ class LimitRows:
                     v_index.append(vi)
                     sign.append(s)
                     bound.append(value)
+        names = {qs.start: name for name, qs in zip(model.joint_names, model.q_slices)}
+        own = dict(settings.joints)
+        for name in own:
+            if name not in model.joint_names:
+                raise ModelError(f"RigidLimits.joints names {name!r}, not a joint of model "
+                                 f"{model.name!r} (its joints: {', '.join(model.joint_names)})")
+        default = JointLimit(settings.timeconst, settings.dampratio, settings.impedance)
+        #: per row: its joint's ``JointLimit`` (its own, else the settings')
+        self.limit = tuple(own.get(names[qi], default) for qi in q_index)
+        #: the limited joints with their own ``JointLimit``
+        self.own_joints = sorted({names[qi] for qi in q_index} & set(own))
         #: per row: the joint's coordinate and velocity index, +1 (lower) or -1 (upper), the
         #: limit (rad or m)
         self.q_index = np.array(q_index, dtype=int)
@@ -105,18 +179,17 @@ class LimitRows:
     @property
     def key(self):
         return ("rigid limits", tuple(self.q_index.tolist()), tuple(self.sign.tolist()),
-                self.settings.iterations)
+                self.settings.iterations, tuple(j.impedance for j in self.limit))
 
     def params(self, model, q0):
         """The rows' numbers (numpy; the same for every initial state q0, unlike the springs'
-        of ``joint_springs.Limits``): the limits, the stabilisation's k and b, the margin,
-        the regularization and the compliance."""
+        of ``joint_springs.Limits``): the limits, the stabilisation's k and b, the margin
+        and the regularization."""
         s = self.settings
-        k, b = s.gains
-        return {"bound": self.bound, "k": np.asarray(k), "b": np.asarray(b),
+        k, b = np.array([self._gains(j) for j in self.limit]).reshape(-1, 2).T
+        return {"bound": self.bound, "k": k, "b": b,
                 "margin": np.asarray(float(s.margin)),
-                "regularization": np.asarray(float(s.regularization)),
-                "compliance": np.asarray(compliance(s.impedance))}
+                "regularization": np.asarray(float(s.regularization))}
 
     def depths(self, xp, p, q):
         """(N, L): how far each joint is past its limit (rad or m; negative: inside)."""
@@ -147,7 +220,8 @@ class LimitRows:
         depth = self.depths(xp, p, q)
         rate = self.sign * qd[..., self.v_index]  # the rows' velocities, J qd
         near = depth > -p["margin"]
-        a_ref = p["k"] * depth - p["b"] * rate
+        scale, compliance = self._softness(xp, depth)
+        a_ref = (p["k"] * depth if scale is None else p["k"] * scale * depth) - p["b"] * rate
 
         def sweep(S, first, f, u):
             for j in range(len(self.q_index)):  # a row far from its limit: one test
@@ -164,15 +238,38 @@ class LimitRows:
             return {"forces": f, "stiffness": p["k"] / diag}
 
         start = xp.where(near, state["forces"], 0.0)
-        return Rows(self._rows(q), a_ref, start, p["compliance"] + 0.0 * start, sweep, finish)
+        return Rows(self._rows(q), a_ref, start, compliance + 0.0 * start, sweep, finish)
+
+    def _softness(self, xp, depth):
+        """(d(r) / dmax (N, L), or None where it is 1 for every row; the compliance (N, L))
+        of the rows at their depths (N, L) (``impedance.Impedance``)."""
+        kinds = set(j.impedance for j in self.limit)
+        if len(kinds) == 1:  # one impedance: on all the rows at once
+            imp = kinds.pop()
+            scale = imp.scale(xp, depth)
+            return (None if isinstance(scale, float) and scale == 1.0 else scale,
+                    imp.compliance(xp, depth) + 0.0 * depth)
+        columns = [(j.impedance.scale(xp, depth[:, i]) + 0.0 * depth[:, i],
+                    j.impedance.compliance(xp, depth[:, i]) + 0.0 * depth[:, i])
+                   for i, j in enumerate(self.limit)]
+        return (xp.stack([c[0] for c in columns], axis=-1),
+                xp.stack([c[1] for c in columns], axis=-1))
+
+    @staticmethod
+    def _gains(limit):
+        """(k 1/s^2, b 1/s) of a ``JointLimit`` (``impedance.stabilisation_gains``)."""
+        return stabilisation_gains(limit.timeconst, limit.dampratio, limit.impedance)
 
     def springs(self, model):
-        """The stabilisation, per unit apparent inertia (``stability.stiffest_springs``)."""
-        k, b = self.settings.gains
-        return [(f"the joint limits' stabilisation (timeconst {self.settings.timeconst:g} s)",
-                 k, b, 1.0)]
+        """The stabilisation, per unit apparent inertia (``stability.stiffest_springs``): each
+        distinct one of the rows'."""
+        return [(f"the joint limits' stabilisation (timeconst {j.timeconst:g} s)",
+                 *self._gains(j), 1.0) for j in dict.fromkeys(self.limit)]
 
     def describe(self):
         s = self.settings
+        kinds = set(j.impedance for j in self.limit)
+        impedance = kinds.pop() if len(kinds) == 1 else s.impedance
         return {"kind": "rigid", "rows": len(self.q_index), "timeconst": s.timeconst,
-                "dampratio": s.dampratio, "impedance": s.impedance}
+                "dampratio": s.dampratio, "impedance": impedance.describe(),
+                "own": len(self.own_joints)}

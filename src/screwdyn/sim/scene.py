@@ -500,7 +500,9 @@ class Scene:
         ``mu`` sets every pair's sliding friction (None, the default: each pair's own, and
         ``DEFAULT_MU``, 0.8, for a shape that has none: an object, a URDF link, a ground of no
         file); ``timeconst``, ``dampratio`` or ``restitution`` set every pair's
-        stabilisation."""
+        stabilisation, ``impedance`` every pair's impedance (by default each pair's solimp:
+        an MJCF geom's, MuJoCo's (0.9, 0.95, 0.001, 0.5, 2) unless the file sets one, so that
+        a file's contacts are soft as in MuJoCo; rigid for shapes that have none)."""
         if height is None:
             height = self._floor.height if self._floor is not None else 0.0
         if ground is None:
@@ -540,6 +542,8 @@ class Scene:
             given.update(friction=None, condim=3)
         if {"timeconst", "dampratio", "restitution"} & set(solver):
             given.update(solref=None)
+        if "impedance" in solver:
+            given.update(solimp=None)
 
         def kept(surface):
             return replace(surface, **given)
@@ -878,14 +882,16 @@ class ShapeContactModel(SolvedContact):
             if names in own:
                 return own_surface(own[names])
             return mix(a.surface, settings.ground_surface if b is None else b.surface,
-                       solver.mu, (solver.timeconst, solver.damping_ratio))
+                       solver.mu, (solver.timeconst, solver.damping_ratio), solver.impedance)
 
         self._mixed = [parameters(a, b) for a, _, b, _ in self.pairs]  # each pair's
         per_point = [m for m, K in zip(self._mixed, self.counts) for _ in range(K)]
         #: each point's friction coefficient (a number, or None: ``solver.mu``, an argument)
         self.point_friction = tuple(m.friction for m in per_point)
-        #: each point's stabilisation (k, b), or None: the solver's (arguments)
+        #: each point's stabilisation (k, b) at d = 1, or None: the solver's (arguments)
         self.point_stabilisation = tuple(m.stabilisation for m in per_point)
+        #: each point's impedance (an ``Impedance``), or None: the solver's
+        self.point_impedance = tuple(m.impedance for m in per_point)
         #: each point's offset (m): its pair holds the surfaces this far apart (their margin)
         self.point_offset = np.array([m.offset for m in per_point], dtype=float)
 
@@ -906,7 +912,7 @@ class ShapeContactModel(SolvedContact):
     def key(self):
         return ("shapes", tuple((a, la, b, lb) for a, la, b, lb in self.pairs),
                 self.ground.iterations, self.point_friction, self.point_stabilisation,
-                self.ground.impedance,  # scales the pairs' own stabilisation (constants)
+                self.ground.impedance, self.point_impedance,  # constants of the program
                 tuple(self.point_offset.tolist()))
 
     def friction(self, xp, p, i):
@@ -921,20 +927,29 @@ class ShapeContactModel(SolvedContact):
                          for mu in self.point_friction])[i]
 
     def stabilisation(self, p, i):
-        """Point i's (k 1/s^2, b 1/s): its pair's own (constants), else ``p["k"], p["b"]``."""
-        own = self.point_stabilisation[i]
+        """Point i's (k 1/s^2, b 1/s), k written at its impedance's dmax (MuJoCo's scaling of
+        a soft constraint's gains, ``impedance.stabilisation_gains``): its pair's own
+        (constants), else ``p["k"], p["b"]`` (at the solver's dmax: rescaled to the pair's)."""
+        own, dmax = self.point_stabilisation[i], self.impedance(i).dmax
         if own is None:
-            return p["k"], p["b"]
-        d = self.ground.impedance  # MuJoCo's scaling of a soft constraint's gains
-        return own[0] / d, own[1] / d
+            ratio = self.ground.impedance.dmax / dmax
+            return (p["k"], p["b"]) if ratio == 1.0 else (p["k"] * ratio, p["b"] * ratio)
+        return own[0] / dmax, own[1] / dmax
+
+    def impedance(self, i):
+        """Point i's ``Impedance``: its pair's own, else the solver's (constants)."""
+        own = self.point_impedance[i]
+        return self.ground.impedance if own is None else own
 
     def springs(self, model, p, q, M):
         """The solver's stabilisation, and each distinct one of the pairs' own (their solref),
         per unit apparent mass (``SolvedContact.springs``)."""
-        own = {kb: i for i, kb in enumerate(self.point_stabilisation) if kb is not None}
+        own = {kbd: i for i, kbd in enumerate(zip(self.point_stabilisation,
+                                                  self.point_impedance)) if any(kbd)}
         return super().springs(model, p, q, M) + [
-            (f"the stabilisation of {self.labels[i].split('#')[0]!r} (its solref)",
-             *self.stabilisation(p, i), 1.0) for i in own.values()]
+            (f"the stabilisation of {self.labels[i].split('#')[0]!r} (its "
+             f"{' and '.join(n for n, x in zip(('solref', 'solimp'), kbd) if x)})",
+             *self.stabilisation(p, i), 1.0) for kbd, i in own.items()]
 
     @cached_property
     def groups(self):
@@ -1063,15 +1078,25 @@ class ShapeContactModel(SolvedContact):
         return [tuple(l for l in (la, lb) if l in self.links) for _, la, _, lb in self._pair_of]
 
     def describe(self, p):
-        solver, d = (float(p["k"]), float(p["b"])), self.ground.impedance
+        """``SolvedContact.describe``'s, with the pairs, their friction, and how many have their
+        own solref and solimp; "impedance" is the pairs' where they all have one (an MJCF
+        file's geoms: MuJoCo's default solimp), else the solver's."""
+        imp = self.ground.impedance
+        solver = np.multiply((float(p["k"]), float(p["b"])), imp.dmax)  # at d = 1
+        pairs_imp = {imp if m.impedance is None else m.impedance for m in self._mixed}
+        if len(pairs_imp) == 1:
+            imp = pairs_imp.pop()
         return dict(super().describe(p), pairs=[f"{a.name}|{'ground' if b is None else b.name}"
                                                 for a, _, b, _ in self.pairs],
+                    impedance=imp.describe(),
                     friction=[float(p["mu"]) if m.friction is None else m.friction
                               for m in self._mixed],
                     own_stabilisation=sum(  # pairs whose solref is not the solver's
                         m.stabilisation is not None
-                        and not np.allclose(np.divide(m.stabilisation, d), solver, rtol=1e-12)
-                        for m in self._mixed))
+                        and not np.allclose(m.stabilisation, solver, rtol=1e-12)
+                        for m in self._mixed),
+                    own_impedance=sum(m.impedance is not None and m.impedance != imp
+                                      for m in self._mixed))
 
 
 # -- pairs that can never touch ---------------------------------------------------------------

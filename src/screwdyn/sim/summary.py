@@ -28,8 +28,11 @@ def summary_lines(traj):
         if contact.get("friction"):  # a scene's pairs, each with its own
             low, high = min(contact["friction"]), max(contact["friction"])
             mu = f"{low:g}" if low == high else f"{low:g} to {high:g} (each pair's own)"
-        if contact.get("own_stabilisation"):
-            own = f" ({contact['own_stabilisation']} pairs with their own solref)"
+        mine = [f"{contact[key]} pairs with their own {field}"
+                for key, field in (("own_stabilisation", "solref"), ("own_impedance", "solimp"))
+                if contact.get(key)]
+        if mine:
+            own = f" ({', '.join(mine)})"
         lines.append(f"contact      {what}, {_stiffness(contact)}, {contact['points']} contact "
                      f"points, mu = {mu}, timeconst {contact['timeconst']:g} s, "
                      f"dampratio {contact['dampratio']:.3g}{own}")
@@ -39,8 +42,10 @@ def summary_lines(traj):
                      f"{contact['dissipation']:g} s/m")
     limits = meta.get("joint_limits")
     if limits and limits.get("kind") == "rigid":
+        own = (f" ({limits['own']} joints with their own solreflimit and solimplimit)"
+               if limits.get("own") else "")
         lines.append(f"joint limits {limits['rows']} limits, {_stiffness(limits)}, timeconst "
-                     f"{limits['timeconst']:g} s, dampratio {limits['dampratio']:.3g}")
+                     f"{limits['timeconst']:g} s, dampratio {limits['dampratio']:.3g}{own}")
     elif limits:
         lines.append(f"joint limits springs, {limits['frequency']:g} Hz, damping ratio "
                      f"{limits['damping_ratio']:.3g}")
@@ -75,7 +80,9 @@ def summary_lines(traj):
 
 
 def _stiffness(solved):
-    """'rigid (solved)', or 'soft (impedance d, solved)' for a solved contact's or limits'
-    ``describe()``."""
+    """'rigid (solved)', 'soft (impedance d, solved)' or 'soft (impedance dmin to dmax over
+    width, solved)' for a solved contact's or limits' ``describe()``."""
     d = solved.get("impedance", 1.0)
+    if isinstance(d, list):
+        return f"soft (impedance {d[0]:g} to {d[1]:g} over {d[2]:g}, solved)"
     return "rigid (solved)" if d == 1 else f"soft (impedance {d:g}, solved)"

@@ -1,12 +1,13 @@
 """How a collision shape's contacts behave: its ``Surface`` (friction, the stabilisation's
-solref, margin), as MuJoCo's geoms carry them, and how two surfaces make a pair's (``mix``:
-MuJoCo's rules, ``mj_contactParam``'s for two geoms of equal priority).
+solref, the impedance's solimp, margin), as MuJoCo's geoms carry them, and how two surfaces
+make a pair's (``mix``: MuJoCo's rules, ``mj_contactParam``'s: by priority, then solmix).
 
     box = Surface(friction=0.2)              # on an MJCF floor Surface(friction=0.3): mu 0.3
     mix(box, floor, mu=0.8, solref=(0.02, 1.0)).friction   # 0.3
 
 A field left None takes the contact's own (``RigidContact``'s ``mu``, ``timeconst``,
-``dampratio``) where the other shape gives one, and is the contact's own where neither does.
+``dampratio``, ``impedance``) where the other shape gives one, and is the contact's own where
+neither does.
 """
 from dataclasses import dataclass
 from typing import NamedTuple, Optional
@@ -14,6 +15,7 @@ from typing import NamedTuple, Optional
 import numpy as np
 
 from .checks import positive
+from .impedance import Impedance, impedance_of
 
 
 @dataclass(frozen=True)
@@ -25,6 +27,13 @@ class Surface:
         6 (torsional and rolling friction) are read as 3.
     solref: (time constant s, damping ratio), both > 0, or the direct (-stiffness 1/s^2,
         -damping 1/s), both < 0; None: the contact's (``timeconst``, ``dampratio``).
+    solimp: the impedance of the contact's normal rows: a constant d in (0, 1] or
+        (dmin, dmax, width, midpoint, power) (``impedance.Impedance``; stored as one); None:
+        the contact's ``impedance`` (rigid by default). An MJCF geom's is MuJoCo's
+        (0.9, 0.95, 0.001, 0.5, 2) unless it sets one: its contacts are soft, as MuJoCo's.
+    solmix (>= 0): the weight of this surface's solref and solimp in a pair's mean.
+    priority: of two surfaces of different priority, the higher's condim, friction, solref
+        and solimp are the pair's (MuJoCo's geom priority).
     margin, gap (m, >= 0): a pair's contact holds the surfaces max(margins) - max(gaps)
         apart (MuJoCo's ``includemargin``: an MJCF ant's feet rest 1 cm above its floor).
     """
@@ -34,6 +43,9 @@ class Surface:
     solref: Optional[tuple] = None
     margin: float = 0.0
     gap: float = 0.0
+    solimp: Optional[Impedance] = None
+    solmix: float = 1.0
+    priority: int = 0
 
     def __post_init__(self):
         if self.friction is not None:
@@ -44,46 +56,77 @@ class Surface:
                              f"{self.condim!r}")
         if self.solref is not None:
             object.__setattr__(self, "solref", _solref(self.solref))
-        for name in ("margin", "gap"):
+        if self.solimp is not None:
+            object.__setattr__(self, "solimp", impedance_of(self.solimp, "Surface.solimp"))
+        for name in ("margin", "gap", "solmix"):
             object.__setattr__(self, name, float(positive(getattr(self, name),
                                                           f"Surface.{name}", allow_zero=True)))
+        if isinstance(self.priority, bool) or not isinstance(self.priority, (int, np.integer)):
+            raise ValueError(f"Surface.priority must be an int (MuJoCo's geom priority), got "
+                             f"{self.priority!r}")
+        object.__setattr__(self, "priority", int(self.priority))
 
 
 class Mixed(NamedTuple):
     """A pair's contact parameters: ``friction`` (None: the contact's ``mu``), ``stabilisation``
-    (k 1/s^2, b 1/s; None: the contact's), ``offset`` (m): the distance it holds the surfaces
-    apart."""
+    (k 1/s^2, b 1/s at d = 1, ``stabilisation``; None: the contact's), ``offset`` (m): the
+    distance it holds the surfaces apart, ``impedance`` (an ``Impedance``; None: the
+    contact's)."""
 
     friction: Optional[float]
     stabilisation: Optional[tuple]
     offset: float
+    impedance: Optional[Impedance] = None
 
 
-def mix(a: Surface, b: Surface, mu: float, solref: tuple) -> Mixed:
-    """The pair of surfaces a and b, MuJoCo's way: friction the larger of the two (none where
-    both have condim 1), solref their mean (the elementwise least where one is direct), margin
-    and gap the larger of each; ``mu`` and ``solref`` (time constant, damping ratio) stand for a
+def mix(a: Surface, b: Surface, mu: float, solref: tuple, impedance: Impedance) -> Mixed:
+    """The pair of surfaces a and b, MuJoCo's way (``mj_contactParam``): of two priorities,
+    the higher surface's condim, friction, solref and solimp; of one priority, condim and
+    friction the larger of the two (no friction where the condim is 1), solref and solimp
+    their means weighted by solmix (w_a = solmix_a / (solmix_a + solmix_b); solref the
+    elementwise least where one is direct); margin and gap the larger of each, whatever the
+    priorities. ``mu``, ``solref`` (time constant, damping ratio) and ``impedance`` stand for a
     field left None where the other surface gives one."""
+    if a.priority != b.priority:
+        return own(a if a.priority > b.priority else b)._replace(
+            offset=max(a.margin, b.margin) - max(a.gap, b.gap))
     if a.condim == 1 and b.condim == 1:
         friction: Optional[float] = 0.0
     elif a.friction is None and b.friction is None:
         friction = None
     else:
         friction = max(mu if s.friction is None else s.friction for s in (a, b))
+    w = _weight(a.solmix, b.solmix)
     if a.solref is None and b.solref is None:
         ref = None
     else:
         r1, r2 = (solref if s.solref is None else s.solref for s in (a, b))
-        ref = (tuple((x + y) / 2 for x, y in zip(r1, r2)) if min(r1 + r2) > 0
+        ref = (tuple(w * x + (1.0 - w) * y for x, y in zip(r1, r2)) if min(r1 + r2) > 0
                else tuple(min(x, y) for x, y in zip(r1, r2)))
+    if a.solimp is None and b.solimp is None:
+        imp = None
+    else:
+        i1, i2 = (impedance if s.solimp is None else s.solimp for s in (a, b))
+        imp = i1 if i1 == i2 else i1.mixed(i2, w)
     return Mixed(friction, None if ref is None else stabilisation(ref),
-                 max(a.margin, b.margin) - max(a.gap, b.gap))
+                 max(a.margin, b.margin) - max(a.gap, b.gap), imp)
+
+
+def _weight(m1, m2, tiny=1e-15):
+    """MuJoCo's weight of the first of two surfaces of solmix m1 and m2: m1 / (m1 + m2); 1/2
+    where both are 0, 0 or 1 where one is."""
+    if m1 < tiny and m2 < tiny:
+        return 0.5
+    if m1 < tiny or m2 < tiny:
+        return 0.0 if m1 < tiny else 1.0
+    return m1 / (m1 + m2)
 
 
 def own(s: Surface) -> Mixed:
     """A pair's own surface (an MJCF ``<contact><pair>``'s) as its parameters."""
     return Mixed(0.0 if s.condim == 1 else s.friction,
-                 None if s.solref is None else stabilisation(s.solref), s.margin - s.gap)
+                 None if s.solref is None else stabilisation(s.solref), s.margin - s.gap,
+                 s.solimp)
 
 
 def stabilisation(solref):

@@ -1,0 +1,134 @@
+"""MuJoCo's impedance of a soft constraint (its ``solimp``): how much of the force that would
+hold a one-sided row rigidly the row gets, as a function of how far it is violated, and what
+that makes of the row's compliance and of its stabilisation's gains.
+
+    d(r) = dmin + y(x) (dmax - dmin),   x = min(|r| / width, 1)    (r: the violation, m or rad)
+    y(x) = x^p / m^(p-1)                  for x <= m
+         = 1 - (1 - x)^p / (1 - m)^(p-1)  for x > m                (m: midpoint, p: power)
+
+so that d rises from dmin at r = 0 to dmax at r = width (MuJoCo's default solimp
+(0.9, 0.95, 0.001, 0.5, 2): from 0.9 to 0.95 over 1 mm). dmin = dmax (``Impedance.constant``)
+is a constant impedance; 1 is a rigid row. A row of impedance d has the compliance
+
+    R_jj = (1 - d) / d A_jj                  (A = J M^-1 J^T, the Delassus matrix)
+
+and the reference acceleration a_ref = k d(r) / dmax r - b v, with (``stabilisation_gains``)
+k = 1 / (dmax (timeconst dampratio)^2), b = 2 / (dmax timeconst): MuJoCo's K, B and I
+(``mj_makeImpedance``) for its solref (timeconst, dampratio), k written at dmax. MuJoCo clamps
+dmin and dmax to [0.0001, 0.9999]; here 1 is allowed and is the rigid row.
+"""
+import math
+from dataclasses import dataclass
+
+#: MuJoCo's solimp defaults for what a shorter solimp leaves out (width, midpoint, power)
+DEFAULT_TAIL = (0.001, 0.5, 2.0)
+
+
+@dataclass(frozen=True)
+class Impedance:
+    """A soft constraint's impedance, MuJoCo's ``solimp``: ``dmin`` at no violation, ``dmax``
+    at a violation of ``width`` (m or rad) and beyond, the sigmoid between them set by
+    ``midpoint`` in (0, 1) and ``power`` >= 1 (module docstring). ``impedance_of`` makes one
+    from a number or a sequence, checked."""
+
+    dmin: float
+    dmax: float
+    width: float = DEFAULT_TAIL[0]
+    midpoint: float = DEFAULT_TAIL[1]
+    power: float = DEFAULT_TAIL[2]
+
+    @property
+    def constant(self) -> bool:
+        """Whether d does not depend on the violation (dmin = dmax, or no width: MuJoCo's
+        flat case, d = (dmin + dmax) / 2)."""
+        return self.dmin == self.dmax or self.width <= 1e-15
+
+    @property
+    def rigid(self) -> bool:
+        """Whether the row is rigid: d = 1 whatever its violation."""
+        return self.dmin == 1.0 and self.dmax == 1.0
+
+    def at(self, xp, r):
+        """d(r): the impedance at violations r (an array, any shape; its sign ignored); a
+        Python float where it is ``constant``."""
+        if self.constant:
+            return 0.5 * (self.dmin + self.dmax)
+        x = xp.minimum(xp.abs(r) / self.width, 1.0)
+        m, p = self.midpoint, self.power
+        if p == 1.0:
+            y = x
+        else:
+            low = xp.power(x, p) / m ** (p - 1.0)
+            high = 1.0 - xp.power(1.0 - x, p) / (1.0 - m) ** (p - 1.0)
+            y = xp.where(x <= m, low, high)
+        return self.dmin + y * (self.dmax - self.dmin)
+
+    def compliance(self, xp, r):
+        """R_jj / A_jj = (1 - d) / d at violations r (``at``): 0 for a rigid row."""
+        d = self.at(xp, r)
+        return (1.0 - d) / d
+
+    def scale(self, xp, r):
+        """d(r) / dmax: the factor on the stiffness k written at dmax (``stabilisation_gains``)
+        at violations r; the Python float 1.0 where d is dmax whatever r."""
+        if self.constant:
+            return 0.5 * (self.dmin + self.dmax) / self.dmax
+        return self.at(xp, r) / self.dmax
+
+    def mixed(self, other: "Impedance", weight: float) -> "Impedance":
+        """weight self + (1 - weight) other, entry by entry (MuJoCo's mix of two geoms'
+        solimp by their solmix)."""
+        return Impedance(*(weight * a + (1.0 - weight) * b
+                           for a, b in zip(self.as_tuple(), other.as_tuple())))
+
+    def as_tuple(self) -> tuple:
+        return (self.dmin, self.dmax, self.width, self.midpoint, self.power)
+
+    def describe(self):
+        """d where it is a constant (a float), else the five numbers (a list): for records."""
+        return 0.5 * (self.dmin + self.dmax) if self.constant else list(self.as_tuple())
+
+
+def impedance_of(value, name: str) -> Impedance:
+    """``value`` as an ``Impedance``: a number d in (0, 1] (a constant impedance), an
+    ``Impedance``, or MuJoCo's solimp as a sequence (dmin, dmax[, width[, midpoint[, power]]]),
+    what it leaves out MuJoCo's defaults (0.001 m, 0.5, 2). ``ValueError`` naming ``name``
+    unless dmin and dmax lie in (0, 1], width >= 0, midpoint in (0, 1) and power >= 1."""
+    if isinstance(value, Impedance):
+        numbers: tuple = value.as_tuple()
+    elif isinstance(value, bool):
+        numbers = ()
+    elif isinstance(value, (int, float)):
+        if not 0.0 < value <= 1.0:
+            raise ValueError(f"{name} must be a number in (0, 1] (MuJoCo's solimp impedance; 1: "
+                             f"rigid) or MuJoCo's solimp (dmin, dmax, width, midpoint, power), "
+                             f"got {value!r}")
+        numbers = (float(value), float(value)) + DEFAULT_TAIL
+    else:
+        try:
+            given = tuple(float(x) for x in value)
+        except (TypeError, ValueError):
+            given = ()
+        numbers = given + DEFAULT_TAIL[len(given) - 2:] if 2 <= len(given) <= 5 else ()
+    if not numbers or not all(math.isfinite(x) for x in numbers):
+        raise ValueError(f"{name} must be a number d in (0, 1] (1: rigid) or MuJoCo's solimp "
+                         f"(dmin, dmax, width, midpoint, power), got {value!r}")
+    dmin, dmax, width, midpoint, power = numbers
+    for label, x, ok in (("dmin", dmin, 0.0 < dmin <= 1.0), ("dmax", dmax, 0.0 < dmax <= 1.0),
+                         ("width", width, width >= 0.0),
+                         ("midpoint", midpoint, 0.0 < midpoint < 1.0),
+                         ("power", power, power >= 1.0)):
+        if not ok:
+            where = {"dmin": "(0, 1]", "dmax": "(0, 1]", "width": ">= 0 (m or rad)",
+                     "midpoint": "(0, 1)", "power": ">= 1"}[label]
+            raise ValueError(f"{name}: the impedance's {label} must be in {where} (MuJoCo's "
+                             f"solimp; d = 1: rigid), got {x!r} in {value!r}")
+    return Impedance(dmin, dmax, width, midpoint, power)
+
+
+def stabilisation_gains(timeconst, dampratio, impedance=1.0):
+    """(k 1/s^2, b 1/s) of a constraint's stabilisation a_ref = k d(r) / dmax r - b v (module
+    docstring): MuJoCo's k = 1 / (dmax timeconst^2 dampratio^2) (written at dmax),
+    b = 2 / (dmax timeconst), for an ``Impedance`` or a constant d (1: rigid)."""
+    dmax = impedance.dmax if isinstance(impedance, Impedance) else impedance
+    return (1.0 / (dmax * (timeconst * dampratio) ** 2), 2.0 / (dmax * timeconst))
