@@ -4,9 +4,11 @@
 
 The scene: gymnasium's ``ant.xml`` (its ankles start at 0, past their 30-70 deg ranges; joint
 damping 1), put in an ``sd.Scene`` with its floor, falling and settling with no control,
-semi-implicit Euler at dt = 1 ms, one state, the native backend. screwdyn: the limits as
-springs (``joint_limits=True``), as rigid constraints solved with the rigid contact
-(``sd.RigidLimits()``), and both soft as MuJoCo's (``impedance=0.9``, 200 sweeps). MuJoCo:
+semi-implicit Euler at dt = 1 ms, one state, the native backend. screwdyn: on rigid contact
+(``impedance=1``), the limits as springs (``joint_limits=True``) and as rigid constraints
+solved with the contact (``sd.RigidLimits()``); then as the file has them, soft as MuJoCo's
+(``Scene.build()``'s default: its geoms' solimp; ``sd.RigidLimits.from_mjcf``: its joints'
+solreflimit and solimplimit), with 30 sweeps (the default) and 200. MuJoCo:
 ``mj_step`` with the file's options but Euler at 1 ms (its soft contacts and limits). Reports
 milliseconds a step (the median of ``--repeat`` runs, compilation excluded), the real-time
 factor, and the torso's height and the ankles' angles at the end: what the limits hold.
@@ -40,10 +42,12 @@ def main():
         print(f"{name:<66}{1e3 * wall / steps:>9.4f}{steps * 1e-3 / wall:>8.3g}"
               f"{height:>10.3f}  {np.round(np.abs(ankles), 3)}", flush=True)
 
-    cases = (("screwdyn, limits as springs (JointLimits)", {}, True),
-             ("screwdyn, RigidLimits, rigid contact", {}, sd.RigidLimits()),
-             ("screwdyn, RigidLimits, soft contact (impedance 0.9, 200 sweeps)",
-              {"impedance": 0.9, "iterations": 200}, sd.RigidLimits(impedance=0.9)))
+    rigid, own = {"impedance": 1.0}, sd.RigidLimits.from_mjcf(path)
+    cases = (("screwdyn, limits as springs (JointLimits), rigid contact", rigid, True),
+             ("screwdyn, RigidLimits(), rigid contact", rigid, sd.RigidLimits()),
+             ("screwdyn, the file's soft contact and limits, 30 sweeps", {}, own),
+             ("screwdyn, the file's soft contact and limits, 200 sweeps",
+              {"iterations": 200}, own))
     for name, solver, limits in cases:
         model, contact, q0 = scene.build(**solver)
         walls = []
