@@ -170,20 +170,27 @@ BALL = """<mujoco><option timestep="0.001" integrator="Euler"/>
   </worldbody></mujoco>"""
 
 
+def _mujoco_heights(path, samples=2001):
+    """The ball's height (qpos[2]) at each of ``samples`` steps of mj_step from the file's
+    initial state (the first: before any step)."""
+    mujoco = pytest.importorskip("mujoco")
+    m = mujoco.MjModel.from_xml_path(str(path))
+    d = mujoco.MjData(m)
+    z = []
+    for _ in range(samples):
+        z.append(d.qpos[2])
+        mujoco.mj_step(m, d)
+    return z
+
+
 def test_impedance_is_mujocos_soft_contact(tmp_path):
     """A ball dropped from 0.3 m with impedance 0.9 is MuJoCo's ball with solimp
     "0.9 0.9 0.001" (a constant impedance) to 1e-11 m over 2 s, its fall, its impact and its
     rest: it sags (1 - d) g timeconst^2 = 0.392 mm into the ground, where the rigid contact
     (d = 1) holds it on its radius."""
-    mujoco = pytest.importorskip("mujoco")
     path = tmp_path / "ball.xml"
     path.write_text(BALL)
-    m = mujoco.MjModel.from_xml_path(str(path))
-    d = mujoco.MjData(m)
-    z = []
-    for _ in range(2001):
-        z.append(d.qpos[2])
-        mujoco.mj_step(m, d)
+    z = _mujoco_heights(path)
     scene = sd.Scene("ball")
     scene.add_robot(sd.load_mjcf(str(path)))
     for impedance, sag in ((0.9, 0.1 * G * 0.02 ** 2), (1.0, 0.0)):
@@ -225,7 +232,6 @@ def test_an_impedance_that_grows_with_depth_is_mujocos(tmp_path, solimp):
     the depth where the compliance holds its weight (``_sink``, to 1e-9 m: 0.367 mm with the
     default, where a constant 0.9 sinks 0.392 mm). JAX and native code (the sigmoid traced)
     equal numpy."""
-    mujoco = pytest.importorskip("mujoco")
     text = BALL.replace(' solimp="0.9 0.9 0.001"', "")
     if solimp is not None:
         given = f'solimp="{" ".join(map(str, solimp))}"'
@@ -233,12 +239,7 @@ def test_an_impedance_that_grows_with_depth_is_mujocos(tmp_path, solimp):
         text = text.replace('size="5 5 0.1"', f'size="5 5 0.1" {given}')
     path = tmp_path / "ball.xml"
     path.write_text(text)
-    m = mujoco.MjModel.from_xml_path(str(path))
-    d = mujoco.MjData(m)
-    z = []
-    for _ in range(2001):
-        z.append(d.qpos[2])
-        mujoco.mj_step(m, d)
+    z = _mujoco_heights(path)
     given = solimp or (0.9, 0.95, 0.001, 0.5, 2.0)
     sink = _sink(G, 0.02, *given)
     model = sd.load_mjcf(str(path))
