@@ -426,8 +426,9 @@ def test_impedance_from_the_command_line(tmp_path, capsys):
     """--impedance 0.9 with --scene: MuJoCo's soft contact, a 0.1 m ball resting
     (1 - d) g timeconst^2 = 0.392 mm into its floor; the summary says so. Without
     --impedance, the file's geoms' own (MuJoCo's default solimp: the run is Scene.build()'s,
-    0.37 mm in); --impedance 1, rigid: on its radius. Without a solved contact, or out of
-    (0, 1]: one line on stderr, exit status 2."""
+    0.37 mm in; --impedance with MuJoCo's five numbers, the same run); --impedance 1, rigid:
+    on its radius. Without a solved contact, or out of (0, 1], or a bad solimp: one line on
+    stderr, exit status 2."""
     path = tmp_path / "ball.xml"
     path.write_text("""<mujoco><worldbody><geom name="floor" type="plane" size="5 5 0.1"/>
       <body name="ball" pos="0 0 0.3"><freejoint/><geom type="sphere" size="0.1" mass="1"/>
@@ -458,3 +459,10 @@ def test_impedance_from_the_command_line(tmp_path, capsys):
         assert "add --rigid-contact" in capsys.readouterr().err
     assert main(common + ["--scene", "--impedance", "1.5"]) == 2
     assert "impedance must be a number in (0, 1]" in capsys.readouterr().err
+    solimp = tmp_path / "solimp.npz"  # MuJoCo's five numbers: the file's own, given
+    assert main(common + ["--scene", "--impedance", "0.9", "0.95", "0.001", "0.5", "2",
+                          "--out", str(solimp)]) == 0
+    assert "soft (impedance 0.9 to 0.95 over 0.001, solved)" in capsys.readouterr().out
+    np.testing.assert_allclose(sd.Trajectory.load(solimp).q, api.q, atol=1e-12)
+    assert main(common + ["--scene", "--impedance", "0.9", "0.95", "-1"]) == 2
+    assert "the impedance's width must be >= 0" in capsys.readouterr().err

@@ -81,10 +81,11 @@ def add_parser(subparsers):
                         "against each other and the ground, and an MJCF file's world (its "
                         "floor is the ground; its walls and fixed shapes), forces solved with "
                         "the dynamics (--mu; --contact-links: only those links' shapes)")
-    p.add_argument("--impedance", type=float, metavar="D",
+    p.add_argument("--impedance", type=float, nargs="+", metavar="D",
                    help="soft contact and limits, as MuJoCo's: the impedance d in (0, 1] of "
                         "--rigid-contact's or --scene's contact and of --rigid-limits (a "
-                        "constant solimp; 1: rigid), for all of them. Default: an MJCF file's "
+                        "constant solimp; 1: rigid; or MuJoCo's solimp: dmin dmax [width "
+                        "[midpoint [power]]]), for all of them. Default: an MJCF file's "
                         "own (its geoms' solimp, its joints' solimplimit: soft, as in "
                         "MuJoCo), else rigid; --iterations 200 lets the sweeps converge")
     p.add_argument("--iterations", type=int, metavar="N",
@@ -200,10 +201,15 @@ def scene_of(args, model, q0):
 
 
 def solver_options(args):
-    """{"impedance": ..., "iterations": ...}: the solver's options given (--impedance,
-    --iterations), for ``RigidContact``, ``Scene.build`` and ``RigidLimits``."""
-    return {name: getattr(args, name) for name in ("impedance", "iterations")
-            if getattr(args, name, None) is not None}
+    """{"impedance": ..., "iterations": ...}: the solver's options given (--impedance: one
+    number, or MuJoCo's solimp as a tuple; --iterations), for ``RigidContact``,
+    ``Scene.build`` and ``RigidLimits``."""
+    options = {name: getattr(args, name) for name in ("impedance", "iterations")
+               if getattr(args, name, None) is not None}
+    if "impedance" in options:
+        d = options["impedance"]
+        options["impedance"] = d[0] if len(d) == 1 else tuple(d)
+    return options
 
 
 def _vector(values, size, name, default):

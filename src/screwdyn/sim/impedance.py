@@ -119,9 +119,9 @@ def impedance_of(value, name: str) -> Impedance:
                          ("midpoint", midpoint, 0.0 < midpoint < 1.0),
                          ("power", power, power >= 1.0)):
         if not ok:
-            where = {"dmin": "(0, 1]", "dmax": "(0, 1]", "width": ">= 0 (m or rad)",
-                     "midpoint": "(0, 1)", "power": ">= 1"}[label]
-            raise ValueError(f"{name}: the impedance's {label} must be in {where} (MuJoCo's "
+            where = {"dmin": "in (0, 1]", "dmax": "in (0, 1]", "width": ">= 0 (m or rad)",
+                     "midpoint": "in (0, 1)", "power": ">= 1"}[label]
+            raise ValueError(f"{name}: the impedance's {label} must be {where} (MuJoCo's "
                              f"solimp; d = 1: rigid), got {x!r} in {value!r}")
     return Impedance(dmin, dmax, width, midpoint, power)
 
