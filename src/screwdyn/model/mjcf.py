@@ -89,14 +89,8 @@ def load_mjcf(path: "str | os.PathLike", armature: bool = True, joint_damping: b
     MuJoCo rejects is a ``ModelError`` with MuJoCo's message; so is an element screwdyn does
     not model (a spatial or limited tendon, a flex equality, ...) unless
     ``unsupported="ignore"``."""
-    mujoco = _mujoco()
     path = os.fspath(path)
-    if not os.path.exists(path):
-        raise ModelError(f"cannot read MJCF file {path!r}: No such file or directory")
-    try:
-        mj = mujoco.MjModel.from_xml_path(path)
-    except ValueError as e:
-        raise ModelError(f"{path}: MuJoCo cannot compile it: {e}") from None
+    mj = _compiled(path)
     return from_mujoco(mj, name=None, armature=armature, joint_damping=joint_damping,
                        joint_friction=joint_friction, unsupported=unsupported, source=path,
                        joint_springs=joint_springs)
@@ -406,10 +400,7 @@ def limit_softness(path: "str | os.PathLike") -> dict:
     a solreflimit that mixes the standard and direct forms (naming the joint)."""
     mujoco = _mujoco()
     path = os.fspath(path)
-    try:
-        m = mujoco.MjModel.from_xml_path(path)
-    except ValueError as e:
-        raise ModelError(f"{path}: MuJoCo cannot compile it: {e}") from None
+    m = _compiled(path)
     out = {}
     for j in range(m.njnt):
         if int(m.jnt_type[j]) not in (_HINGE, _SLIDE) or not m.jnt_limited[j]:
@@ -424,6 +415,18 @@ def limit_softness(path: "str | os.PathLike") -> dict:
                              "both < 0")
         out[name] = (ref, applied_solimp(m.jnt_solimp[j]))
     return out
+
+
+def _compiled(path):
+    """MuJoCo's compiled model of the MJCF file ``path``; ``ModelError`` for a file that is
+    not there or that MuJoCo rejects (with MuJoCo's message)."""
+    mujoco = _mujoco()
+    if not os.path.exists(path):
+        raise ModelError(f"cannot read MJCF file {path!r}: No such file or directory")
+    try:
+        return mujoco.MjModel.from_xml_path(path)
+    except ValueError as e:
+        raise ModelError(f"{path}: MuJoCo cannot compile it: {e}") from None
 
 
 def applied_solimp(solimp) -> tuple:

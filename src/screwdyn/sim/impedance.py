@@ -19,6 +19,7 @@ dmin and dmax to [0.0001, 0.9999]; here 1 is allowed and is the rigid row.
 """
 import math
 from dataclasses import dataclass
+from typing import Any, Union
 
 #: MuJoCo's solimp defaults for what a shorter solimp leaves out (width, midpoint, power)
 DEFAULT_TAIL = (0.001, 0.5, 2.0)
@@ -48,7 +49,7 @@ class Impedance:
         """Whether the row is rigid: d = 1 whatever its violation."""
         return self.dmin == 1.0 and self.dmax == 1.0
 
-    def at(self, xp, r):
+    def at(self, xp: Any, r: Any) -> Any:
         """d(r): the impedance at violations r (an array, any shape; its sign ignored); a
         Python float where it is ``constant``."""
         if self.constant:
@@ -63,12 +64,12 @@ class Impedance:
             y = xp.where(x <= m, low, high)
         return self.dmin + y * (self.dmax - self.dmin)
 
-    def compliance(self, xp, r):
+    def compliance(self, xp: Any, r: Any) -> Any:
         """R_jj / A_jj = (1 - d) / d at violations r (``at``): 0 for a rigid row."""
         d = self.at(xp, r)
         return (1.0 - d) / d
 
-    def scale(self, xp, r):
+    def scale(self, xp: Any, r: Any) -> Any:
         """d(r) / dmax: the factor on the stiffness k written at dmax (``stabilisation_gains``)
         at violations r; the Python float 1.0 where d is dmax whatever r."""
         if self.constant:
@@ -84,12 +85,12 @@ class Impedance:
     def as_tuple(self) -> tuple:
         return (self.dmin, self.dmax, self.width, self.midpoint, self.power)
 
-    def describe(self):
+    def describe(self) -> Union[float, list]:
         """d where it is a constant (a float), else the five numbers (a list): for records."""
         return 0.5 * (self.dmin + self.dmax) if self.constant else list(self.as_tuple())
 
 
-def impedance_of(value, name: str) -> Impedance:
+def impedance_of(value: Any, name: str) -> Impedance:
     """``value`` as an ``Impedance``: a number d in (0, 1] (a constant impedance), an
     ``Impedance``, or MuJoCo's solimp as a sequence (dmin, dmax[, width[, midpoint[, power]]]),
     what it leaves out MuJoCo's defaults (0.001 m, 0.5, 2). ``ValueError`` naming ``name``
@@ -126,7 +127,8 @@ def impedance_of(value, name: str) -> Impedance:
     return Impedance(dmin, dmax, width, midpoint, power)
 
 
-def stabilisation_gains(timeconst, dampratio, impedance=1.0):
+def stabilisation_gains(timeconst: float, dampratio: float,
+                        impedance: Union[Impedance, float] = 1.0) -> tuple:
     """(k 1/s^2, b 1/s) of a constraint's stabilisation a_ref = k d(r) / dmax r - b v (module
     docstring): MuJoCo's k = 1 / (dmax timeconst^2 dampratio^2) (written at dmax),
     b = 2 / (dmax timeconst), for an ``Impedance`` or a constant d (1: rigid)."""

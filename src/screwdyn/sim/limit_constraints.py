@@ -23,7 +23,7 @@ Each joint may have its own stabilisation and impedance (``RigidLimits.joints``;
 file's solreflimit and solimplimit: ``RigidLimits.from_mjcf``).
 """
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import Any, Mapping, NamedTuple, Union
 
 import numpy as np
 
@@ -68,7 +68,7 @@ class RigidLimits:
     regularization: float = 1e-6
     impedance: Impedance = Impedance(1.0, 1.0)
     margin: float = 1e-4
-    joints: tuple = ()
+    joints: Union[Mapping[str, Any], tuple] = ()
 
     def __post_init__(self):
         positive(self.timeconst, "RigidLimits.timeconst")
