@@ -150,6 +150,43 @@ def pinocchio_q(model, q):
     return np.concatenate(parts) if parts else np.zeros(0)
 
 
+# -- MuJoCo's soft constraints, as its documentation writes them -----------------------------
+#: MuJoCo's default solimp (dmin, dmax, width, midpoint, power)
+MUJOCO_SOLIMP = (0.9, 0.95, 0.001, 0.5, 2.0)
+
+
+def mujoco_impedance(r, solimp=MUJOCO_SOLIMP):
+    """MuJoCo's impedance d(r) of a violation r (m or rad): the solimp sigmoid as MuJoCo's
+    documentation (Modeling, solver parameters) writes it, apart from screwdyn's
+    ``sim.impedance``."""
+    dmin, dmax, width, midpoint, power = solimp
+    x = min(abs(r) / width, 1.0)
+    if x <= midpoint:
+        y = x ** power / midpoint ** (power - 1)
+    else:
+        y = 1 - (1 - x) ** power / (1 - midpoint) ** (power - 1)
+    return dmin + y * (dmax - dmin)
+
+
+def soft_sink(acceleration=9.81, timeconst=0.02, solimp=MUJOCO_SOLIMP):
+    """How far a soft one-sided row at rest is violated (m or rad), dampratio 1, where the force
+    it carries is ``acceleration`` / A_jj (a ball on the point under its centre, a block on a
+    slider's stop, a cube on its four corners, A_jj m = 4 there: g): at rest the row's
+    compliance holds what its reference acceleration asks,
+    (1 - d) / d A_jj f = d r / (dmax timeconst)^2, so that
+    r = acceleration (1 - d(r)) (dmax timeconst / d(r))^2, solved by bisection."""
+    dmax = solimp[1]
+    low, high = 0.0, 0.05
+    for _ in range(200):
+        r = 0.5 * (low + high)
+        d = mujoco_impedance(r, solimp)
+        if r < acceleration * (1 - d) * (dmax * timeconst / d) ** 2:
+            low = r
+        else:
+            high = r
+    return r
+
+
 # -- hypothesis: deterministic in CI ---------------------------------------------------------
 # "ci" (the default): the same examples on every run (derandomize), no example database, no
 # wall-clock deadline (2 shared cores make timings noisy: the tests that hunt for hangs set their

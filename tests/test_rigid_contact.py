@@ -10,6 +10,8 @@ import pytest
 
 import screwdyn as sd
 
+from conftest import soft_sink
+
 G, MU, SPEED, HALF = 9.81, 0.5, 2.0, 0.1
 CORNERS = [(sx * HALF, sy * HALF, sz * HALF) for sx in (-1, 1) for sy in (-1, 1)
            for sz in (-1, 1)]
@@ -203,25 +205,6 @@ def test_impedance_is_mujocos_soft_contact(tmp_path):
     assert traj.energy_drift() < 5e-3
 
 
-def _sink(g, timeconst, dmin, dmax, width, midpoint, power):
-    """How far a ball resting on MuJoCo's soft contact sinks (m): at rest its normal row's
-    compliance holds what its reference acceleration asks, (1 - d) / d g = d r / (dmax
-    timeconst)^2, with d(r) the solimp sigmoid as MuJoCo's documentation writes it; solved for
-    r by bisection."""
-    def d_of(r):
-        x = min(r / width, 1.0)
-        y = (x ** power / midpoint ** (power - 1) if x <= midpoint
-             else 1 - (1 - x) ** power / (1 - midpoint) ** (power - 1))
-        return dmin + y * (dmax - dmin)
-
-    low, high = 0.0, 0.05
-    for _ in range(200):
-        r = 0.5 * (low + high)
-        d = d_of(r)
-        low, high = (r, high) if r < g * (1 - d) * (dmax * timeconst / d) ** 2 else (low, r)
-    return r
-
-
 @pytest.mark.parametrize("solimp", [None, (0.8, 0.99, 0.005, 0.3, 3.0)])
 def test_an_impedance_that_grows_with_depth_is_mujocos(tmp_path, solimp):
     """MuJoCo's impedance rises with the penetration, from solimp's dmin to dmax over its
@@ -229,9 +212,9 @@ def test_an_impedance_that_grows_with_depth_is_mujocos(tmp_path, solimp):
     default solimp (0.9, 0.95, 0.001, 0.5, 2), or (0.8, 0.99, 0.005, 0.3, 3), is mj_step's to
     1e-9 m over 2 s, its fall, its impact and its rest: the file's geoms' solimp read by
     Scene.build, and RigidContact(impedance=solimp) on the ground the same. At rest it sinks
-    the depth where the compliance holds its weight (``_sink``, to 1e-9 m: 0.367 mm with the
-    default, where a constant 0.9 sinks 0.392 mm). JAX and native code (the sigmoid traced)
-    equal numpy."""
+    the depth where the compliance holds its weight (``conftest.soft_sink``, to 1e-9 m:
+    0.367 mm with the default, where a constant 0.9 sinks 0.392 mm). JAX and native code (the
+    sigmoid traced) equal numpy."""
     text = BALL.replace(' solimp="0.9 0.9 0.001"', "")
     if solimp is not None:
         given = f'solimp="{" ".join(map(str, solimp))}"'
@@ -241,7 +224,7 @@ def test_an_impedance_that_grows_with_depth_is_mujocos(tmp_path, solimp):
     path.write_text(text)
     z = _mujoco_heights(path)
     given = solimp or (0.9, 0.95, 0.001, 0.5, 2.0)
-    sink = _sink(G, 0.02, *given)
+    sink = soft_sink(G, 0.02, given)
     model = sd.load_mjcf(str(path))
     scene = sd.Scene("ball")
     scene.add_robot(model)

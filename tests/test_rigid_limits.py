@@ -11,6 +11,8 @@ import pytest
 
 import screwdyn as sd
 
+from conftest import soft_sink
+
 ARM = """<mujoco model="stops">
   <option timestep="0.001" integrator="Euler"/>
   <worldbody>
@@ -232,8 +234,9 @@ def test_an_impedance_that_grows_past_the_limit_is_mujocos(tmp_path, solimp):
     ``RigidLimits(impedance=solimp)`` and MuJoCo's solimplimit the same (its default, and a
     softer one): q(t) is mj_step's to 1e-9 m over 1 s, and it rests where the stop's
     compliance holds its weight, r = g (1 - d(r)) (dmax timeconst / d(r))^2 with MuJoCo's
-    sigmoid d(r) (to 1e-9 m). A slider's inverse inertia is MuJoCo's dof_invweight0 exactly,
-    so the two agree where the arm's (``test_impedance_is_mujocos_soft_limit``) differ."""
+    sigmoid d(r) (``conftest.soft_sink``, to 1e-9 m). A slider's inverse inertia is MuJoCo's
+    dof_invweight0 exactly, so the two agree where the arm's
+    (``test_impedance_is_mujocos_soft_limit``) differ."""
     path = tmp_path / "slider.xml"
     path.write_text(SLIDER.replace("SOLIMP", f'solimplimit="{" ".join(map(str, solimp))}"'))
     model = sd.load_mjcf(str(path))
@@ -248,16 +251,7 @@ def test_an_impedance_that_grows_past_the_limit_is_mujocos(tmp_path, solimp):
         reference.append(d.qpos[0])
         mujoco.mj_step(m, d)
     np.testing.assert_allclose(traj.q[:, 0], reference, atol=1e-9)
-    dmin, dmax, width, midpoint, power = solimp
-    low, high = 0.0, 0.05
-    for _ in range(200):
-        r = 0.5 * (low + high)
-        x = min(r / width, 1.0)
-        y = (x ** power / midpoint ** (power - 1) if x <= midpoint
-             else 1 - (1 - x) ** power / (1 - midpoint) ** (power - 1))
-        dr = dmin + y * (dmax - dmin)
-        low, high = (r, high) if r < 9.81 * (1 - dr) * (dmax * 0.02 / dr) ** 2 else (low, r)
-    assert -traj.q[-1, 0] == pytest.approx(r, abs=1e-9)
+    assert -traj.q[-1, 0] == pytest.approx(soft_sink(9.81, 0.02, solimp), abs=1e-9)
     for bad, match in (((0.9, 1.5), "dmax"), ((0.9, 0.95, 0.001, 0.0), "midpoint"),
                        ("soft", "RigidLimits.impedance")):
         with pytest.raises(ValueError, match=match):

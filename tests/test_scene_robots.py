@@ -16,34 +16,9 @@ import pytest
 import screwdyn as sd
 from screwdyn.sim import collision
 
-from conftest import erd_urdf, erd_urdfs
+from conftest import erd_urdf, erd_urdfs, soft_sink
 
 G = 9.81
-
-
-def _mujoco_impedance(r, dmin=0.9, dmax=0.95, width=0.001, midpoint=0.5, power=2.0):
-    """MuJoCo's impedance d(r) of a violation r, as its documentation (Modeling, solver
-    parameters) writes the solimp sigmoid; MuJoCo's default solimp."""
-    x = min(abs(r) / width, 1.0)
-    if x <= midpoint:
-        y = x ** power / midpoint ** (power - 1)
-    else:
-        y = 1 - (1 - x) ** power / (1 - midpoint) ** (power - 1)
-    return dmin + y * (dmax - dmin)
-
-
-def _soft_sink(dmin=0.9, dmax=0.95, timeconst=0.02):
-    """How far a body at rest on MuJoCo's soft contact (its default solref; the solimp
-    (dmin, dmax, 0.001, 0.5, 2)) sinks (m), where each contact row carries g / A_jj (a ball on
-    the point under its centre, a cube on its four corners: A_jj m = 4 there): at rest the row's compliance holds what its reference
-    acceleration asks, (1 - d) / d A_jj f = d r / (dmax timeconst)^2, so that
-    r = g (1 - d(r)) (dmax timeconst / d(r))^2, solved by bisection."""
-    low, high = 0.0, 0.01
-    for _ in range(200):
-        r = 0.5 * (low + high)
-        d = _mujoco_impedance(r, dmin, dmax)
-        low, high = (r, high) if r < G * (1 - d) * (dmax * timeconst / d) ** 2 else (low, r)
-    return r
 
 
 def _dm_control(name):
@@ -552,8 +527,8 @@ def test_an_mjcf_files_world_geoms_are_shapes_fixed_to_the_world(tmp_path):
     rail; a ball and a cube on free joints) run 1 s beside mj_step at the same dt: the ball
     sent at the wall at 1 m/s stops at it (its farthest x 0.4 m plus the contact's give, within
     1 mm of MuJoCo's) and the cube dropped on the table rests on its top, sunk as the file's
-    soft contact (MuJoCo's solimp) holds it (``_soft_sink``, to 1e-9 m). Placed at position=,
-    the walls move with the world. A plane on a link that moves: ModelError."""
+    soft contact (MuJoCo's solimp) holds it (``conftest.soft_sink``, to 1e-9 m). Placed at
+    position=, the walls move with the world. A plane on a link that moves: ModelError."""
     mujoco = pytest.importorskip("mujoco")
     path = _dm_control("quadruped")
     m, d = _at_qpos0(path)
@@ -620,7 +595,7 @@ def test_an_mjcf_files_world_geoms_are_shapes_fixed_to_the_world(tmp_path):
                        integrator="semi_implicit_euler")
     assert 0.4 < traj.q[:, 0].max() < 0.4 + 0.01
     assert abs(traj.q[:, 0].max() - max(farthest)) < 1e-3
-    assert abs(traj.q[-1, 9] - (0.45 - _soft_sink())) < 1e-9  # on the table
+    assert abs(traj.q[-1, 9] - (0.45 - soft_sink())) < 1e-9  # on the table
     assert abs(d.qpos[9] - 0.45) < 5e-4
     assert np.abs(traj.q[-1, 7:9] - (-0.5, 0.0)).max() < 1e-6
 
@@ -717,8 +692,8 @@ def test_an_mjcf_files_explicit_pairs_touch_whatever_the_filters_say(tmp_path):
     pairs (before, such a file came in with no shapes, touching nothing). Here: a box dropped
     on the floor, a ball on a world table, a third sphere in no pair. As mj_step at 1 ms for
     1 s: the box rests on the floor and the ball on the table, soft as the file's geoms are
-    (MuJoCo's solimp): each sinks ``_soft_sink`` = 0.367 mm, to 1e-9 m, the ball as mj_step's
-    to 1e-9 m (MuJoCo's box 0.11 mm: MuJoCo takes a row's compliance from the body's
+    (MuJoCo's solimp): each sinks ``conftest.soft_sink`` = 0.367 mm, to 1e-9 m, the ball as
+    mj_step's to 1e-9 m (MuJoCo's box 0.11 mm: MuJoCo takes a row's compliance from the body's
     translational inverse mass, 1 / m, where screwdyn takes its exact A_jj, four times that at
     a cube's corner); rigid (impedance=1), both exactly on their supports. The third falls
     through (its height equal to 1e-9). A cube the scene adds (a shape of no solimp: rigid)
@@ -741,8 +716,9 @@ def test_an_mjcf_files_explicit_pairs_touch_whatever_the_filters_say(tmp_path):
              for a, _, b, _ in contact.resolve(model).pairs}
     assert pairs == {frozenset(("box/box", "ground")), frozenset(("ball/ball", "world/table")),
                      frozenset(("cube", "ground"))}
-    sink = _soft_sink()
-    for impedance, r, r_cube in ((None, sink, _soft_sink(0.95, 0.975)), (1.0, 0.0, 0.0)):
+    sink = soft_sink()
+    mixed = soft_sink(solimp=(0.95, 0.975, 0.001, 0.5, 2.0))  # the cube's: floor and rigid
+    for impedance, r, r_cube in ((None, sink, mixed), (1.0, 0.0, 0.0)):
         model, contact, q0 = scene.build(**({} if impedance is None else
                                             {"impedance": impedance}))
         traj = sd.simulate(model, q0, None, None, 1.0, 1e-3, contact=contact,
@@ -857,7 +833,7 @@ def test_an_mjcf_geoms_solref_and_margin_set_its_contacts(tmp_path):
     constant for all (build(timeconst=0.02)), 6.8 mm both. A pair's own stabilisation is
     checked for the step (the warning names it). A geom's margin holds the surfaces apart: a
     ball of margin 1 cm rests 1 cm above the floor, less its soft contact's sink
-    (``_soft_sink``), mj_step's too, both to 1e-9 m. A bad solref: ValueError."""
+    (``conftest.soft_sink``), mj_step's too, both to 1e-9 m. A bad solref: ValueError."""
     mujoco = pytest.importorskip("mujoco")
     sunk = {}
     for time in ("0.005", "0.05"):
@@ -899,7 +875,7 @@ def test_an_mjcf_geoms_solref_and_margin_set_its_contacts(tmp_path):
     model, contact, q0 = scene.build()
     traj = sd.simulate(model, q0, None, None, 1.0, 1e-3, contact=contact,
                        integrator="semi_implicit_euler")
-    assert traj.q[-1, 2] == pytest.approx(0.11 - _soft_sink(), abs=1e-9)
+    assert traj.q[-1, 2] == pytest.approx(0.11 - soft_sink(), abs=1e-9)
     assert d.qpos[2] == pytest.approx(traj.q[-1, 2], abs=1e-9)
     for bad in ((0.02,), (0.02, -1.0), (float("nan"), 1.0)):
         with pytest.raises(ValueError, match="Surface.solref must be"):
