@@ -336,14 +336,9 @@ class SolvedContact(Contact):
         a_ref, soft = [], []
         for i in range(P):
             k, b = self.stabilisation(p, i)
-            imp = self.impedance(i)
-            scale = imp.scale(xp, depth[:, i])  # d(r) / dmax: 1.0 for a constant impedance
-            spring = k * depth[:, i] if isinstance(scale, float) and scale == 1.0 else \
-                k * scale * depth[:, i]
+            spring, normal = self.impedance(i).terms(xp, k, depth[:, i])
             a_ref += [spring - b * v[:, 3 * i], -b * v[:, 3 * i + 1], -b * v[:, 3 * i + 2]]
-            # the normal row's compliance; the tangential rows stay rigid
-            soft += [imp.compliance(xp, depth[:, i]) + 0.0 * depth[:, i], 0.0 * depth[:, i],
-                     0.0 * depth[:, i]]
+            soft += [normal, 0.0 * normal, 0.0 * normal]  # the tangential rows stay rigid
 
         def point(S, i, fi, u):  # one point's three rows, Gauss-Seidel; fi (N, 3): its forces
             n, t1, t2 = 3 * i, 3 * i + 1, 3 * i + 2

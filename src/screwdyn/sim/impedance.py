@@ -44,11 +44,6 @@ class Impedance:
         flat case, d = (dmin + dmax) / 2)."""
         return self.dmin == self.dmax or self.width <= 1e-15
 
-    @property
-    def rigid(self) -> bool:
-        """Whether the row is rigid: d = 1 whatever its violation."""
-        return self.dmin == 1.0 and self.dmax == 1.0
-
     def at(self, xp: Any, r: Any) -> Any:
         """d(r): the impedance at violations r (an array, any shape; its sign ignored); a
         Python float where it is ``constant``."""
@@ -75,6 +70,15 @@ class Impedance:
         if self.constant:
             return 0.5 * (self.dmin + self.dmax) / self.dmax
         return self.at(xp, r) / self.dmax
+
+    def terms(self, xp: Any, k: Any, r: Any) -> tuple:
+        """(k d(r) / dmax r, (1 - d(r)) / d(r)), both shaped as the violations r: a one-sided
+        row's spring term of its reference acceleration (k written at dmax,
+        ``stabilisation_gains``) and its compliance R_jj / A_jj. Where d is dmax whatever r
+        the spring is k r, the factor left out."""
+        scale = self.scale(xp, r)
+        spring = k * r if isinstance(scale, float) and scale == 1.0 else k * scale * r
+        return spring, self.compliance(xp, r) + 0.0 * r
 
     def mixed(self, other: "Impedance", weight: float) -> "Impedance":
         """weight self + (1 - weight) other, entry by entry (MuJoCo's mix of two geoms'

@@ -164,6 +164,8 @@ class LimitRows:
         self.limit = tuple(own.get(names[qi], default) for qi in q_index)
         #: the limited joints with their own ``JointLimit``
         self.own_joints = sorted({names[qi] for qi in q_index} & set(own))
+        #: the distinct impedances of the rows, in order
+        self.impedances = tuple(dict.fromkeys(j.impedance for j in self.limit))
         #: per row: the joint's coordinate and velocity index, +1 (lower) or -1 (upper), the
         #: limit (rad or m)
         self.q_index = np.array(q_index, dtype=int)
@@ -220,8 +222,8 @@ class LimitRows:
         depth = self.depths(xp, p, q)
         rate = self.sign * qd[..., self.v_index]  # the rows' velocities, J qd
         near = depth > -p["margin"]
-        scale, compliance = self._softness(xp, depth)
-        a_ref = (p["k"] * depth if scale is None else p["k"] * scale * depth) - p["b"] * rate
+        spring, compliance = self._terms(xp, p["k"], depth)
+        a_ref = spring - p["b"] * rate
 
         def sweep(S, first, f, u):
             for j in range(len(self.q_index)):  # a row far from its limit: one test
@@ -240,20 +242,15 @@ class LimitRows:
         start = xp.where(near, state["forces"], 0.0)
         return Rows(self._rows(q), a_ref, start, compliance + 0.0 * start, sweep, finish)
 
-    def _softness(self, xp, depth):
-        """(d(r) / dmax (N, L), or None where it is 1 for every row; the compliance (N, L))
-        of the rows at their depths (N, L) (``impedance.Impedance``)."""
-        kinds = set(j.impedance for j in self.limit)
-        if len(kinds) == 1:  # one impedance: on all the rows at once
-            imp = kinds.pop()
-            scale = imp.scale(xp, depth)
-            return (None if isinstance(scale, float) and scale == 1.0 else scale,
-                    imp.compliance(xp, depth) + 0.0 * depth)
-        columns = [(j.impedance.scale(xp, depth[:, i]) + 0.0 * depth[:, i],
-                    j.impedance.compliance(xp, depth[:, i]) + 0.0 * depth[:, i])
-                   for i, j in enumerate(self.limit)]
-        return (xp.stack([c[0] for c in columns], axis=-1),
-                xp.stack([c[1] for c in columns], axis=-1))
+    def _terms(self, xp, k, depth):
+        """(the spring terms k d(r) / dmax r, the compliances), each (N, L), of the rows at
+        their depths (N, L) with their stiffnesses k (L,) (``Impedance.terms``): all rows at
+        once where they share one impedance, else row by row."""
+        if len(self.impedances) == 1:
+            return self.impedances[0].terms(xp, k, depth)
+        rows = [j.impedance.terms(xp, k[i], depth[:, i]) for i, j in enumerate(self.limit)]
+        return (xp.stack([spring for spring, _ in rows], axis=-1),
+                xp.stack([soft for _, soft in rows], axis=-1))
 
     @staticmethod
     def _gains(limit):
@@ -268,8 +265,7 @@ class LimitRows:
 
     def describe(self):
         s = self.settings
-        kinds = set(j.impedance for j in self.limit)
-        impedance = kinds.pop() if len(kinds) == 1 else s.impedance
+        impedance = self.impedances[0] if len(self.impedances) == 1 else s.impedance
         return {"kind": "rigid", "rows": len(self.q_index), "timeconst": s.timeconst,
                 "dampratio": s.dampratio, "impedance": impedance.describe(),
                 "own": len(self.own_joints)}
