@@ -329,8 +329,9 @@ def test_a_scene_from_the_command_line(tmp_path, capsys):
     out = tmp_path / "scene.npz"
     assert main(["simulate", str(path), "--scene", "--mu", "0.5", "--duration", "0.6",
                  "--qd0", "1", "0", "0", "0", "0", "0", "--quiet", "--out", str(out)]) == 0
-    assert "2 pairs of shapes (sd.Scene), soft (impedance 0.9 to 0.95 over 0.001, solved), 2 " \
-        "contact points, mu = 0.5, timeconst 0.02 s, dampratio 1\n" in capsys.readouterr().out
+    assert "2 pairs of shapes (sd.Scene), soft (impedance 0.9 to 0.95 over 0.001, solved; " \
+        "friction impratio 1), 2 contact points, mu = 0.5, timeconst 0.02 s, dampratio 1\n" \
+        in capsys.readouterr().out
     assert main(["simulate", str(path), "--scene", "--duration", "0.01"]) == 0
     assert "mu = 1, timeconst 0.02 s, dampratio 1\n" in capsys.readouterr().out  # the file's
     traj = sd.Trajectory.load(out)
@@ -427,8 +428,9 @@ def test_impedance_from_the_command_line(tmp_path, capsys):
     (1 - d) g timeconst^2 = 0.392 mm into its floor; the summary says so. Without
     --impedance, the file's geoms' own (MuJoCo's default solimp: the run is Scene.build()'s,
     0.37 mm in; --impedance with MuJoCo's five numbers, the same run); --impedance 1, rigid:
-    on its radius. Without a solved contact, or out of (0, 1], or a bad solimp: one line on
-    stderr, exit status 2."""
+    on its radius. --impratio sets the soft friction's stiffness (the summary says it; inf:
+    rigid friction). Without a solved contact, or out of (0, 1], or a bad solimp or
+    impratio: one line on stderr, exit status 2."""
     path = tmp_path / "ball.xml"
     path.write_text("""<mujoco><worldbody><geom name="floor" type="plane" size="5 5 0.1"/>
       <body name="ball" pos="0 0 0.3"><freejoint/><geom type="sphere" size="0.1" mass="1"/>
@@ -437,12 +439,13 @@ def test_impedance_from_the_command_line(tmp_path, capsys):
     common = ["simulate", str(path), "--duration", "2", "--dt", "1e-3", "--integrator",
               "semi_implicit_euler", "--quiet", "--no-compile-cache"]
     assert main(common + ["--scene", "--impedance", "0.9", "--out", str(out)]) == 0
-    assert "soft (impedance 0.9, solved)" in capsys.readouterr().out
+    assert "soft (impedance 0.9, solved; friction impratio 1)" in capsys.readouterr().out
     assert 0.1 - sd.Trajectory.load(out).q[-1, 2] == pytest.approx(0.1 * 9.81 * 0.02 ** 2,
                                                                    abs=1e-9)
     own = tmp_path / "own.npz"
     assert main(common + ["--scene", "--out", str(own)]) == 0
-    assert "soft (impedance 0.9 to 0.95 over 0.001, solved)" in capsys.readouterr().out
+    assert "soft (impedance 0.9 to 0.95 over 0.001, solved; friction impratio 1)" \
+        in capsys.readouterr().out
     scene = sd.Scene("ball")
     scene.add_robot(sd.load_mjcf(str(path)))
     model, contact, q0 = scene.build()
@@ -462,7 +465,15 @@ def test_impedance_from_the_command_line(tmp_path, capsys):
     solimp = tmp_path / "solimp.npz"  # MuJoCo's five numbers: the file's own, given
     assert main(common + ["--scene", "--impedance", "0.9", "0.95", "0.001", "0.5", "2",
                           "--out", str(solimp)]) == 0
-    assert "soft (impedance 0.9 to 0.95 over 0.001, solved)" in capsys.readouterr().out
+    assert "soft (impedance 0.9 to 0.95 over 0.001, solved; friction impratio 1)" \
+        in capsys.readouterr().out
     np.testing.assert_allclose(sd.Trajectory.load(solimp).q, api.q, atol=1e-12)
     assert main(common + ["--scene", "--impedance", "0.9", "0.95", "-1"]) == 2
     assert "the impedance's width must be >= 0" in capsys.readouterr().err
+    for ratio, said in (("10", "friction impratio 10"), ("inf", "friction rigid")):
+        assert main(common + ["--scene", "--impratio", ratio, "--duration", "0.01"]) == 0
+        assert f"solved; {said})" in capsys.readouterr().out
+    assert main(common + ["--contact", "--impratio", "10"]) == 2
+    assert "--impratio is the solved contact's friction" in capsys.readouterr().err
+    assert main(common + ["--scene", "--impratio", "0"]) == 2
+    assert "RigidContact.impratio must be a number > 0" in capsys.readouterr().err

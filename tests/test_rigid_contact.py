@@ -2,15 +2,17 @@
 Coulomb's closed forms (a sliding box, a box on a slope below and above its friction angle), a
 box at rest that does not drift, a bounce with the restitution one sets, ANYmal dropped under PD
 at 1 and 2 ms steps, the same numbers on every backend, and MuJoCo's own slide."""
+import math
 import os
 import sys
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 import screwdyn as sd
 
-from conftest import soft_sink
+from conftest import MUJOCO_SOLIMP, mujoco_impedance, soft_sink
 
 G, MU, SPEED, HALF = 9.81, 0.5, 2.0, 0.1
 CORNERS = [(sx * HALF, sy * HALF, sz * HALF) for sx in (-1, 1) for sy in (-1, 1)
@@ -246,6 +248,92 @@ def test_an_impedance_that_grows_with_depth_is_mujocos(tmp_path, solimp):
         scene_contact.resolve(scene_model).params())["impedance"] == list(given)
 
 
+PUCK = """<mujoco><option timestep="0.001" integrator="Euler" cone="elliptic" impratio="{ratio}"/>
+  <worldbody><geom name="floor" type="plane" size="5 5 0.1" friction="0.5"/>
+    <body name="puck" pos="0 0 0.1">
+      <joint name="x" type="slide" axis="1 0 0"/><joint name="y" type="slide" axis="0 1 0"/>
+      <joint name="z" type="slide" axis="0 0 1"/>
+      <geom type="sphere" size="0.1" mass="1" friction="0.5"/></body>
+  </worldbody></mujoco>"""
+
+
+def _pushed_puck(tmp_path, impratio, push):
+    """(scene, contact, q0, controller, mj_step's qpos (1001, 3)): PUCK's scene with the
+    file's impratio, the puck at its soft rest depth (``soft_sink``), pushed along x by
+    ``push`` (N) for 1 s, and MuJoCo's run of the same."""
+    mujoco = pytest.importorskip("mujoco")
+    path = tmp_path / "puck.xml"
+    path.write_text(PUCK.format(ratio=impratio))
+    q0 = np.array([0.0, 0.0, -soft_sink(G)])
+    m = mujoco.MjModel.from_xml_path(str(path))
+    d = mujoco.MjData(m)
+    d.qpos[:] = q0
+    d.qfrc_applied[0] = push
+    expected = [d.qpos.copy()]
+    for _ in range(1000):
+        mujoco.mj_step(m, d)
+        expected.append(d.qpos.copy())
+    scene = sd.Scene("puck")
+    scene.add_robot(sd.load_mjcf(str(path)))
+    tau = np.array([push, 0.0, 0.0])
+    return scene, scene.build()[1], q0, lambda t, q, qd: tau, np.array(expected)
+
+
+@pytest.mark.parametrize("impratio", [1.0, 10.0])
+def test_a_soft_contacts_friction_creeps_as_mujocos(tmp_path, impratio):
+    """A soft contact's friction is soft too, as MuJoCo's (its tangential rows' compliance the
+    normal's over ``impratio``, elliptic cones): a 1 kg puck on three slides, at its soft rest
+    depth on the floor, pushed along x by 2 N (below mu m g = 4.9 N) sticks and creeps at the
+    velocity where the compliance holds the push, v = (1 - d) / d / impratio (F / m) / b
+    (b = 2 / (dmax timeconst); d the impedance at the rest depth), to 1e-9 relative; its
+    motion is mj_step's (the file's impratio, 1 or 10) to 1e-9 m over 1 s, on numpy, native
+    code and JAX; RigidContact(impratio=...) on the ground is the same; impratio=inf is rigid
+    friction: the puck does not move (on the ground, and in the scene rebuilt with it: its
+    native program is not the soft friction's)."""
+    scene, contact, q0, push, expected = _pushed_puck(tmp_path, impratio, 2.0)
+    model = scene.build()[0]
+    assert contact.solver.impratio == impratio  # the file's
+    ground = sd.RigidContact(mu=0.5, impedance=MUJOCO_SOLIMP, impratio=impratio,
+                             points=[sd.ContactPoint("puck", radius=0.1)])
+    runs = {}
+    for name, c in (("scene", contact), ("ground", ground)):
+        for backend in ("numpy", "native", "jax"):
+            t_final = 1.0 if backend != "jax" else 0.2
+            runs[name, backend] = traj = sd.simulate(
+                model, q0, None, push, t_final, 1e-3, contact=c, backend=backend,
+                integrator="semi_implicit_euler")
+            np.testing.assert_allclose(traj.q, expected[:len(traj.q)], rtol=0, atol=1e-9,
+                                       err_msg=f"{name}, {backend}")
+    sink = -q0[2]
+    impedance = mujoco_impedance(sink, MUJOCO_SOLIMP)
+    creep = (1 - impedance) / impedance / impratio * 2.0 / (2 / (MUJOCO_SOLIMP[1] * 0.02))
+    assert runs["scene", "numpy"].qd[-1, 0] == pytest.approx(creep, rel=1e-9)
+    for rigid in (replace(ground, impratio=math.inf), scene.build(impratio=math.inf)[1]):
+        held = sd.simulate(model, q0, None, push, 1.0, 1e-3, contact=rigid, backend="native",
+                           integrator="semi_implicit_euler")
+        assert np.abs(held.q[:, 0]).max() < 1e-12
+
+
+def test_a_soft_contact_slides_as_coulomb_says(tmp_path):
+    """Pushed by 6 N (above mu m g = 4.9 N), the soft puck slides at Coulomb's (F - mu m g) / m
+    and stays at its rest depth, on every backend. MuJoCo's convex soft cone lifts a sliding
+    body (its puck leaves the floor by up to 0.39 mm and slides 1% faster at 1 s): the two
+    agree within 2% in speed."""
+    scene, contact, q0, push, expected = _pushed_puck(tmp_path, 1.0, 6.0)
+    model, speeds = scene.build()[0], {}
+    for backend in ("numpy", "native", "jax"):
+        traj = sd.simulate(model, q0, None, push, 1.0 if backend != "jax" else 0.2, 1e-3,
+                           contact=contact, backend=backend, integrator="semi_implicit_euler")
+        np.testing.assert_allclose(np.diff(traj.qd[:, 0]), (6.0 - MU * G) * 1e-3, rtol=1e-9,
+                                   err_msg=backend)
+        np.testing.assert_allclose(traj.q[:, 2], q0[2], rtol=0, atol=1e-12, err_msg=backend)
+        speeds[backend] = traj.qd[-1, 0]
+    assert speeds["numpy"] == pytest.approx(6.0 - MU * G, rel=1e-9)  # 1.095 m/s at 1 s
+    assert 1e-4 < expected[:, 2].max() < 1e-3  # MuJoCo's lifts off the floor: 0.39 mm
+    mujoco_speed = (expected[-1, 0] - expected[-2, 0]) / 1e-3  # semi-implicit Euler: qd
+    assert mujoco_speed == pytest.approx(speeds["numpy"], rel=0.02)  # 1.106 m/s
+
+
 def test_impedance_scales_a_pairs_own_solref(tmp_path):
     """A ball and floor with their own solref (0.01 s): rigid, then soft (impedance 0.9),
     then rigid and soft again from the same scene: each run rests (1 - d) g 0.01^2 into the
@@ -267,6 +355,8 @@ def test_bad_input_is_refused_or_said():
     for kw, match in (({"mu": -0.1}, "mu"), ({"restitution": 1.5}, "restitution"),
                       ({"iterations": 0}, "iterations"), ({"timeconst": 0.0}, "timeconst"),
                       ({"normal": (0, 0, 0)}, "normal"), ({"impedance": 0.0}, "impedance"),
+                      ({"impratio": 0.0}, "impratio"), ({"impratio": float("nan")}, "impratio"),
+                      ({"impratio": "ten"}, "impratio"),
                       ({"impedance": 1.5}, "impedance"), ({"impedance": True}, "impedance")):
         with pytest.raises(ValueError, match=match):
             sd.RigidContact(**kw)

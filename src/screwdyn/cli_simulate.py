@@ -88,6 +88,11 @@ def add_parser(subparsers):
                         "[midpoint [power]]]), for all of them. Default: an MJCF file's "
                         "own (its geoms' solimp, its joints' solimplimit: soft, as in "
                         "MuJoCo), else rigid; --iterations 200 lets the sweeps converge")
+    p.add_argument("--impratio", type=float, metavar="R",
+                   help="the soft contact's friction stiffness relative to its normal's "
+                        "(MuJoCo's impratio: the friction's compliance is the normal's over R; "
+                        "inf: rigid friction), for --rigid-contact or --scene. Default: an "
+                        "MJCF file's <option impratio>, else 1 (MuJoCo's)")
     p.add_argument("--iterations", type=int, metavar="N",
                    help="projected Gauss-Seidel sweeps of the solved contact and limits "
                         "(default 30)")
@@ -162,6 +167,10 @@ def ground_contact(args):
     from .sim import GroundContact, RigidContact
 
     rigid = getattr(args, "rigid_contact", False)
+    if getattr(args, "impratio", None) is not None and not (rigid or getattr(args, "scene",
+                                                                           False)):
+        raise ValueError("--impratio is the solved contact's friction: add --rigid-contact "
+                         "(or use --scene)")
     if solver_options(args) and not (rigid or getattr(args, "scene", False)
                                      or getattr(args, "rigid_limits", False)):
         raise ValueError("--impedance and --iterations are the solved contact's and limits': "
@@ -183,7 +192,7 @@ def ground_contact(args):
             raise ValueError("--contact-stiffness sets the penalty spring; --rigid-contact has "
                              "none (its contact is stiff at any step)")
         return RigidContact(mu=mu, links=args.contact_links, points=args.contact_points,
-                            **solver_options(args))
+                            **solver_options(args, contact=True))
     return GroundContact(mu=mu, links=args.contact_links, points=args.contact_points,
                          stiffness=args.contact_stiffness)
 
@@ -197,14 +206,16 @@ def scene_of(args, model, q0):
 
     scene = Scene(model.name)
     scene.add_robot(model, q=q0, links=args.contact_links)
-    return scene.build(mu=args.mu, **solver_options(args))
+    return scene.build(mu=args.mu, **solver_options(args, contact=True))
 
 
-def solver_options(args):
+def solver_options(args, contact=False):
     """{"impedance": ..., "iterations": ...}: the solver's options given (--impedance: one
     number, or MuJoCo's solimp as a tuple; --iterations), for ``RigidContact``,
-    ``Scene.build`` and ``RigidLimits``."""
-    options = {name: getattr(args, name) for name in ("impedance", "iterations")
+    ``Scene.build`` and ``RigidLimits``; with ``contact``, also --impratio (the contact's
+    friction: ``RigidContact`` and ``Scene.build`` only)."""
+    names = ("impedance", "iterations") + (("impratio",) if contact else ())
+    options = {name: getattr(args, name) for name in names
                if getattr(args, name, None) is not None}
     if "impedance" in options:
         d = options["impedance"]

@@ -22,9 +22,14 @@ sliding. qdd = qdd0 + M^-1 J^T f. R is diagonal, zero by default (rigid contact)
 penetration grows, ``impedance.Impedance``; 0.9-0.95 in MuJoCo) the normal rows have
 R_jj = (1 - d) / d A_jj, as MuJoCo's soft constraints: the problem strictly convex in the
 normal forces, so that the load of redundant contacts (four legs) is shared and unique, and a
-held point sags by (1 - d) / d times its acceleration over k. Friction stays rigid (MuJoCo's is
-soft too): a point that sticks does not creep. The reference accelerations (MuJoCo's ``aref``,
-Baumgarte's stabilisation) pull a penetration and a sliding velocity to zero:
+held point sags by (1 - d) / d times its acceleration over k. A soft point's friction is soft
+too, as MuJoCo's (elliptic cones): its tangential rows have R_tt = R_nn / ``impratio``, so that
+a loaded point that sticks creeps at v_t = R_tt f_t / b (1 mm/s for a 1 kg puck pushed by 2 N
+at MuJoCo's default solimp and impratio 1; ``impratio`` = inf: rigid friction, no creep).
+Sliding, the friction is Coulomb's, mu f_n against the slip (MuJoCo's convex cone, solved as
+one problem, also lifts a sliding body a little off its surface). The reference accelerations
+(MuJoCo's ``aref``, Baumgarte's stabilisation) pull a penetration and a sliding velocity to
+zero:
 
     a_ref_n = k d - b v_n,   a_ref_t = -b v_t,   k = 1 / (timeconst dampratio)^2, b = 2 / timeconst
 
@@ -78,7 +83,7 @@ from ..algorithms.constraints import EPSILON
 from .checks import positive, sweeps
 from .contact import Contact, check_plane
 from .geometry import contact_points
-from .impedance import Impedance, impedance_of, stabilisation_gains
+from .impedance import Impedance, impedance_of, impratio_of, stabilisation_gains
 from .loops import loop, when
 
 
@@ -103,6 +108,12 @@ class RigidContact:
         R = (1 - d) / d A_jj (module docstring). 1 (default): rigid. MuJoCo's default
         (0.9, 0.95, 0.001) shares a body's weight among redundant contacts (four legs) as
         MuJoCo does, given ``iterations`` enough to converge (100-200).
+    impratio: MuJoCo's ``impratio``, the friction's stiffness relative to the normal's
+        (> 0; ``math.inf`` allowed): the tangential rows of a soft point have the compliance
+        R_t = R_n / impratio (MuJoCo's elliptic cones), so that a soft contact's friction is
+        soft too and a loaded point that sticks creeps at v_t = R_t f_t / b. 1 (MuJoCo's
+        default): as soft as the normal; larger (MuJoCo's grasping scenes: 10-100) holds
+        better; ``math.inf``: rigid friction. No effect on a rigid contact (R_n = 0).
     margin: a point closer to the ground than this (m, >= 0) takes part in the solve (its
         force is still zero unless it approaches faster than a_ref = k d allows): a resting
         point hovering at d = 0 then never flickers in and out of contact.
@@ -117,6 +128,7 @@ class RigidContact:
     iterations: int = 30
     regularization: float = 1e-6
     impedance: Impedance = Impedance(1.0, 1.0)
+    impratio: float = 1.0
     margin: float = 1e-4
     height: float = 0.0
     normal: tuple = (0.0, 0.0, 1.0)
@@ -131,6 +143,8 @@ class RigidContact:
         positive(self.regularization, "RigidContact.regularization", allow_zero=True)
         object.__setattr__(self, "impedance",
                            impedance_of(self.impedance, "RigidContact.impedance"))
+        object.__setattr__(self, "impratio", impratio_of(self.impratio,
+                                                         "RigidContact.impratio"))
         positive(self.margin, "RigidContact.margin", allow_zero=True)
         if self.restitution is not None:
             e = self.restitution
@@ -213,7 +227,8 @@ class SolvedContact(Contact):
 
     @property
     def key(self):
-        return ("rigid", self.points.key, self.ground.iterations, self.ground.impedance)
+        return ("rigid", self.points.key, self.ground.iterations, self.ground.impedance,
+                self.ground.impratio)
 
     @property
     def groups(self):
@@ -334,11 +349,12 @@ class SolvedContact(Contact):
         touching = depth > -p["margin"]  # (N, P): in the solve
         active = xp.where(touching, 1.0, 0.0)
         a_ref, soft = [], []
+        friction = 1.0 / self.ground.impratio  # R_t = R_n / impratio (0: rigid friction)
         for i in range(P):
             k, b = self.stabilisation(p, i)
             spring, normal = self.impedance(i).terms(xp, k, depth[:, i])
             a_ref += [spring - b * v[:, 3 * i], -b * v[:, 3 * i + 1], -b * v[:, 3 * i + 2]]
-            soft += [normal, 0.0 * normal, 0.0 * normal]  # the tangential rows stay rigid
+            soft += [normal, friction * normal, friction * normal]
 
         def point(S, i, fi, u):  # one point's three rows, Gauss-Seidel; fi (N, 3): its forces
             n, t1, t2 = 3 * i, 3 * i + 1, 3 * i + 2
@@ -389,7 +405,10 @@ class SolvedContact(Contact):
 
         start = xp.einsum("npk,npjk->npj", state["forces"], frames)  # (N, P, 3) in the frames
         start = (start * active[..., None]).reshape(J.shape[:-1])
-        return Rows(J, xp.stack(a_ref, axis=-1), start, xp.stack(soft, axis=-1), sweep, finish)
+        # every row's compliance is relative to its point's normal diagonal A_nn (MuJoCo's)
+        normals = tuple(3 * (j // 3) for j in range(3 * P))
+        return Rows(J, xp.stack(a_ref, axis=-1), start, xp.stack(soft, axis=-1), sweep, finish,
+                    normals)
 
     @staticmethod
     def _tangents(xp, S, t1, t2, f1, f2, u, limit):
@@ -398,9 +417,11 @@ class SolvedContact(Contact):
         lands inside the disc (it sticks); else both step by one, 1 / s, s the larger of their
         diagonals, and are projected on the disc: projected, steps that differed between the
         tangents would turn the friction away from the sliding (a fixed point that is not
-        Coulomb's: a bar sent at 45 deg slid off at 62 deg, 16% too far). Rigid (no
-        compliance): a point that sticks does not creep."""
-        r1, r2 = S.residual(t1, u), S.residual(t2, u)
+        Coulomb's: a bar sent at 45 deg slid off at 62 deg, 16% too far). With the rows'
+        compliance R_t (``RigidContact.impratio``) in their residuals: a point that sticks
+        creeps at R_t f_t / b; without (rigid friction), it does not."""
+        r1 = S.residual(t1, u) + S.R[:, t1] * f1
+        r2 = S.residual(t2, u) + S.R[:, t2] * f2
         a11, a22 = S.diag[:, t1], S.diag[:, t2]
         held1, held2 = f1 - r1 / a11, f2 - r2 / a22
         inside = held1 * held1 + held2 * held2 <= limit * limit
@@ -422,6 +443,7 @@ class SolvedContact(Contact):
         return {"kind": "rigid", "points": len(self.labels), "mu": float(p["mu"]),
                 "timeconst": g.timeconst, "dampratio": g.damping_ratio,
                 "iterations": g.iterations, "impedance": g.impedance.describe(),
+                "impratio": g.impratio,
                 "height": float(g.height),
                 "normal": [float(x) for x in np.asarray(p.get("normal", (0.0, 0.0, 1.0)))],
                 "labels": list(self.labels)}
@@ -448,8 +470,9 @@ class Rows(NamedTuple):
     a_ref: Any
     #: (N, r): the forces the sweeps start from (the previous step's: the warm start)
     start: Any
-    #: (N, r): each row's compliance relative to its diagonal of A, R_jj / A_jj: (1 - d) / d
-    #: of an impedance d on a one-sided row, 0 for a rigid one (a tangential row: always)
+    #: (N, r): each row's compliance relative to a diagonal of A, R_jj / A_kk (k: the row's
+    #: ``relative_to``): (1 - d) / d of an impedance d on a one-sided row, 0 for a rigid one;
+    #: a contact's tangential rows: the normal's over ``impratio``
     compliance: Any
     #: sweep(S, first, f, u) -> (f, u): one Gauss-Seidel pass over the block's rows, columns
     #: first .. first + r - 1 of f (N, R), with u = M^-1 J^T f (N, nv) kept up to date
@@ -457,6 +480,9 @@ class Rows(NamedTuple):
     sweep: Callable
     #: finish(f (N, r), diag (N, r)) -> what the block's owner returns from the solve
     finish: Callable
+    #: (r,) or None: for each row, the row of the block whose A_kk its compliance scales
+    #: (MuJoCo's: a contact's rows all the normal's); None: each row its own
+    relative_to: Any = None
 
 
 class Sweep:
@@ -510,6 +536,7 @@ def solve_rows(xp, model, M, J_eq, qdd0, blocks, iterations, regularization):
     ``constrained_forward_dynamics``), so that qdd keeps them, and tau_c also holds the change
     of the equality forces, J^T f - J_eq^T A_eq^-1 J_eq M^-1 J^T f."""
     J = xp.concatenate([b.J for b in blocks], axis=1)  # (N, R, nv)
+    firsts = np.cumsum([0] + [b.J.shape[1] for b in blocks]).tolist()
     MinvJT = inverse_inertia(xp, model, M, J)  # (N, nv, R)
     if J_eq is not None:  # project on the equality constraints
         MinvJeT = spd.solve(xp, M, xp.moveaxis(J_eq, -1, -2))  # (N, nv, m)
@@ -522,9 +549,12 @@ def solve_rows(xp, model, M, J_eq, qdd0, blocks, iterations, regularization):
     bias = xp.einsum("niv,nv->ni", J, qdd0) - xp.concatenate([b.a_ref for b in blocks],
                                                              axis=1)
     A_diag = xp.sum(J * xp.moveaxis(MinvJT, -1, -2), axis=-1)
-    R = A_diag * xp.concatenate([b.compliance for b in blocks], axis=-1)
+    scaled = [first + j for b, first in zip(blocks, firsts)
+              for j in (range(b.J.shape[1]) if b.relative_to is None else b.relative_to)]
+    scale = A_diag if scaled == list(range(len(scaled))) else \
+        xp.stack([A_diag[:, j] for j in scaled], axis=-1)  # rows scaled by another's A_kk
+    R = scale * xp.concatenate([b.compliance for b in blocks], axis=-1)
     S = Sweep(xp, J, MinvJT, bias, A_diag * (1.0 + regularization) + R + 1e-30, R)
-    firsts = np.cumsum([0] + [b.J.shape[1] for b in blocks]).tolist()
 
     def sweep(_, fu):
         f, u = fu

@@ -216,7 +216,8 @@ class CollisionGeometry:
     MJCF ``<contact><pair>`` elements, (geom1, geom2, ``Surface``) (geom ids): pairs MuJoCo
     checks whatever the bit masks, the parent filter and ``<exclude>`` say, with their own
     friction, solref, margin and gap; their geoms are read even with contype = conaffinity =
-    0)."""
+    0), ``impratio`` (an MJCF file's ``<option impratio>``: its friction's stiffness relative
+    to the normal's, ``RigidContact.impratio``; 1 for URDF, MuJoCo's default)."""
 
     shapes: tuple
     skipped: tuple
@@ -228,6 +229,7 @@ class CollisionGeometry:
     contact: bool = True
     filterparent: bool = True
     pairs: tuple = ()
+    impratio: float = 1.0
 
 
 def collision_geometry(model, hint=NO_GEOMETRY_HINT):
@@ -246,7 +248,7 @@ def collision_geometry(model, hint=NO_GEOMETRY_HINT):
 
     with open(source, "rb") as f:
         root = parse_xml(f.read(), source)
-    floors, flags = (), (True, True, ())
+    floors, flags = (), (True, True, (), 1.0)
     if root.tag == "robot":
         shapes, skipped, meshes = _urdf_shapes(root, source)
         excluded, kind = (), "urdf"
@@ -446,7 +448,7 @@ def _mjcf_shapes(source):
     bit, flags = mujoco.mjtDisableBit, int(m.opt.disableflags)
     on = (not flags & (bit.mjDSBL_CONTACT | bit.mjDSBL_CONSTRAINT),
           not flags & bit.mjDSBL_FILTERPARENT)
-    return shapes, skipped, excluded, meshes, floors, on + (pairs,)
+    return shapes, skipped, excluded, meshes, floors, on + (pairs, float(m.opt.impratio))
 
 
 def _solimp(solimp):

@@ -131,6 +131,20 @@ def impedance_of(value: Any, name: str) -> Impedance:
     return Impedance(dmin, dmax, width, midpoint, power)
 
 
+def impratio_of(value: Any, name: str) -> float:
+    """``value`` as MuJoCo's ``impratio`` (a float > 0; ``math.inf``: rigid friction);
+    ``ValueError`` naming ``name`` otherwise."""
+    try:
+        ratio = float(value) if not isinstance(value, bool) else math.nan
+    except (TypeError, ValueError):
+        ratio = math.nan
+    if not ratio > 0.0:
+        raise ValueError(f"{name} must be a number > 0 (MuJoCo's impratio: the friction's "
+                         f"stiffness relative to the normal's; math.inf: rigid friction), got "
+                         f"{value!r}")
+    return ratio
+
+
 def stabilisation_gains(timeconst: float, dampratio: float,
                         impedance: Union[Impedance, float] = 1.0) -> tuple:
     """(k 1/s^2, b 1/s) of a constraint's stabilisation a_ref = k d(r) / dmax r - b v (module

@@ -146,6 +146,7 @@ class Scene:
         self._constraints, self._tendons, self._couple = [], [], False
         self._floor = None  # an MJCF file's floor (geometry.Floor), in the scene
         self._floorless = []  # the MJCF files added whose world has no floor
+        self._impratios = []  # the MJCF files' <option impratio>
 
     def add_object(self, name, shape, mass, position=(0.0, 0.0, 0.0),
                    quaternion=(0.0, 0.0, 0.0, 1.0), inertia=None, surface=None):
@@ -365,6 +366,8 @@ class Scene:
                     self._touch_parent.add(frozenset((a, b)))
         if mjcf and not geometry.floors:
             self._floorless.append(os.path.basename(geometry.source))
+        if mjcf:
+            self._impratios.append(geometry.impratio)
         if floor is not None:  # the file's floor is the ground: its contype/conaffinity hold
             self._floor = floor
             for a, link, bits, _, _, geom in added:
@@ -483,9 +486,9 @@ class Scene:
         """(model, contact, q0): the Model (the builder's, fixed base at the world), the
         contact settings (a ``ShapeContact``; ``mu``, ``ground``, ``height`` and the solver's
         ``RigidContact`` options: ``timeconst``, ``dampratio``, ``restitution``,
-        ``iterations``, ``regularization``, ``impedance``, ``margin``) and the initial
-        configuration (the objects at their poses, the robots at their ``q``, every other joint
-        at zero).
+        ``iterations``, ``regularization``, ``impedance``, ``impratio``, ``margin``) and the
+        initial configuration (the objects at their poses, the robots at their ``q``, every
+        other joint at zero).
         ``height`` (m): the ground plane's z; default the floor of an MJCF file added with
         ``add_robot`` (its world plane facing up, e.g. gymnasium's pusher table at -0.325 m),
         else 0. ``ground``: whether that plane takes part; default yes, unless the scene's
@@ -502,7 +505,11 @@ class Scene:
         file); ``timeconst``, ``dampratio`` or ``restitution`` set every pair's
         stabilisation, ``impedance`` every pair's impedance (by default each pair's solimp:
         an MJCF geom's, MuJoCo's (0.9, 0.95, 0.001, 0.5, 2) unless the file sets one, so that
-        a file's contacts are soft as in MuJoCo; rigid for shapes that have none)."""
+        a file's contacts are soft as in MuJoCo; rigid for shapes that have none).
+        ``impratio``: the soft pairs' friction stiffness relative to their normal's
+        (``RigidContact.impratio``); default the MJCF files' ``<option impratio>`` (the largest
+        where they differ), MuJoCo's 1 for a scene of no file: a soft pair's friction is as
+        soft as its normal, as in MuJoCo."""
         if height is None:
             height = self._floor.height if self._floor is not None else 0.0
         if ground is None:
@@ -544,6 +551,8 @@ class Scene:
             given.update(solref=None)
         if "impedance" in solver:
             given.update(solimp=None)
+        if "impratio" not in solver and self._impratios:  # the files': the largest
+            solver["impratio"] = max(self._impratios)
 
         def kept(surface):
             return replace(surface, **given)
@@ -913,6 +922,7 @@ class ShapeContactModel(SolvedContact):
         return ("shapes", tuple((a, la, b, lb) for a, la, b, lb in self.pairs),
                 self.ground.iterations, self.point_friction, self.point_stabilisation,
                 self.ground.impedance, self.point_impedance,  # constants of the program
+                self.ground.impratio,
                 tuple(self.point_offset.tolist()))
 
     def friction(self, xp, p, i):

@@ -33,7 +33,12 @@ def summary_lines(traj):
                 if contact.get(key)]
         if mine:
             own = f" ({', '.join(mine)})"
-        lines.append(f"contact      {what}, {_stiffness(contact)}, {contact['points']} contact "
+        stiffness = _stiffness(contact)
+        ratio = contact.get("impratio")
+        if ratio is not None and stiffness.startswith("soft"):  # its friction soft too, or not
+            friction = "rigid" if math.isinf(ratio) else f"impratio {ratio:g}"
+            stiffness = f"{stiffness[:-1]}; friction {friction})"
+        lines.append(f"contact      {what}, {stiffness}, {contact['points']} contact "
                      f"points, mu = {mu}, timeconst {contact['timeconst']:g} s, "
                      f"dampratio {contact['dampratio']:.3g}{own}")
     elif contact:
