@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 import screwdyn as sd
-from conftest import erd_urdf
+from conftest import erd_urdf, soft_sink
 from screwdyn.cli import build_parser, command_line_advice, main
 
 PENDULUM = """<robot name="pendulum">
@@ -477,3 +477,16 @@ def test_impedance_from_the_command_line(tmp_path, capsys):
     assert "--impratio is the solved contact's friction" in capsys.readouterr().err
     assert main(common + ["--scene", "--impratio", "0"]) == 2
     assert "RigidContact.impratio must be a number > 0" in capsys.readouterr().err
+    cube = tmp_path / "cube.xml"  # --invweight0: MuJoCo's approximate A_jj, 1 / m a corner
+    cube.write_text("""<mujoco><worldbody><geom name="floor" type="plane" size="5 5 0.1"/>
+      <body name="cube" pos="0 0 0.1"><freejoint/><geom type="box" size="0.1 0.1 0.1"
+      mass="1"/></body></worldbody></mujoco>""")
+    weighed = tmp_path / "weighed.npz"
+    assert main(["simulate", str(cube), "--duration", "1", "--dt", "1e-3", "--integrator",
+                 "semi_implicit_euler", "--quiet", "--scene", "--invweight0", "--iterations",
+                 "200", "--out", str(weighed)]) == 0
+    assert "friction impratio 1; MuJoCo's invweight0)" in capsys.readouterr().out
+    assert 0.1 - sd.Trajectory.load(weighed).q[-1, 2] == pytest.approx(soft_sink(9.81 / 4),
+                                                                       abs=1e-9)
+    assert main(common + ["--contact", "--invweight0"]) == 2
+    assert "add --rigid-contact" in capsys.readouterr().err

@@ -334,6 +334,78 @@ def test_a_soft_contact_slides_as_coulomb_says(tmp_path):
     assert mujoco_speed == pytest.approx(speeds["numpy"], rel=0.02)  # 1.106 m/s
 
 
+CUBE = """<mujoco><option timestep="0.001" integrator="Euler" cone="elliptic"/>
+  <worldbody><geom name="floor" type="plane" size="5 5 0.1"/>
+    <body name="cube" pos="0 0 0.12"><freejoint/><geom type="box" size="0.1 0.1 0.1" mass="1"/>
+    </body></worldbody></mujoco>"""
+
+
+def test_mujocos_inverse_weights_rest_a_cube_as_mujocos(tmp_path):
+    """A 1 kg cube dropped 2 cm onto the floor, MuJoCo's default soft contact, rests on its four
+    corners. With the exact A_jj (the default) a corner's is 4 / m, four times a ball's, and the
+    cube sinks as a ball does, soft_sink(g): 0.367 mm. With invweight0=True the compliance
+    scales MuJoCo's approximation (the body's body_invweight0, 1 / m) and the cube sinks as
+    MuJoCo's does, soft_sink(g / 4): 0.108 mm, to 1e-9 m, and its fall and landing are
+    mj_step's to 1e-7 m (200 sweeps), on numpy and native code."""
+    mujoco = pytest.importorskip("mujoco")
+    path = tmp_path / "cube.xml"
+    path.write_text(CUBE)
+    m = mujoco.MjModel.from_xml_path(str(path))
+    d = mujoco.MjData(m)
+    expected = [d.qpos.copy()]
+    for _ in range(1000):
+        mujoco.mj_step(m, d)
+        expected.append(d.qpos.copy())
+    expected = np.array(expected)
+    scene = sd.Scene("cube")
+    scene.add_robot(sd.load_mjcf(str(path)))
+    model, exact, q0 = scene.build()
+    traj = sd.simulate(model, q0, None, None, 1.0, 1e-3, contact=exact,
+                       integrator="semi_implicit_euler")
+    assert 0.1 - traj.q[-1, 2] == pytest.approx(soft_sink(G), abs=1e-9)
+    _, approximate, _ = scene.build(invweight0=True, iterations=200)
+    for backend in ("numpy", "native"):
+        traj = sd.simulate(model, q0, None, None, 1.0, 1e-3, contact=approximate,
+                           backend=backend, integrator="semi_implicit_euler")
+        assert 0.1 - traj.q[-1, 2] == pytest.approx(soft_sink(G / 4), abs=1e-9)
+        assert traj.q[-1, 2] == pytest.approx(expected[-1, 2], abs=1e-9)
+        np.testing.assert_allclose(traj.q[:, :3], expected[:, :3], rtol=0, atol=1e-7,
+                                   err_msg=backend)
+    assert 0.1 - expected[-1, 2] == pytest.approx(1.08e-4, abs=1e-6)
+
+
+def test_inverse_weights_are_mujocos():
+    """body_inverse_weights at qpos0 equals MuJoCo's body_invweight0 (its mean translational
+    and rotational diagonals of J M^-1 J^T at each body's centre of mass; 1 / mass for a body
+    that only slides) on bundled models, to 1e-12 relative, for every body that is one body in
+    both (MuJoCo keeps a body welded to its parent without a joint; screwdyn merges it: an
+    MJCF scene takes MuJoCo's own numbers for those, from the file)."""
+    mujoco = pytest.importorskip("mujoco")
+    from screwdyn.sim.inverse_weights import body_inverse_weights
+
+    site = os.path.dirname(os.path.dirname(mujoco.__file__))
+    paths = [os.path.join(site, "dm_control", "suite", f"{name}.xml")
+             for name in ("cartpole", "acrobot", "cheetah", "finger", "point_mass")]
+    paths += [os.path.join(site, "gymnasium", "envs", "mujoco", "assets", f"{name}.xml")
+              for name in ("ant", "hopper", "humanoid", "inverted_double_pendulum")]
+    paths = [p for p in paths if os.path.exists(p)]
+    if not paths:
+        pytest.skip("neither dm_control nor gymnasium is installed")
+    compared = 0
+    for path in paths:
+        m = mujoco.MjModel.from_xml_path(path)
+        model = sd.load_mjcf(path)
+        ours = body_inverse_weights(model)
+        for b, body in enumerate(model.bodies):
+            i = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, body.link)
+            if i < 0 or m.body_mass[i] != pytest.approx(body.mass, rel=1e-12):
+                continue  # a chain of joints in one MuJoCo body, or a merged one
+            np.testing.assert_allclose(ours[b], m.body_invweight0[i], rtol=1e-12, atol=1e-12,
+                                       err_msg=f"{path}: {body.link}")
+            compared += 1
+    assert compared >= 20
+
+
 def test_impedance_scales_a_pairs_own_solref(tmp_path):
     """A ball and floor with their own solref (0.01 s): rigid, then soft (impedance 0.9),
     then rigid and soft again from the same scene: each run rests (1 - d) g 0.01^2 into the
@@ -356,7 +428,7 @@ def test_bad_input_is_refused_or_said():
                       ({"iterations": 0}, "iterations"), ({"timeconst": 0.0}, "timeconst"),
                       ({"normal": (0, 0, 0)}, "normal"), ({"impedance": 0.0}, "impedance"),
                       ({"impratio": 0.0}, "impratio"), ({"impratio": float("nan")}, "impratio"),
-                      ({"impratio": "ten"}, "impratio"),
+                      ({"impratio": "ten"}, "impratio"), ({"invweight0": 1}, "invweight0"),
                       ({"impedance": 1.5}, "impedance"), ({"impedance": True}, "impedance")):
         with pytest.raises(ValueError, match=match):
             sd.RigidContact(**kw)

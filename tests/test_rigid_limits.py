@@ -147,20 +147,40 @@ def test_limits_with_equality_constraints(arm):
     np.testing.assert_allclose(traj.q[-1], model.upper_position_limit, atol=1e-6)
 
 
+def _mujoco_ant(path, steps, impedance=None, impratio=None):
+    """MuJoCo's ant (the file, Euler at 1 ms; its geoms' solimp a constant ``impedance`` and
+    its ``impratio`` where given): (qpos (steps + 1, nq)) from qpos0."""
+    mujoco = pytest.importorskip("mujoco")
+    m = mujoco.MjModel.from_xml_path(path)
+    m.opt.timestep, m.opt.integrator = 1e-3, mujoco.mjtIntegrator.mjINT_EULER
+    if impedance is not None:
+        m.geom_solimp[:, :2] = impedance
+    if impratio is not None:
+        m.opt.impratio = impratio
+    d = mujoco.MjData(m)
+    qpos = [d.qpos.copy()]
+    for _ in range(steps):
+        mujoco.mj_step(m, d)
+        qpos.append(d.qpos.copy())
+    return np.array(qpos)
+
+
 def test_the_ant_stands_on_its_stops():
     """gymnasium's ant (its ankles' ranges, 30-70 deg, keep it off its belly; it starts at 0,
     past them) in a scene with its ground, on rigid contact (impedance=1): with RigidLimits
     its fall onto its stops is MuJoCo's (landing, 0.2 s: the same heights and ankles to a few
     mm and mrad), and it stands at 0.60 m at 1 s (MuJoCo 0.55 m: its soft contacts and limits
     sag). With the springs of JointLimits its ankles give and it sinks to 0.37 m. As the file
-    has them (the geoms' solimp, Scene.build()'s default, its impratio 1: soft friction, and
-    RigidLimits.from_mjcf; 200 sweeps), its landing is MuJoCo's as closely, and its feet creep
-    outwards as MuJoCo's do: 0.555 m at 1 s and 0.549 m at 2 s, MuJoCo's 0.554 m and 0.547 m
-    (within 3 mm). With a constant soft contact (impedance 0.9) its four legs share its weight
-    as MuJoCo's do, ankles 0.91 rad at 2 s (0.91), and it sinks as fast as MuJoCo's from 1 s to
-    2 s (6.4 mm, MuJoCo 6.9 mm), 1 cm lower (MuJoCo's constant impedance takes R from
-    body_invweight0; screwdyn from the exact A_jj)."""
-    mujoco = pytest.importorskip("mujoco")
+    has them (the geoms' solimp, Scene.build()'s default, and RigidLimits.from_mjcf), its
+    landing is MuJoCo's as closely, and it stands within 3 cm of MuJoCo's at 2 s (30 sweeps
+    share its weight unevenly). With a constant soft contact (impedance 0.9, MuJoCo's geoms
+    given the same) and the file's limits, 200 sweeps converge: its four legs share its weight
+    and its ankles are MuJoCo's, 0.924 and 0.905 rad at 1 and 2 s (0.926, 0.904); its feet's
+    soft friction (impratio 1) creeps outwards as MuJoCo's does, the body sinking 6.6 mm from
+    1 s to 2 s (MuJoCo 7.7 mm), and with impratio 100 neither sinks by 1 mm. It stands 1.1 cm
+    lower than MuJoCo's: MuJoCo scales its compliance by body_invweight0 (the leg's inverse
+    mass at its centre, an approximation), screwdyn by the exact A_jj at the foot."""
+    pytest.importorskip("mujoco")
     gymnasium = pytest.importorskip("gymnasium")
     path = os.path.join(os.path.dirname(gymnasium.__file__), "envs", "mujoco", "assets",
                         "ant.xml")
@@ -170,37 +190,38 @@ def test_the_ant_stands_on_its_stops():
     model, contact, q0 = scene.build(impedance=1.0)
     traj = sd.simulate(model, q0, t_final=1.0, dt=1e-3, contact=contact,
                        integrator="semi_implicit_euler", joint_limits=sd.RigidLimits())
-    own_model, own_contact, _ = scene.build(iterations=200)
+    own_model, own_contact, _ = scene.build()
     own = sd.simulate(own_model, q0, t_final=2.0, dt=1e-3, contact=own_contact,
                       integrator="semi_implicit_euler",
                       joint_limits=sd.RigidLimits.from_mjcf(path))
-    m = mujoco.MjModel.from_xml_path(path)
-    m.opt.timestep, m.opt.integrator = 1e-3, mujoco.mjtIntegrator.mjINT_EULER
-    d = mujoco.MjData(m)
-    for _ in range(200):
-        mujoco.mj_step(m, d)
+    reference = _mujoco_ant(path, 2000)
     for run in (traj, own):
-        assert run.q[200, 2] == pytest.approx(d.qpos[2], abs=2e-3)
-        np.testing.assert_allclose(run.q[200, 7:], d.qpos[7:], atol=5e-3)
+        assert run.q[200, 2] == pytest.approx(reference[200, 2], abs=2e-3)
+        np.testing.assert_allclose(run.q[200, 7:], reference[200, 7:], atol=5e-3)
     assert traj.q[-1, 2] > 0.55
     assert traj.energy_drift() < 0.05
+    assert own.q[-1, 2] == pytest.approx(reference[-1, 2], abs=0.03)
     # on rigid contacts the ant's weight on its four legs is indeterminate: the sweeps settle
     # it on one diagonal pair (its ankles 1.11 and 0.68 rad); MuJoCo's soft contacts (its
     # impedance 0.9, converged) share it among the four, as here (0.92 rad each)
     assert np.ptp(np.abs(traj.q[-1, 8::2])) > 0.1
-    soft_model, soft_contact, _ = scene.build(impedance=0.9, iterations=200)
-    soft = sd.simulate(soft_model, q0, t_final=2.0, dt=1e-3, contact=soft_contact,
-                       integrator="semi_implicit_euler", joint_limits=sd.RigidLimits())
-    for _ in range(800):
-        mujoco.mj_step(m, d)
-    heights = [d.qpos[2]]
-    for _ in range(1000):
-        mujoco.mj_step(m, d)
-    heights.append(d.qpos[2])
-    assert np.ptp(np.abs(soft.q[-1, 8::2])) < 1e-4
-    np.testing.assert_allclose(np.abs(soft.q[-1, 8::2]), np.abs(d.qpos[8::2]), atol=0.02)
-    np.testing.assert_allclose(own.q[[1000, 2000], 2], heights, atol=3e-3)
-    assert soft.q[1000, 2] - soft.q[2000, 2] == pytest.approx(heights[0] - heights[1], abs=1e-3)
+    sinking = {}
+    for impratio in (1.0, 100.0):
+        soft_model, soft_contact, _ = scene.build(impedance=0.9, iterations=200,
+                                                  impratio=impratio)
+        soft = sd.simulate(soft_model, q0, t_final=2.0, dt=1e-3, contact=soft_contact,
+                           integrator="semi_implicit_euler",
+                           joint_limits=sd.RigidLimits.from_mjcf(path))
+        expected = _mujoco_ant(path, 2000, impedance=0.9, impratio=impratio)
+        sinking[impratio] = [z[1000, 2] - z[2000, 2] for z in (soft.q, expected)]
+        if impratio == 1.0:
+            assert np.ptp(np.abs(soft.q[[1000, 2000], 8::2]), axis=-1).max() < 1e-4
+            np.testing.assert_allclose(np.abs(soft.q[[1000, 2000], 8::2]),
+                                       np.abs(expected[[1000, 2000], 8::2]), atol=0.005)
+            np.testing.assert_allclose(soft.q[[1000, 2000], 2], expected[[1000, 2000], 2] - 0.011,
+                                       atol=0.003)
+    assert sinking[1.0][0] == pytest.approx(sinking[1.0][1], abs=1.5e-3)  # 6.6 and 7.7 mm
+    assert 5e-3 < sinking[1.0][0] and max(sinking[100.0]) < 1e-3
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         springs = sd.simulate(model, q0, t_final=1.0, dt=1e-3, contact=contact,
@@ -212,7 +233,9 @@ def test_impedance_is_mujocos_soft_limit(arm):
     """With impedance 0.9 the arm falls onto its stops as MuJoCo's with solimplimit
     "0.9 0.9 0.001" (a constant impedance) within 4 mrad, and rests 0.9 and 1.3 mrad into them
     as MuJoCo's (2% apart: MuJoCo takes a limit's compliance from its inverse inertia at
-    qpos0, dof_invweight0, here from the current one)."""
+    qpos0, dof_invweight0, here from the current one). With invweight0=True (the computed
+    dof_invweight0, or MuJoCo's own read by from_mjcf) the whole fall is mj_step's to 1e-9
+    rad, on numpy and native code."""
     path = arm.parent / "soft.xml"
     path.write_text(ARM.replace('limited="true"', 'limited="true" solimplimit="0.9 0.9 0.001"'))
     model = sd.load_mjcf(str(path))
@@ -222,6 +245,11 @@ def test_impedance_is_mujocos_soft_limit(arm):
     upper = model.upper_position_limit
     np.testing.assert_allclose(traj.q[-1] - upper, reference[-1] - upper, rtol=0.03)
     assert np.all(traj.q[-1] - upper > 5e-4)
+    for limits in (sd.RigidLimits(impedance=0.9, invweight0=True),
+                   sd.RigidLimits.from_mjcf(path, invweight0=True)):
+        for backend in ("numpy", "native"):
+            np.testing.assert_allclose(_fall(model, backend, joint_limits=limits).q, reference,
+                                       rtol=0, atol=1e-9, err_msg=backend)
 
 
 SLIDER = """<mujoco model="slider">
@@ -359,7 +387,9 @@ def test_bad_input(arm):
     for kw, field in (({"timeconst": 0.0}, "timeconst"), ({"dampratio": -1.0}, "dampratio"),
                       ({"impedance": 0.0}, "impedance"),
                       ({"iterations": 0}, "iterations"), ({"margin": -1.0}, "margin"),
-                      ({"regularization": float("nan")}, "regularization")):
+                      ({"regularization": float("nan")}, "regularization"),
+                      ({"invweight0": "yes"}, "invweight0"),
+                      ({"inverse_weights": {"elbow": -1.0}}, r"inverse_weights\['elbow'\]")):
         with pytest.raises(ValueError, match=f"RigidLimits.{field}"):
             sd.RigidLimits(**kw)
     with pytest.raises(ValueError, match="a JointLimits or a RigidLimits"):

@@ -93,6 +93,11 @@ def add_parser(subparsers):
                         "(MuJoCo's impratio: the friction's compliance is the normal's over R; "
                         "inf: rigid friction), for --rigid-contact or --scene. Default: an "
                         "MJCF file's <option impratio>, else 1 (MuJoCo's)")
+    p.add_argument("--invweight0", action="store_true", default=None,
+                   help="scale the soft contact's and limits' compliance by MuJoCo's "
+                        "approximate inverse weights (its body_invweight0 and dof_invweight0 "
+                        "at the start; an MJCF file's: MuJoCo's own) instead of the exact "
+                        "inverse inertia, as MuJoCo does")
     p.add_argument("--iterations", type=int, metavar="N",
                    help="projected Gauss-Seidel sweeps of the solved contact and limits "
                         "(default 30)")
@@ -173,8 +178,8 @@ def ground_contact(args):
                          "(or use --scene)")
     if solver_options(args) and not (rigid or getattr(args, "scene", False)
                                      or getattr(args, "rigid_limits", False)):
-        raise ValueError("--impedance and --iterations are the solved contact's and limits': "
-                         "add --rigid-contact (or use --scene) or --rigid-limits")
+        raise ValueError("--impedance, --invweight0 and --iterations are the solved contact's "
+                         "and limits': add --rigid-contact (or use --scene) or --rigid-limits")
     if getattr(args, "scene", False):
         for name in ("contact", "rigid_contact", "contact_points", "contact_stiffness"):
             if getattr(args, name, None):
@@ -214,7 +219,7 @@ def solver_options(args, contact=False):
     number, or MuJoCo's solimp as a tuple; --iterations), for ``RigidContact``,
     ``Scene.build`` and ``RigidLimits``; with ``contact``, also --impratio (the contact's
     friction: ``RigidContact`` and ``Scene.build`` only)."""
-    names = ("impedance", "iterations") + (("impratio",) if contact else ())
+    names = ("impedance", "iterations", "invweight0") + (("impratio",) if contact else ())
     options = {name: getattr(args, name) for name in names
                if getattr(args, name, None) is not None}
     if "impedance" in options:

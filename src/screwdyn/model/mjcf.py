@@ -393,10 +393,11 @@ def _equalities(mujoco, m, body_name, joint_name, tendon_name, unsupported):
 
 
 def limit_softness(path: "str | os.PathLike") -> dict:
-    """{joint name: ((timeconst s, dampratio), solimp (dmin, dmax, width, midpoint, power))}:
-    each limited hinge's and slide's solreflimit and solimplimit in MuJoCo's compiled model of
-    the MJCF file ``path``, as MuJoCo applies them (``_time_constant``; ``applied_solimp``);
-    the joints named as ``load_mjcf`` names them. ``ModelError`` for a file MuJoCo rejects or
+    """{joint name: ((timeconst s, dampratio), solimp (dmin, dmax, width, midpoint, power),
+    inverse weight)}: each limited hinge's and slide's solreflimit and solimplimit in MuJoCo's
+    compiled model of the MJCF file ``path``, as MuJoCo applies them (``_time_constant``;
+    ``applied_solimp``), and its ``dof_invweight0`` (what MuJoCo scales a limit's compliance
+    by: 1/kg or 1/(kg m^2)); the joints named as ``load_mjcf`` names them. ``ModelError`` for a file MuJoCo rejects or
     a solreflimit that mixes the standard and direct forms (naming the joint)."""
     mujoco = _mujoco()
     path = os.fspath(path)
@@ -413,7 +414,8 @@ def limit_softness(path: "str | os.PathLike") -> dict:
                              f"{b:g}) mixes the standard (timeconst, dampratio) and direct "
                              "(-stiffness, -damping) forms, or has a zero: give both > 0 or "
                              "both < 0")
-        out[name] = (ref, applied_solimp(m.jnt_solimp[j]))
+        out[name] = (ref, applied_solimp(m.jnt_solimp[j]),
+                     float(m.dof_invweight0[m.jnt_dofadr[j]]))
     return out
 
 

@@ -73,6 +73,7 @@ rolling or torsional friction.
 """
 import math
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Callable, NamedTuple
 
 import numpy as np
@@ -84,6 +85,7 @@ from .checks import positive, sweeps
 from .contact import Contact, check_plane
 from .geometry import contact_points
 from .impedance import Impedance, impedance_of, impratio_of, stabilisation_gains
+from .inverse_weights import link_inverse_weights
 from .loops import loop, when
 
 
@@ -114,6 +116,12 @@ class RigidContact:
         soft too and a loaded point that sticks creeps at v_t = R_t f_t / b. 1 (MuJoCo's
         default): as soft as the normal; larger (MuJoCo's grasping scenes: 10-100) holds
         better; ``math.inf``: rigid friction. No effect on a rigid contact (R_n = 0).
+    invweight0: whether a soft point's compliance scales MuJoCo's approximation of its rows'
+        A_jj, the translational inverse weights of its two bodies at the model's ``q0``
+        (``inverse_weights``: MuJoCo's ``body_invweight0``), as MuJoCo's does, rather than the
+        exact A_jj of the current state (False, the default): a cube on its four corners then
+        sinks as MuJoCo's does (0.11 mm at MuJoCo's defaults, where the exact A_jj, four
+        times a ball's at a corner, sinks it as much as a ball: 0.37 mm).
     margin: a point closer to the ground than this (m, >= 0) takes part in the solve (its
         force is still zero unless it approaches faster than a_ref = k d allows): a resting
         point hovering at d = 0 then never flickers in and out of contact.
@@ -129,6 +137,7 @@ class RigidContact:
     regularization: float = 1e-6
     impedance: Impedance = Impedance(1.0, 1.0)
     impratio: float = 1.0
+    invweight0: bool = False
     margin: float = 1e-4
     height: float = 0.0
     normal: tuple = (0.0, 0.0, 1.0)
@@ -146,6 +155,9 @@ class RigidContact:
         object.__setattr__(self, "impratio", impratio_of(self.impratio,
                                                          "RigidContact.impratio"))
         positive(self.margin, "RigidContact.margin", allow_zero=True)
+        if not isinstance(self.invweight0, bool):
+            raise ValueError(f"RigidContact.invweight0 must be True or False, got "
+                             f"{self.invweight0!r}")
         if self.restitution is not None:
             e = self.restitution
             if not (isinstance(e, (int, float)) and 0 < e < 1):
@@ -228,7 +240,7 @@ class SolvedContact(Contact):
     @property
     def key(self):
         return ("rigid", self.points.key, self.ground.iterations, self.ground.impedance,
-                self.ground.impratio)
+                self.ground.impratio, self.ground.invweight0)
 
     @property
     def groups(self):
@@ -241,11 +253,21 @@ class SolvedContact(Contact):
         the plane's height (what every solved contact has)."""
         g = self.ground
         k, b = g.gains
-        return {"mu": xp.asarray(g.mu, dtype=float), "k": xp.asarray(k, dtype=float),
-                "b": xp.asarray(b, dtype=float),
-                "regularization": xp.asarray(g.regularization, dtype=float),
-                "margin": xp.asarray(g.margin, dtype=float),
-                "height": xp.asarray(g.height, dtype=float)}
+        out = {"mu": xp.asarray(g.mu, dtype=float), "k": xp.asarray(k, dtype=float),
+               "b": xp.asarray(b, dtype=float),
+               "regularization": xp.asarray(g.regularization, dtype=float),
+               "margin": xp.asarray(g.margin, dtype=float),
+               "height": xp.asarray(g.height, dtype=float)}
+        if g.invweight0:  # each point's A_jj as MuJoCo approximates it
+            out["weights"] = xp.asarray(self.point_weights, dtype=float)
+        return out
+
+    @cached_property
+    def point_weights(self):
+        """(P,): each point's MuJoCo inverse weight (1/kg), its link's body's translational
+        ``body_invweight0`` at the model's ``q0`` (``inverse_weights``; the ground: 0)."""
+        weights = link_inverse_weights(self.model)
+        return weights[np.asarray(self.link, dtype=int)]
 
     def params(self, xp=np):
         n = np.asarray(self.ground.normal, dtype=float)
@@ -348,13 +370,15 @@ class SolvedContact(Contact):
         v = xp.einsum("niv,nv->ni", J, qd)
         touching = depth > -p["margin"]  # (N, P): in the solve
         active = xp.where(touching, 1.0, 0.0)
-        a_ref, soft = [], []
+        a_ref, soft, weights = [], [], []
         friction = 1.0 / self.ground.impratio  # R_t = R_n / impratio (0: rigid friction)
         for i in range(P):
             k, b = self.stabilisation(p, i)
             spring, normal = self.impedance(i).terms(xp, k, depth[:, i])
             a_ref += [spring - b * v[:, 3 * i], -b * v[:, 3 * i + 1], -b * v[:, 3 * i + 2]]
             soft += [normal, friction * normal, friction * normal]
+            if "weights" in p:  # MuJoCo's A_jj of the point's three rows
+                weights += [p["weights"][i] + 0.0 * normal] * 3
 
         def point(S, i, fi, u):  # one point's three rows, Gauss-Seidel; fi (N, 3): its forces
             n, t1, t2 = 3 * i, 3 * i + 1, 3 * i + 2
@@ -408,7 +432,7 @@ class SolvedContact(Contact):
         # every row's compliance is relative to its point's normal diagonal A_nn (MuJoCo's)
         normals = tuple(3 * (j // 3) for j in range(3 * P))
         return Rows(J, xp.stack(a_ref, axis=-1), start, xp.stack(soft, axis=-1), sweep, finish,
-                    normals)
+                    normals, xp.stack(weights, axis=-1) if weights else None)
 
     @staticmethod
     def _tangents(xp, S, t1, t2, f1, f2, u, limit):
@@ -443,7 +467,7 @@ class SolvedContact(Contact):
         return {"kind": "rigid", "points": len(self.labels), "mu": float(p["mu"]),
                 "timeconst": g.timeconst, "dampratio": g.damping_ratio,
                 "iterations": g.iterations, "impedance": g.impedance.describe(),
-                "impratio": g.impratio,
+                "impratio": g.impratio, "invweight0": g.invweight0,
                 "height": float(g.height),
                 "normal": [float(x) for x in np.asarray(p.get("normal", (0.0, 0.0, 1.0)))],
                 "labels": list(self.labels)}
@@ -483,6 +507,9 @@ class Rows(NamedTuple):
     #: (r,) or None: for each row, the row of the block whose A_kk its compliance scales
     #: (MuJoCo's: a contact's rows all the normal's); None: each row its own
     relative_to: Any = None
+    #: (N, r) or None: what the compliance scales in place of A's diagonal (MuJoCo's
+    #: approximation of it, ``RigidContact.invweight0``); None: A_kk (``relative_to``)
+    weights: Any = None
 
 
 class Sweep:
@@ -549,11 +576,16 @@ def solve_rows(xp, model, M, J_eq, qdd0, blocks, iterations, regularization):
     bias = xp.einsum("niv,nv->ni", J, qdd0) - xp.concatenate([b.a_ref for b in blocks],
                                                              axis=1)
     A_diag = xp.sum(J * xp.moveaxis(MinvJT, -1, -2), axis=-1)
-    scaled = [first + j for b, first in zip(blocks, firsts)
-              for j in (range(b.J.shape[1]) if b.relative_to is None else b.relative_to)]
-    scale = A_diag if scaled == list(range(len(scaled))) else \
-        xp.stack([A_diag[:, j] for j in scaled], axis=-1)  # rows scaled by another's A_kk
-    R = scale * xp.concatenate([b.compliance for b in blocks], axis=-1)
+    scales = []  # each block's: what its compliance multiplies
+    for b, first, stop in zip(blocks, firsts, firsts[1:]):
+        if b.weights is not None:
+            scales.append(b.weights)
+        elif b.relative_to is None:
+            scales.append(A_diag[:, first:stop])
+        else:  # rows scaled by another's A_kk
+            scales.append(xp.stack([A_diag[:, first + j] for j in b.relative_to], axis=-1))
+    R = xp.concatenate(scales, axis=-1) * xp.concatenate([b.compliance for b in blocks],
+                                                         axis=-1)
     S = Sweep(xp, J, MinvJT, bias, A_diag * (1.0 + regularization) + R + 1e-30, R)
 
     def sweep(_, fu):

@@ -217,7 +217,9 @@ class CollisionGeometry:
     checks whatever the bit masks, the parent filter and ``<exclude>`` say, with their own
     friction, solref, margin and gap; their geoms are read even with contype = conaffinity =
     0), ``impratio`` (an MJCF file's ``<option impratio>``: its friction's stiffness relative
-    to the normal's, ``RigidContact.impratio``; 1 for URDF, MuJoCo's default)."""
+    to the normal's, ``RigidContact.impratio``; 1 for URDF, MuJoCo's default),
+    ``invweight0`` (an MJCF file's bodies' translational inverse weights at qpos0, MuJoCo's
+    ``body_invweight0``: ((body name, 1/kg), ...); none for URDF)."""
 
     shapes: tuple
     skipped: tuple
@@ -230,6 +232,7 @@ class CollisionGeometry:
     filterparent: bool = True
     pairs: tuple = ()
     impratio: float = 1.0
+    invweight0: tuple = ()
 
 
 def collision_geometry(model, hint=NO_GEOMETRY_HINT):
@@ -248,7 +251,7 @@ def collision_geometry(model, hint=NO_GEOMETRY_HINT):
 
     with open(source, "rb") as f:
         root = parse_xml(f.read(), source)
-    floors, flags = (), (True, True, (), 1.0)
+    floors, flags = (), (True, True, (), 1.0, ())
     if root.tag == "robot":
         shapes, skipped, meshes = _urdf_shapes(root, source)
         excluded, kind = (), "urdf"
@@ -448,7 +451,10 @@ def _mjcf_shapes(source):
     bit, flags = mujoco.mjtDisableBit, int(m.opt.disableflags)
     on = (not flags & (bit.mjDSBL_CONTACT | bit.mjDSBL_CONSTRAINT),
           not flags & bit.mjDSBL_FILTERPARENT)
-    return shapes, skipped, excluded, meshes, floors, on + (pairs, float(m.opt.impratio))
+    weights = tuple((mujoco.mj_id2name(m, obj.mjOBJ_BODY, b) or f"body{b}",
+                     float(m.body_invweight0[b, 0])) for b in range(1, m.nbody))
+    return shapes, skipped, excluded, meshes, floors, on + (pairs, float(m.opt.impratio),
+                                                            weights)
 
 
 def _solimp(solimp):

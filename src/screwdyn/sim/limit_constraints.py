@@ -23,6 +23,7 @@ Each joint may have its own stabilisation and impedance (``RigidLimits.joints``;
 file's solreflimit and solimplimit: ``RigidLimits.from_mjcf``).
 """
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Mapping, NamedTuple, Union
 
 import numpy as np
@@ -31,6 +32,7 @@ from ..errors import ModelError
 from .checks import positive, sweeps
 from .contact_solver import Rows, columns, put_columns, row_diagonal
 from .impedance import Impedance, impedance_of, stabilisation_gains
+from .inverse_weights import dof_inverse_weights
 from .joint_springs import limited_joints
 from .loops import when
 
@@ -60,7 +62,13 @@ class RigidLimits:
     margin: a joint closer to a limit than this (rad or m, >= 0) takes part in the solve.
     joints: joints with their own timeconst, dampratio or impedance: {joint name: a
         ``JointLimit`` or a dict of some of those fields (the others this object's)}; stored
-        as a tuple of (name, ``JointLimit``). ``from_mjcf`` reads an MJCF file's."""
+        as a tuple of (name, ``JointLimit``). ``from_mjcf`` reads an MJCF file's.
+    invweight0: whether a soft row's compliance scales MuJoCo's approximation of its A_jj,
+        its joint's inverse weight at the model's ``q0`` (MuJoCo's ``dof_invweight0``:
+        ``inverse_weights.dof_inverse_weights``, or ``inverse_weights``'s), as MuJoCo's does,
+        rather than the exact (M^-1)_vv of the current state (False, the default).
+    inverse_weights: ((joint name, inverse weight), ...): joints' given inverse weights in
+        place of the computed ones (``from_mjcf``: MuJoCo's own)."""
 
     timeconst: float = 0.02
     dampratio: float = 1.0
@@ -69,6 +77,8 @@ class RigidLimits:
     impedance: Impedance = Impedance(1.0, 1.0)
     margin: float = 1e-4
     joints: Union[Mapping[str, Any], tuple] = ()
+    invweight0: bool = False
+    inverse_weights: tuple = ()
 
     def __post_init__(self):
         positive(self.timeconst, "RigidLimits.timeconst")
@@ -79,6 +89,12 @@ class RigidLimits:
                            impedance_of(self.impedance, "RigidLimits.impedance"))
         sweeps(self.iterations, "RigidLimits.iterations")
         object.__setattr__(self, "joints", self._own(self.joints))
+        if not isinstance(self.invweight0, bool):
+            raise ValueError(f"RigidLimits.invweight0 must be True or False, got "
+                             f"{self.invweight0!r}")
+        object.__setattr__(self, "inverse_weights", tuple(
+            (str(name), positive(w, f"RigidLimits.inverse_weights[{name!r}]"))
+            for name, w in dict(self.inverse_weights).items()))
 
     def _own(self, joints):
         """``joints`` as a tuple of (name, ``JointLimit``), each field checked."""
@@ -112,12 +128,15 @@ class RigidLimits:
         (``model.mjcf.limit_softness``); ``options``: the other fields (``iterations``,
         ``regularization``, ``margin``; ``timeconst``, ``dampratio``, ``impedance`` for the
         joints the file does not limit). ``prefix``: the joints' names in a scene that added
-        the robot with ``Scene.add_robot(prefix=...)``."""
+        the robot with ``Scene.add_robot(prefix=...)``. MuJoCo's inverse weights of the
+        joints (``dof_invweight0``) come too, for ``invweight0=True``."""
         from ..model.mjcf import limit_softness
 
+        softness = limit_softness(path)
         joints = {prefix + name: JointLimit(*ref, impedance=imp)
-                  for name, (ref, imp) in limit_softness(path).items()}
-        return cls(joints=joints, **options)
+                  for name, (ref, imp, _) in softness.items()}
+        weights = tuple((prefix + name, w) for name, (_, _, w) in softness.items())
+        return cls(joints=joints, inverse_weights=weights, **options)
 
     @property
     def gains(self):
@@ -181,7 +200,8 @@ class LimitRows:
     @property
     def key(self):
         return ("rigid limits", tuple(self.q_index.tolist()), tuple(self.sign.tolist()),
-                self.settings.iterations, tuple(j.impedance for j in self.limit))
+                self.settings.iterations, tuple(j.impedance for j in self.limit),
+                self.settings.invweight0)
 
     def params(self, model, q0):
         """The rows' numbers (numpy; the same for every initial state q0, unlike the springs'
@@ -189,9 +209,22 @@ class LimitRows:
         and the regularization."""
         s = self.settings
         k, b = np.array([self._gains(j) for j in self.limit]).reshape(-1, 2).T
-        return {"bound": self.bound, "k": k, "b": b,
-                "margin": np.asarray(float(s.margin)),
-                "regularization": np.asarray(float(s.regularization))}
+        out = {"bound": self.bound, "k": k, "b": b, "margin": np.asarray(float(s.margin)),
+               "regularization": np.asarray(float(s.regularization))}
+        if s.invweight0:  # each row's A_jj as MuJoCo approximates it
+            out["weights"] = self.weights
+        return out
+
+    @cached_property
+    def weights(self):
+        """(L,): each row's joint's inverse weight at the model's ``q0``, MuJoCo's
+        ``dof_invweight0`` (``inverse_weights.dof_inverse_weights``; the settings'
+        ``inverse_weights`` where given)."""
+        weights = dof_inverse_weights(self.model)
+        names = {vs.start: name for name, vs in zip(self.model.joint_names,
+                                                    self.model.v_slices)}
+        given = dict(self.settings.inverse_weights)
+        return np.array([given.get(names.get(v), weights[v]) for v in self.v_index])
 
     def depths(self, xp, p, q):
         """(N, L): how far each joint is past its limit (rad or m; negative: inside)."""
@@ -240,7 +273,9 @@ class LimitRows:
             return {"forces": f, "stiffness": p["k"] / diag}
 
         start = xp.where(near, state["forces"], 0.0)
-        return Rows(self._rows(q), a_ref, start, compliance + 0.0 * start, sweep, finish)
+        weights = p["weights"] + 0.0 * start if "weights" in p else None
+        return Rows(self._rows(q), a_ref, start, compliance + 0.0 * start, sweep, finish,
+                    weights=weights)
 
     def _terms(self, xp, k, depth):
         """(the spring terms k d(r) / dmax r, the compliances), each (N, L), of the rows at
@@ -268,4 +303,4 @@ class LimitRows:
         impedance = self.impedances[0] if len(self.impedances) == 1 else s.impedance
         return {"kind": "rigid", "rows": len(self.q_index), "timeconst": s.timeconst,
                 "dampratio": s.dampratio, "impedance": impedance.describe(),
-                "own": len(self.own_joints)}
+                "own": len(self.own_joints), "invweight0": s.invweight0}

@@ -48,6 +48,7 @@ from . import collision
 from .checks import positive
 from .contact_solver import RigidContact, SolvedContact, runs
 from .geometry import masks_collide
+from .inverse_weights import link_inverse_weights
 from .surface import Surface, mix, own as own_surface
 
 #: scenes whose native program is larger than this (``ShapeContactModel.native_size``: per
@@ -147,6 +148,7 @@ class Scene:
         self._floor = None  # an MJCF file's floor (geometry.Floor), in the scene
         self._floorless = []  # the MJCF files added whose world has no floor
         self._impratios = []  # the MJCF files' <option impratio>
+        self._invweight0 = []  # (link, MuJoCo's body_invweight0) of the MJCF files' bodies
 
     def add_object(self, name, shape, mass, position=(0.0, 0.0, 0.0),
                    quaternion=(0.0, 0.0, 0.0, 1.0), inertia=None, surface=None):
@@ -368,6 +370,7 @@ class Scene:
             self._floorless.append(os.path.basename(geometry.source))
         if mjcf:
             self._impratios.append(geometry.impratio)
+            self._invweight0 += [(prefix + name, w) for name, w in geometry.invweight0]
         if floor is not None:  # the file's floor is the ground: its contype/conaffinity hold
             self._floor = floor
             for a, link, bits, _, _, geom in added:
@@ -486,8 +489,8 @@ class Scene:
         """(model, contact, q0): the Model (the builder's, fixed base at the world), the
         contact settings (a ``ShapeContact``; ``mu``, ``ground``, ``height`` and the solver's
         ``RigidContact`` options: ``timeconst``, ``dampratio``, ``restitution``,
-        ``iterations``, ``regularization``, ``impedance``, ``impratio``, ``margin``) and the
-        initial configuration (the objects at their poses, the robots at their ``q``, every
+        ``iterations``, ``regularization``, ``impedance``, ``impratio``, ``invweight0``,
+        ``margin``) and the initial configuration (the objects at their poses, the robots at their ``q``, every
         other joint at zero).
         ``height`` (m): the ground plane's z; default the floor of an MJCF file added with
         ``add_robot`` (its world plane facing up, e.g. gymnasium's pusher table at -0.325 m),
@@ -509,7 +512,10 @@ class Scene:
         ``impratio``: the soft pairs' friction stiffness relative to their normal's
         (``RigidContact.impratio``); default the MJCF files' ``<option impratio>`` (the largest
         where they differ), MuJoCo's 1 for a scene of no file: a soft pair's friction is as
-        soft as its normal, as in MuJoCo."""
+        soft as its normal, as in MuJoCo. ``invweight0=True``: a soft pair's compliance
+        scales MuJoCo's approximation of its rows' A_jj, its bodies' ``body_invweight0`` at the
+        scene's start (an MJCF file's bodies: MuJoCo's own numbers), as MuJoCo's does
+        (``RigidContact.invweight0``)."""
         if height is None:
             height = self._floor.height if self._floor is not None else 0.0
         if ground is None:
@@ -564,7 +570,8 @@ class Scene:
             exclude=frozenset(excluded),
             touch_parent=frozenset(self._touch_parent | set(self._explicit)),
             ground_surface=Surface() if floor is None else kept(floor.surface),
-            pair_surfaces=tuple((k, kept(v)) for k, v in self._explicit.items()))
+            pair_surfaces=tuple((k, kept(v)) for k, v in self._explicit.items()),
+            inverse_weights=tuple(self._invweight0), reference=tuple(q0.tolist()))
         resolved = ShapeContactModel(model, contact)  # contact.resolve, unless it has no pair
         if not resolved.pairs:
             warnings.warn(f"scene {self.builder.name!r}: no two shapes can touch, nor a shape "
@@ -823,7 +830,11 @@ class ShapeContact:
     two shape names, ``Surface``) items: an MJCF ``<contact><pair>``'s own), else its two
     shapes' ``surface`` mixed as MuJoCo mixes two geoms' (``surface.mix``; the ground's is
     ``ground_surface``), ``solver``'s mu, timeconst and dampratio standing in for what a
-    surface leaves None. ``Settings.contact`` takes it; ``Scene.build`` makes it."""
+    surface leaves None. With ``solver.invweight0``, the pairs' compliance is scaled by
+    MuJoCo's inverse weights of their bodies (``inverse_weights``): taken at ``reference``
+    (a configuration, nq; None: the model's ``q0``; ``Scene.build``: the scene's start), an
+    MJCF file's bodies' given in ``inverse_weights`` ((link name, 1/kg) items: MuJoCo's own).
+    ``Settings.contact`` takes it; ``Scene.build`` makes it."""
 
     shapes: tuple
     ground: bool = True
@@ -832,6 +843,8 @@ class ShapeContact:
     touch_parent: frozenset = frozenset()
     ground_surface: Surface = Surface()
     pair_surfaces: tuple = ()
+    inverse_weights: tuple = ()
+    reference: tuple = None
 
     def resolve(self, model):
         resolved = ShapeContactModel(model, self)
@@ -922,7 +935,7 @@ class ShapeContactModel(SolvedContact):
         return ("shapes", tuple((a, la, b, lb) for a, la, b, lb in self.pairs),
                 self.ground.iterations, self.point_friction, self.point_stabilisation,
                 self.ground.impedance, self.point_impedance,  # constants of the program
-                self.ground.impratio,
+                self.ground.impratio, self.ground.invweight0,
                 tuple(self.point_offset.tolist()))
 
     def friction(self, xp, p, i):
@@ -1081,6 +1094,16 @@ class ShapeContactModel(SolvedContact):
         """The depths (N, K) plus each point's offset: a pair with a margin (``Surface``) holds
         its surfaces that far apart, as MuJoCo's contacts do."""
         return depth + self.point_offset if self.point_offset.any() else depth
+
+    @cached_property
+    def point_weights(self):
+        """(P,): each point's MuJoCo inverse weight (1/kg), the sum of its pair's bodies'
+        translational ``body_invweight0`` (``ShapeContact.inverse_weights``, at its
+        ``reference``; the ground and the world: 0)."""
+        s = self.settings
+        weights = link_inverse_weights(self.model, s.reference, s.inverse_weights)
+        return np.array([weights[la] + (weights[lb] if lb >= 0 else 0.0)
+                         for _, la, _, lb in self._pair_of])
 
     def point_links(self):
         """Per candidate point, the moving links of its pair (the world and the ground do

@@ -37,7 +37,7 @@ def summary_lines(traj):
         ratio = contact.get("impratio")
         if ratio is not None and stiffness.startswith("soft"):  # its friction soft too, or not
             friction = "rigid" if math.isinf(ratio) else f"impratio {ratio:g}"
-            stiffness = f"{stiffness[:-1]}; friction {friction})"
+            stiffness = f"{stiffness[:-1]}; friction {friction}{_weights(contact)})"
         lines.append(f"contact      {what}, {stiffness}, {contact['points']} contact "
                      f"points, mu = {mu}, timeconst {contact['timeconst']:g} s, "
                      f"dampratio {contact['dampratio']:.3g}{own}")
@@ -49,7 +49,10 @@ def summary_lines(traj):
     if limits and limits.get("kind") == "rigid":
         own = (f" ({limits['own']} joints with their own solreflimit and solimplimit)"
                if limits.get("own") else "")
-        lines.append(f"joint limits {limits['rows']} limits, {_stiffness(limits)}, timeconst "
+        stiffness = _stiffness(limits)
+        if stiffness.startswith("soft") and limits.get("invweight0"):
+            stiffness = f"{stiffness[:-1]}{_weights(limits)})"
+        lines.append(f"joint limits {limits['rows']} limits, {stiffness}, timeconst "
                      f"{limits['timeconst']:g} s, dampratio {limits['dampratio']:.3g}{own}")
     elif limits:
         lines.append(f"joint limits springs, {limits['frequency']:g} Hz, damping ratio "
@@ -82,6 +85,12 @@ def summary_lines(traj):
     with np.printoptions(precision=4, suppress=True, linewidth=100):
         lines.append(f"final q      {final}")
     return lines
+
+
+def _weights(solved):
+    """'; MuJoCo's invweight0' where a solved contact's or limits' compliance scales MuJoCo's
+    approximate inverse weights, else ''."""
+    return "; MuJoCo's invweight0" if solved.get("invweight0") else ""
 
 
 def _stiffness(solved):
