@@ -74,7 +74,8 @@ def test_arm_falls_onto_its_stops_as_in_mujoco(arm):
     # the stops took energy out (an inelastic stop, dampratio 1), and gave none
     assert traj.dissipated()[-1] > 0.1 * traj.energy_scale()
     assert traj.meta["joint_limits"] == {"kind": "rigid", "rows": 4, "timeconst": 0.02,
-                                         "dampratio": 1.0, "impedance": 1.0, "own": 0}
+                                         "dampratio": 1.0, "impedance": 1.0, "own": 0,
+                                         "invweight0": False}
 
 
 def test_a_stop_holds_where_springs_sag_or_diverge(arm):

@@ -397,8 +397,9 @@ def limit_softness(path: "str | os.PathLike") -> dict:
     inverse weight)}: each limited hinge's and slide's solreflimit and solimplimit in MuJoCo's
     compiled model of the MJCF file ``path``, as MuJoCo applies them (``_time_constant``;
     ``applied_solimp``), and its ``dof_invweight0`` (what MuJoCo scales a limit's compliance
-    by: 1/kg or 1/(kg m^2)); the joints named as ``load_mjcf`` names them. ``ModelError`` for a file MuJoCo rejects or
-    a solreflimit that mixes the standard and direct forms (naming the joint)."""
+    by: 1/kg or 1/(kg m^2)); the joints named as ``load_mjcf`` names them. ``ModelError`` for
+    a file MuJoCo rejects or a solreflimit that mixes the standard and direct forms (naming
+    the joint)."""
     mujoco = _mujoco()
     path = os.fspath(path)
     m = _compiled(path)

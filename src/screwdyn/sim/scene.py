@@ -490,8 +490,8 @@ class Scene:
         contact settings (a ``ShapeContact``; ``mu``, ``ground``, ``height`` and the solver's
         ``RigidContact`` options: ``timeconst``, ``dampratio``, ``restitution``,
         ``iterations``, ``regularization``, ``impedance``, ``impratio``, ``invweight0``,
-        ``margin``) and the initial configuration (the objects at their poses, the robots at their ``q``, every
-        other joint at zero).
+        ``margin``) and the initial configuration (the objects at their poses, the robots at
+        their ``q``, every other joint at zero).
         ``height`` (m): the ground plane's z; default the floor of an MJCF file added with
         ``add_robot`` (its world plane facing up, e.g. gymnasium's pusher table at -0.325 m),
         else 0. ``ground``: whether that plane takes part; default yes, unless the scene's
