@@ -379,15 +379,17 @@ def test_inverse_weights_are_mujocos():
     and rotational diagonals of J M^-1 J^T at each body's centre of mass; 1 / mass for a body
     that only slides) on bundled models, to 1e-12 relative, for every body that is one body in
     both (MuJoCo keeps a body welded to its parent without a joint; screwdyn merges it: an
-    MJCF scene takes MuJoCo's own numbers for those, from the file)."""
+    MJCF scene takes MuJoCo's own numbers for those, from the file); dof_inverse_weights
+    equals MuJoCo's dof_invweight0 for every joint (the diagonal of M^-1; 1 / mass for the
+    pusher's sliding object and goal, whose armature MuJoCo leaves out there)."""
     mujoco = pytest.importorskip("mujoco")
-    from screwdyn.sim.inverse_weights import body_inverse_weights
+    from screwdyn.sim.inverse_weights import body_inverse_weights, dof_inverse_weights
 
     site = os.path.dirname(os.path.dirname(mujoco.__file__))
     paths = [os.path.join(site, "dm_control", "suite", f"{name}.xml")
              for name in ("cartpole", "acrobot", "cheetah", "finger", "point_mass")]
     paths += [os.path.join(site, "gymnasium", "envs", "mujoco", "assets", f"{name}.xml")
-              for name in ("ant", "hopper", "humanoid", "inverted_double_pendulum")]
+              for name in ("ant", "hopper", "humanoid", "inverted_double_pendulum", "pusher")]
     paths = [p for p in paths if os.path.exists(p)]
     if not paths:
         pytest.skip("neither dm_control nor gymnasium is installed")
@@ -403,6 +405,12 @@ def test_inverse_weights_are_mujocos():
             np.testing.assert_allclose(ours[b], m.body_invweight0[i], rtol=1e-12, atol=1e-12,
                                        err_msg=f"{path}: {body.link}")
             compared += 1
+        dofs = dof_inverse_weights(model)
+        for name, v in zip(model.joint_names, model.v_slices):
+            j = mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_JOINT, name)
+            first = m.jnt_dofadr[j]
+            np.testing.assert_allclose(dofs[v], m.dof_invweight0[first:first + v.stop - v.start],
+                                       rtol=1e-12, err_msg=f"{path}: {name}")
     assert compared >= 20
 
 

@@ -59,23 +59,38 @@ def link_inverse_weights(model, q=None, given=()) -> np.ndarray:
 
 
 def _slides_only(model, b):
-    """Whether body b carries no other and every joint from the world to it translates (a
-    slide: no rotation)."""
-    if any(body.parent == b for body in model.bodies):
+    """Whether body b is a MuJoCo body that only slides (``body_simple`` 2): it carries no
+    other, and the joints from the world to it are all slides, its own (the bodies between
+    are massless links of one chain: a MuJoCo body's several joints)."""
+    children = [body.parent for body in model.bodies]
+    if b in children:
         return False
+    first = True
     while b >= 0:
-        joint = model.bodies[b].joint_model
+        body = model.bodies[b]
+        joint = body.joint_model
         if joint.configuration_dependent or joint.nv == 0 \
-                or np.any(np.asarray(joint.subspace())[:, 3:] != 0.0):
+                or np.any(np.asarray(joint.subspace())[:, 3:] != 0.0) \
+                or (not first and (body.mass != 0.0 or children.count(b) != 1)):
             return False
-        b = model.bodies[b].parent
+        b, first = body.parent, False
     return True
+
+
+def _chain(model, b):
+    """The bodies from body b to the world (b first)."""
+    out = []
+    while b >= 0:
+        out.append(b)
+        b = model.bodies[b].parent
+    return out
 
 
 def dof_inverse_weights(model, q=None) -> np.ndarray:
     """(nv,): each degree of freedom's inverse weight (1/kg or 1/(kg m^2)), MuJoCo's
     ``dof_invweight0``: the diagonal of M^-1 at q (default ``model.q0``), averaged over a
-    ball joint's three and over a free joint's translations and its rotations. What a joint
+    ball joint's three and over a free joint's translations and its rotations; 1 / mass for
+    the slides of a body that only slides (MuJoCo's ``body_simple`` 2). What a joint
     limit's compliance scales (``limit_constraints.RigidLimits(invweight0=True)``)."""
     from ..dynamics import mass_matrix
 
@@ -89,4 +104,8 @@ def dof_inverse_weights(model, q=None) -> np.ndarray:
                   if joint.floating else [])
         for group in groups:
             out[group] = diagonal[group].mean()
+    for b, body in enumerate(model.bodies):
+        if _slides_only(model, b):  # MuJoCo's simple body: 1 / mass (no armature)
+            for k in _chain(model, b):
+                out[model.v_slices[k]] = 1.0 / max(MINVAL, body.mass)
     return out
