@@ -21,6 +21,14 @@ def positive(x, name, allow_zero=False):
     return value
 
 
+def boolean(x, name):
+    """``x``, checked: True or False (not a number or a string); ``ValueError`` naming
+    ``name`` otherwise."""
+    if not isinstance(x, bool):
+        raise ValueError(f"{name} must be True or False, got {x!r}")
+    return x
+
+
 def sweeps(x, name):
     """``x``, checked: an int in [1, 1000] (a solver's sweeps); ``ValueError`` naming
     ``name`` otherwise."""

@@ -81,7 +81,7 @@ import numpy as np
 from .._backend import is_jax_namespace
 from ..algorithms import spd
 from ..algorithms.constraints import EPSILON
-from .checks import positive, sweeps
+from .checks import boolean, positive, sweeps
 from .contact import Contact, check_plane
 from .geometry import contact_points
 from .impedance import Impedance, impedance_of, impratio_of, stabilisation_gains
@@ -155,9 +155,7 @@ class RigidContact:
         object.__setattr__(self, "impratio", impratio_of(self.impratio,
                                                          "RigidContact.impratio"))
         positive(self.margin, "RigidContact.margin", allow_zero=True)
-        if not isinstance(self.invweight0, bool):
-            raise ValueError(f"RigidContact.invweight0 must be True or False, got "
-                             f"{self.invweight0!r}")
+        boolean(self.invweight0, "RigidContact.invweight0")
         if self.restitution is not None:
             e = self.restitution
             if not (isinstance(e, (int, float)) and 0 < e < 1):

@@ -62,28 +62,17 @@ def _slides_only(model, b):
     """Whether body b is a MuJoCo body that only slides (``body_simple`` 2): it carries no
     other, and the joints from the world to it are all slides, its own (the bodies between
     are massless links of one chain: a MuJoCo body's several joints)."""
-    children = [body.parent for body in model.bodies]
-    if b in children:
-        return False
-    first = True
-    while b >= 0:
-        body = model.bodies[b]
-        joint = body.joint_model
-        if joint.configuration_dependent or joint.nv == 0 \
-                or np.any(np.asarray(joint.subspace())[:, 3:] != 0.0) \
-                or (not first and (body.mass != 0.0 or children.count(b) != 1)):
-            return False
-        b, first = body.parent, False
-    return True
+    chain = model.ancestors[b]  # b first
+    return (not model.children[b]
+            and all(_slides(model.bodies[k].joint_model) for k in chain)
+            and all(model.bodies[k].mass == 0.0 and len(model.children[k]) == 1
+                    for k in chain[1:]))
 
 
-def _chain(model, b):
-    """The bodies from body b to the world (b first)."""
-    out = []
-    while b >= 0:
-        out.append(b)
-        b = model.bodies[b].parent
-    return out
+def _slides(joint):
+    """Whether the joint only translates (a slide, or several)."""
+    return (not joint.configuration_dependent and joint.nv > 0
+            and not np.any(np.asarray(joint.subspace())[:, 3:] != 0.0))
 
 
 def dof_inverse_weights(model, q=None) -> np.ndarray:
@@ -106,6 +95,6 @@ def dof_inverse_weights(model, q=None) -> np.ndarray:
             out[group] = diagonal[group].mean()
     for b, body in enumerate(model.bodies):
         if _slides_only(model, b):  # MuJoCo's simple body: 1 / mass (no armature)
-            for k in _chain(model, b):
+            for k in model.ancestors[b]:
                 out[model.v_slices[k]] = 1.0 / max(MINVAL, body.mass)
     return out

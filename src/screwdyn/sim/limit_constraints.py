@@ -29,7 +29,7 @@ from typing import Any, Mapping, NamedTuple, Union
 import numpy as np
 
 from ..errors import ModelError
-from .checks import positive, sweeps
+from .checks import boolean, positive, sweeps
 from .contact_solver import Rows, columns, put_columns, row_diagonal
 from .impedance import Impedance, impedance_of, stabilisation_gains
 from .inverse_weights import dof_inverse_weights
@@ -89,9 +89,7 @@ class RigidLimits:
                            impedance_of(self.impedance, "RigidLimits.impedance"))
         sweeps(self.iterations, "RigidLimits.iterations")
         object.__setattr__(self, "joints", self._own(self.joints))
-        if not isinstance(self.invweight0, bool):
-            raise ValueError(f"RigidLimits.invweight0 must be True or False, got "
-                             f"{self.invweight0!r}")
+        boolean(self.invweight0, "RigidLimits.invweight0")
         object.__setattr__(self, "inverse_weights", tuple(
             (str(name), positive(w, f"RigidLimits.inverse_weights[{name!r}]"))
             for name, w in dict(self.inverse_weights).items()))
@@ -173,6 +171,8 @@ class LimitRows:
                     sign.append(s)
                     bound.append(value)
         names = {qs.start: name for name, qs in zip(model.joint_names, model.q_slices)}
+        #: per row: its joint's name
+        self.joint_names = tuple(names[qi] for qi in q_index)
         own = dict(settings.joints)
         for name in own:
             if name not in model.joint_names:
@@ -180,9 +180,9 @@ class LimitRows:
                                  f"{model.name!r} (its joints: {', '.join(model.joint_names)})")
         default = JointLimit(settings.timeconst, settings.dampratio, settings.impedance)
         #: per row: its joint's ``JointLimit`` (its own, else the settings')
-        self.limit = tuple(own.get(names[qi], default) for qi in q_index)
+        self.limit = tuple(own.get(name, default) for name in self.joint_names)
         #: the limited joints with their own ``JointLimit``
-        self.own_joints = sorted({names[qi] for qi in q_index} & set(own))
+        self.own_joints = sorted(set(self.joint_names) & set(own))
         #: the distinct impedances of the rows, in order
         self.impedances = tuple(dict.fromkeys(j.impedance for j in self.limit))
         #: per row: the joint's coordinate and velocity index, +1 (lower) or -1 (upper), the
@@ -221,10 +221,9 @@ class LimitRows:
         ``dof_invweight0`` (``inverse_weights.dof_inverse_weights``; the settings'
         ``inverse_weights`` where given)."""
         weights = dof_inverse_weights(self.model)
-        names = {vs.start: name for name, vs in zip(self.model.joint_names,
-                                                    self.model.v_slices)}
         given = dict(self.settings.inverse_weights)
-        return np.array([given.get(names.get(v), weights[v]) for v in self.v_index])
+        return np.array([given.get(name, weights[v])
+                         for name, v in zip(self.joint_names, self.v_index)])
 
     def depths(self, xp, p, q):
         """(N, L): how far each joint is past its limit (rad or m; negative: inside)."""

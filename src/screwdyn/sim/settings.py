@@ -13,7 +13,7 @@ from typing import Callable, Optional, Union
 
 import numpy as np
 
-from .checks import positive as _check_positive
+from .checks import boolean, positive as _check_positive
 from .contact import GroundContact
 from .contact_solver import RigidContact
 from .limit_constraints import RigidLimits
@@ -191,8 +191,7 @@ class Settings:
         if not (self.progress is None or isinstance(self.progress, bool)
                 or callable(self.progress)):
             raise ValueError("progress must be a callable progress(done, total), True or None")
-        if not isinstance(self.record_contact_forces, bool):
-            raise ValueError("record_contact_forces must be True or False")
+        boolean(self.record_contact_forces, "record_contact_forces")
 
     @classmethod
     def make(cls, settings=None, **overrides):
