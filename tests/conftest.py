@@ -52,6 +52,21 @@ def erd_urdf(relative):
     return os.path.join(root, relative)
 
 
+#: where pip packages keep their MuJoCo models, under site-packages
+BUNDLED_MJCF = {"dm_control": ("dm_control", "suite"),
+                "gymnasium": ("gymnasium", "envs", "mujoco", "assets")}
+
+
+def bundled_mjcf(package, name):
+    """The path of the MJCF model ``name`` that ``package`` (``BUNDLED_MJCF``: dm_control's
+    suite, gymnasium's MuJoCo environments) installs beside MuJoCo, or None where it is not
+    installed."""
+    mujoco = pytest.importorskip("mujoco")
+    site = os.path.dirname(os.path.dirname(mujoco.__file__))
+    path = os.path.join(site, *BUNDLED_MJCF[package], f"{name}.xml")
+    return path if os.path.exists(path) else None
+
+
 def random_tree(seed, n=7, floating_base=False):
     """A random kinematic tree exercising everything the model supports: revolute joints about
     arbitrary axes, continuous and prismatic joints, fixed joints inside chains, rotated inertial

@@ -12,7 +12,7 @@ import pytest
 
 import screwdyn as sd
 
-from conftest import MUJOCO_SOLIMP, mujoco_impedance, soft_sink
+from conftest import MUJOCO_SOLIMP, bundled_mjcf, mujoco_impedance, soft_sink
 
 G, MU, SPEED, HALF = 9.81, 0.5, 2.0, 0.1
 CORNERS = [(sx * HALF, sy * HALF, sz * HALF) for sx in (-1, 1) for sy in (-1, 1)
@@ -385,12 +385,11 @@ def test_inverse_weights_are_mujocos():
     mujoco = pytest.importorskip("mujoco")
     from screwdyn.sim.inverse_weights import body_inverse_weights, dof_inverse_weights
 
-    site = os.path.dirname(os.path.dirname(mujoco.__file__))
-    paths = [os.path.join(site, "dm_control", "suite", f"{name}.xml")
+    paths = [bundled_mjcf("dm_control", name)
              for name in ("cartpole", "acrobot", "cheetah", "finger", "point_mass")]
-    paths += [os.path.join(site, "gymnasium", "envs", "mujoco", "assets", f"{name}.xml")
+    paths += [bundled_mjcf("gymnasium", name)
               for name in ("ant", "hopper", "humanoid", "inverted_double_pendulum", "pusher")]
-    paths = [p for p in paths if os.path.exists(p)]
+    paths = [p for p in paths if p is not None]
     if not paths:
         pytest.skip("neither dm_control nor gymnasium is installed")
     compared = 0

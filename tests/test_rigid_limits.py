@@ -3,7 +3,6 @@
 ``JointLimits`` sag or diverge, limits solved together with the ground contact (gymnasium's
 ant stands on its stops) and with equality constraints, the same numbers on every backend,
 and the bad inputs."""
-import os
 import warnings
 
 import numpy as np
@@ -11,7 +10,7 @@ import pytest
 
 import screwdyn as sd
 
-from conftest import soft_sink
+from conftest import bundled_mjcf, soft_sink
 
 ARM = """<mujoco model="stops">
   <option timestep="0.001" integrator="Euler"/>
@@ -181,10 +180,9 @@ def test_the_ant_stands_on_its_stops():
     1 s to 2 s (MuJoCo 7.7 mm), and with impratio 100 neither sinks by 1 mm. It stands 1.1 cm
     lower than MuJoCo's: MuJoCo scales its compliance by body_invweight0 (the leg's inverse
     mass at its centre, an approximation), screwdyn by the exact A_jj at the foot."""
-    pytest.importorskip("mujoco")
-    gymnasium = pytest.importorskip("gymnasium")
-    path = os.path.join(os.path.dirname(gymnasium.__file__), "envs", "mujoco", "assets",
-                        "ant.xml")
+    path = bundled_mjcf("gymnasium", "ant")
+    if path is None:
+        pytest.skip("gymnasium is not installed")
     robot = sd.load_mjcf(path, joint_damping=True)
     scene = sd.Scene("ant")
     scene.add_robot(robot)

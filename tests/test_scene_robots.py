@@ -5,7 +5,6 @@ file's; self-contact depths equal MuJoCo's ``mj_collision`` on dm_control's mani
 coal's distances on example-robot-data's Panda; the contact rows move the depth as the
 configuration does; dm_control's pendulum comes to rest on a box where geometry says, the box
 carrying its weight; bad inputs are clear errors."""
-import glob
 import os
 import warnings
 import xml.etree.ElementTree as ET
@@ -16,16 +15,14 @@ import pytest
 import screwdyn as sd
 from screwdyn.sim import collision
 
-from conftest import erd_urdf, erd_urdfs, soft_sink
+from conftest import bundled_mjcf, erd_urdf, erd_urdfs, soft_sink
 
 G = 9.81
 
 
 def _dm_control(name):
-    mujoco = pytest.importorskip("mujoco")
-    site = os.path.dirname(os.path.dirname(mujoco.__file__))
-    path = os.path.join(site, "dm_control", "suite", f"{name}.xml")
-    if not glob.glob(path):
+    path = bundled_mjcf("dm_control", name)
+    if path is None:
         pytest.skip("dm_control is not installed")
     return path
 
@@ -433,10 +430,8 @@ def test_an_mjcf_robot_starts_where_its_file_places_it():
 
 
 def _gymnasium(name):
-    mujoco = pytest.importorskip("mujoco")
-    site = os.path.dirname(os.path.dirname(mujoco.__file__))
-    path = os.path.join(site, "gymnasium", "envs", "mujoco", "assets", f"{name}.xml")
-    if not os.path.exists(path):
+    path = bundled_mjcf("gymnasium", name)
+    if path is None:
         pytest.skip("gymnasium is not installed")
     return path
 
