@@ -173,7 +173,7 @@ MUJOCO_SOLIMP = (0.9, 0.95, 0.001, 0.5, 2.0)
 def mujoco_impedance(r, solimp=MUJOCO_SOLIMP):
     """MuJoCo's impedance d(r) of a violation r (m or rad): the solimp sigmoid as MuJoCo's
     documentation (Modeling, solver parameters) writes it, apart from screwdyn's
-    ``sim.impedance``."""
+    ``model.impedance``."""
     dmin, dmax, width, midpoint, power = solimp
     x = min(abs(r) / width, 1.0)
     if x <= midpoint:

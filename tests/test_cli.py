@@ -7,6 +7,7 @@ import re
 import stat
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -371,6 +372,31 @@ def test_joint_damping_and_springs_from_the_command_line(tmp_path, capsys, pendu
     capsys.readouterr()
     assert main(["simulate", pendulum_urdf, "--joint-springs", "--quiet"]) == 2
     assert "--joint-springs applies to MJCF files, not to a URDF file" in \
+        one_error_line(capsys.readouterr().err)
+
+
+def test_soft_equalities_from_the_command_line(tmp_path, capsys, pendulum_urdf):
+    """--soft-equalities loads the file's equalities soft, as load_mjcf(soft_equalities=True):
+    the simulated trajectory is the Python API's, and differs from the hard one (the four-bar's
+    loop gives under its weight). On a URDF file it is refused in one line."""
+    from test_mjcf_constraints import FOUR_BAR
+
+    path = tmp_path / "four_bar.xml"
+    path.write_text(FOUR_BAR)
+    out = tmp_path / "soft.npz"
+    assert main(["simulate", str(path), "--soft-equalities", "--duration", "0.2", "--quiet",
+                 "--out", str(out)]) == 0
+    model = sd.load_mjcf(str(path), soft_equalities=True)
+    assert all(c.soft for c in model.constraints)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", sd.ConstraintWarning)  # its planar loop: rank 2 of 3
+        api = sd.simulate(model, model.q0, None, None, 0.2, 1e-3)
+        hard = sd.simulate(sd.load_mjcf(str(path)), model.q0, None, None, 0.2, 1e-3)
+    np.testing.assert_array_equal(sd.Trajectory.load(out).q, api.q)
+    assert np.abs(hard.q[-1] - api.q[-1]).max() > 1e-4
+    capsys.readouterr()
+    assert main(["simulate", pendulum_urdf, "--soft-equalities", "--quiet"]) == 2
+    assert "--soft-equalities applies to MJCF files, not to a URDF file" in \
         one_error_line(capsys.readouterr().err)
 
 

@@ -731,3 +731,87 @@ def test_bad_input_names_the_culprit(general):
         arm.with_constraints(Coupling("j9", "j1"))
     with pytest.raises(sd.ModelError, match="fixed tendon 'u'.*no moving joint named 'j7'"):
         arm.with_constraints(tendons=[FixedTendon("u", ("j7",), (1.0,))])
+
+
+# -- soft constraints (MuJoCo's solimp) ----------------------------------------------------------
+def slider(mass=2.0):
+    """A body of ``mass`` (kg) on a vertical slider ``lift`` (q up, m), under gravity."""
+    b = sd.ModelBuilder("slider")
+    b.add_link("base")
+    b.add_link("body", mass=mass, inertia=np.eye(3) * 0.01)
+    b.add_joint("lift", "prismatic", "base", "body", axis=(0, 0, 1))
+    return b.build()
+
+
+@pytest.mark.parametrize("solimp", [0.9, (0.5, 0.99, 0.01, 0.3, 3.0)],
+                         ids=["constant", "sigmoid"])
+def test_soft_coupling_sags_as_its_impedance_says(solimp):
+    """A slider held at q = 0 by a soft Coupling (impedance d < 1, MuJoCo's solimp) sags under
+    gravity to where its compliance carries the weight: e = g (1 - d) (dmax timeconst / d)^2
+    (``conftest.soft_sink``, d read at e), to 1e-9 m, on numpy, native code and JAX. A soft
+    row's acceleration is (1 - d) a0 + d a_ref (a0 = -g without it, a_ref = -k d / dmax e -
+    b e', k and b written at dmax) at every state, in every algebra; the hard coupling
+    (impedance 1, the default) is unchanged: e'' = -k e - b e'."""
+    from conftest import soft_sink
+
+    held = Coupling("lift", polynomial=(0.0,), name="hold", impedance=solimp)
+    model = slider().with_constraints(held)
+    (c,) = model.constraints
+    assert c.soft and not Coupling("lift").soft
+    dmin, dmax = c.impedance.dmin, c.impedance.dmax
+    sag = soft_sink(G, TIMECONST, c.impedance.as_tuple() if dmin != dmax
+                    else (dmin, dmax, 0.001, 0.5, 2.0))
+    k, b = c.gains
+    assert (k, b) == pytest.approx((1 / (dmax * TIMECONST ** 2), 2 / (dmax * TIMECONST)))
+    for q, qd in ((0.0, 0.0), (-0.004, 0.3), (0.02, -1.0), (-sag, 0.0)):
+        d = float(c.impedance.at(np, q))
+        a_ref = -k * d / dmax * q - b * qd
+        for algebra in ("spatial", "cga", "dq"):
+            qdd = sd.constrained_forward_dynamics(model, [q], [qd], [0.0], algebra=algebra)
+            assert_close(qdd, [(1 - d) * -G + d * a_ref], rtol=1e-12, what=f"{q} {algebra}")
+    # at the sag the compliance carries the whole weight
+    assert_close(sd.constraint_forces(model, [-sag], [0.0], [0.0]), [2.0 * G], rtol=1e-9)
+    for backend in ("numpy", "native", "jax"):
+        traj = sd.simulate(model, [0.0], [0.0], None, 1.5, 1e-3, backend=backend,
+                           integrator="semi_implicit_euler")
+        assert traj.q[-1, 0] == pytest.approx(-sag, abs=1e-9), backend
+    hard = slider().with_constraints(Coupling("lift", polynomial=(0.0,)))
+    traj = sd.simulate(hard, [0.0], [0.0], None, 1.5, 1e-3, integrator="semi_implicit_euler")
+    assert abs(traj.q[-1, 0]) < 1e-12
+
+
+def test_soft_rows_scale_given_inverse_weights():
+    """``inverse_weights`` replace a soft row's exact A_jj in its compliance (MuJoCo's
+    approximation): the slider's A_jj is 1 / m; given 1 / (2 m) its compliance halves and it
+    sags as a row of A_jj half as large would, g / 2 in soft_sink."""
+    from conftest import soft_sink
+
+    exact = slider().with_constraints(Coupling("lift", polynomial=(0.0,), impedance=0.9))
+    given = slider().with_constraints(Coupling("lift", polynomial=(0.0,), impedance=0.9,
+                                               inverse_weights=(0.25,)))
+    assert given.constraints[0].inverse_weights == (0.25,)
+    for model, load in ((exact, G), (given, G / 2)):
+        traj = sd.simulate(model, [0.0], [0.0], None, 1.5, 1e-3,
+                           integrator="semi_implicit_euler")
+        sag = soft_sink(load, TIMECONST, (0.9, 0.9, 0.001, 0.5, 2.0))
+        assert traj.q[-1, 0] == pytest.approx(-sag, abs=1e-9)
+
+
+def test_bad_softness_names_the_constraint():
+    """An impedance outside (0, 1] or not a solimp, inverse weights of the wrong count or not
+    > 0, a weld's torquescale not > 0: a ModelError naming the constraint and the field."""
+    with pytest.raises(sd.ModelError, match=r"Coupling 'hold': impedance must be a number in "
+                                            r"\(0, 1\]"):
+        Coupling("lift", name="hold", impedance=1.5)
+    with pytest.raises(sd.ModelError, match="Connect 'loop': impedance.*dmax must be in"):
+        Connect("a", "b", name="loop", impedance=(0.9, 0.0))
+    with pytest.raises(sd.ModelError, match="Coupling: impedance must be a number d"):
+        Coupling("lift", impedance="soft")
+    with pytest.raises(sd.ModelError, match="Connect 'loop': inverse_weights must be 3 "
+                                            "finite numbers"):
+        Connect("a", "b", name="loop", inverse_weights=(1.0, 1.0))
+    with pytest.raises(sd.ModelError, match=r"Coupling 'hold': inverse_weights must be > 0"):
+        Coupling("lift", name="hold", inverse_weights=(0.0,))
+    with pytest.raises(sd.ModelError, match="Weld 'grip': torquescale must be a finite number "
+                                            "> 0, got 0"):
+        sd.constraints.Weld("a", "b", name="grip", torquescale=0)

@@ -443,6 +443,89 @@ LIMITED = """<mujoco><worldbody>
 </mujoco>"""
 
 
+SOFT_SCENES = {"four_bar": FOUR_BAR, "site_pin": PENDULUM_PIN, "welds": WELDS,
+               "joint_quadratic": COUPLED, "tendon_fingers": FINGERS}
+
+
+def _quiet(m, solimp):
+    """Only MuJoCo's equality constraints act, soft: their solimp ``solimp`` (None: the
+    file's)."""
+    given = m.eq_solimp.copy()
+    _hard(m)
+    m.eq_solimp[:] = given if solimp is None else solimp
+    return m
+
+
+@pytest.mark.parametrize("solimp", [None, (0.5, 0.99, 0.01, 0.3, 3.0)],
+                         ids=["files", "sigmoid"])
+@pytest.mark.parametrize("name", list(SOFT_SCENES))
+def test_soft_equalities_are_mujocos(name, solimp):
+    """load_mjcf(..., soft_equalities=True) gives MuJoCo's soft equality constraints: at rest
+    (qd = 0) on the constraints and off them by 1e-4 and 1e-3 (m, rad; the impedance's
+    sigmoid and beyond), qacc equals mj_forward's to 1e-9 relative, and the forces too (row by
+    row; a weld's as J^T lambda, its rows being other than MuJoCo's); a weld off its
+    constraint to 1e-6 (its orientation rows are sin(angle) axis, MuJoCo's the quaternion
+    error's: their Jacobians differ with the angle, and the compliance scales fixed weights;
+    1.4e-7 measured). With velocities, the connects too (the couplings' curvature term, which
+    MuJoCo leaves out, differs there).""" 
+    m = _quiet(mujoco.MjModel.from_xml_string(SOFT_SCENES[name]), solimp)
+    model = sd.from_mujoco(m, soft_equalities=True)
+    assert all(c.soft and c.inverse_weights for c in model.constraints)
+    rng = np.random.default_rng(5)
+    moving = name in ("four_bar", "site_pin")
+    for violation in (0.0, 1e-4, 1e-3):
+        for q, qd, tau in _states(model, rng, 2, start=m.qpos0, violation=violation):
+            qd = qd if moving else 0.0 * qd
+            d = mujoco.MjData(m)
+            d.qpos[:], d.qvel[:], d.qfrc_applied[:] = q, qd, tau
+            mujoco.mj_forward(m, d)
+            qdd = np.asarray(sd.constrained_forward_dynamics(model, q, qd, tau))
+            lam = np.asarray(sd.constraint_forces(model, q, qd, tau))
+            scale = max(1.0, np.abs(d.qacc - d.qacc_smooth).max())
+            tol = 1e-6 if name == "welds" and violation else 1e-9
+            assert np.abs(qdd - d.qacc).max() / scale < tol, (violation, qdd, d.qacc)
+            if name == "welds":
+                J = np.asarray(sd.constraint_jacobian(model, q))
+                assert _relative(J.T @ lam, d.qfrc_constraint) < tol * 10
+            else:
+                assert _relative(lam, d.efc_force[:d.ne]) < 1e-8
+
+
+def test_soft_equalities_read_mujocos_numbers():
+    """What soft_equalities=True reads: each equality's solimp as MuJoCo applies it (clamped)
+    and its rows' approximate A_jj, which equal MuJoCo's efc_diagApprox (R imp / (1 - imp),
+    from efc_R and efc_KBIP) row by row, a weld's orientation rows times (2 / torquescale)^2
+    (screwdyn's rows are 2 / torquescale times MuJoCo's); the torquescale. By default the
+    constraints are hard (impedance 1, no weights), as before."""
+    for xml in SOFT_SCENES.values():
+        m = _quiet(mujoco.MjModel.from_xml_string(xml), None)
+        hard = sd.from_mujoco(m)
+        assert not any(c.soft or c.inverse_weights for c in hard.constraints)
+        model = sd.from_mujoco(m, soft_equalities=True)
+        d = mujoco.MjData(m)
+        mujoco.mj_forward(m, d)
+        imp = d.efc_KBIP[:d.ne, 2]
+        approx = d.efc_R[:d.ne] * imp / (1 - imp)
+        first = 0
+        for i, c in zip([i for i in range(m.neq) if m.eq_active0[i]], model.constraints):
+            assert c.impedance.as_tuple() == pytest.approx(tuple(m.eq_solimp[i]))
+            weights = np.array(c.inverse_weights)
+            if isinstance(c, Weld):
+                assert c.torquescale == abs(m.eq_data[i][10])
+                weights[3:] *= (c.torquescale / 2) ** 2
+            # MuJoCo's (the orientation rows of a weld of torquescale 0, a Connect here, left
+            # out: they carry no force)
+            np.testing.assert_allclose(weights, approx[first:first + c.rows], rtol=1e-12)
+            first += 6 if m.eq_type[i] == mujoco.mjtEq.mjEQ_WELD else c.rows
+        assert first == d.ne
+    m = mujoco.MjModel.from_xml_string(COUPLED)
+    m.eq_solimp[0] = (2.0, 0.95, 0.001, 0.5, 2)  # dmin > 1: MuJoCo clamps it to 0.9999
+    (quadratic, _) = sd.from_mujoco(m, soft_equalities=True).constraints
+    assert quadratic.impedance.dmin == 0.9999
+    with pytest.raises(ValueError, match="soft_equalities must be True or False, got 'yes'"):
+        sd.from_mujoco(m, soft_equalities="yes")
+
+
 def test_unsupported_elements_are_named():
     for xml, attrs, message in [
             (SPATIAL, "", '<tendon name="rope">: spatial tendons'),

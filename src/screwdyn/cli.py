@@ -37,7 +37,7 @@ MODEL_HELP = ("a bundled robot name (screwdyn info --list), a URDF file, an MJCF
 #: what each model-loading option applies to (it is refused for other kinds of MODEL)
 _APPLIES_TO = {"floating-base": "URDF files", "joint-order": "URDF files",
                "unsupported": "MJCF files", "joint-damping": "URDF and MJCF files",
-               "joint-springs": "MJCF files"}
+               "joint-springs": "MJCF files", "soft-equalities": "MJCF files"}
 
 
 # -- loading a model --------------------------------------------------------------------------
@@ -60,6 +60,9 @@ def add_model_arguments(parser: argparse.ArgumentParser, optional: bool = False)
     group.add_argument("--joint-springs", action="store_true",
                        help="MJCF: read the joints' springs (stiffness towards springref), "
                             "which MuJoCo applies, as one-joint tendons")
+    group.add_argument("--soft-equalities", action="store_true",
+                       help="MJCF: the equality constraints soft as MuJoCo's (their solimp "
+                            "and MuJoCo's inverse weights); without it, hard")
 
 
 def load_model(args: argparse.Namespace) -> Model:
@@ -67,22 +70,23 @@ def load_model(args: argparse.Namespace) -> Model:
     return resolve_model(args.model, args.floating_base, joint_order=args.joint_order,
                          unsupported=args.unsupported,
                          joint_damping=getattr(args, "joint_damping", False),
-                         joint_springs=getattr(args, "joint_springs", False))
+                         joint_springs=getattr(args, "joint_springs", False),
+                         soft_equalities=getattr(args, "soft_equalities", False))
 
 
 def resolve_model(spec, floating_base=False, joint_order=None, unsupported=None,
-                  joint_damping=False, joint_springs=False):
+                  joint_damping=False, joint_springs=False, soft_equalities=False):
     """A Model from a bundled robot name, a URDF or MJCF path (or URDF XML text) or a DH table
     file; an MJCF file is one whose root element is <mujoco> (loaded through MuJoCo).
-    ``joint_order`` applies to URDF files, ``unsupported`` and ``joint_springs`` to MJCF files
-    (None: the loader's default), ``joint_damping`` to both; an option given for a kind of
-    model that does not take it is a ModelError."""
+    ``joint_order`` applies to URDF files, ``unsupported``, ``joint_springs`` and
+    ``soft_equalities`` to MJCF files (None: the loader's default), ``joint_damping`` to both;
+    an option given for a kind of model that does not take it is a ModelError."""
     from .model import load_urdf
     from .model import robots
 
     options = {"floating-base": floating_base, "joint-order": joint_order,
                "unsupported": unsupported, "joint-damping": joint_damping,
-               "joint-springs": joint_springs}
+               "joint-springs": joint_springs, "soft-equalities": soft_equalities}
     if spec in robots.names():
         _refuse(options, (), f"the bundled robot {spec!r}")
         return robots.load(spec)
@@ -94,10 +98,10 @@ def resolve_model(spec, floating_base=False, joint_order=None, unsupported=None,
     if is_mjcf(spec):
         from .model import load_mjcf
 
-        _refuse(options, ("unsupported", "joint-damping", "joint-springs"),
+        _refuse(options, ("unsupported", "joint-damping", "joint-springs", "soft-equalities"),
                 f"an MJCF file ({spec}: it declares its own joints)")
         return load_mjcf(spec, unsupported=unsupported or "error", joint_damping=joint_damping,
-                         joint_springs=joint_springs)
+                         joint_springs=joint_springs, soft_equalities=soft_equalities)
     if os.path.exists(spec) or spec.lstrip().startswith("<"):
         _refuse(options, ("floating-base", "joint-order", "joint-damping"), "a URDF file")
         return load_urdf(spec, floating_base=floating_base, joint_order=joint_order,

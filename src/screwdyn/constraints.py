@@ -59,8 +59,10 @@ def _dynamics(call):
     e, J, gamma = _terms(call)
     k, b = _algorithm.gains(model)
     e_dot = xp.einsum("ijn,jn->in", J, call["qd"])
-    rhs = -k[:, None] * e - b[:, None] * e_dot - gamma
-    return _algorithm.solve(xp, M, J, qdd0, rhs)
+    soft = _algorithm.impedance_terms(xp, model, e)  # None: all hard
+    spring = k[:, None] * e if soft is None else k[:, None] * soft.scale * e
+    rhs = -spring - b[:, None] * e_dot - gamma
+    return _algorithm.solve(xp, M, J, qdd0, rhs, soft)
 
 
 def _accelerations(call):

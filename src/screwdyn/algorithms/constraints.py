@@ -9,6 +9,11 @@ e'' = J qdd + gamma; then constrained forward dynamics by the Schur complement o
     qdd0 = ABA(q, qd, tau)            (the unconstrained accelerations)
     A = J M^-1 J^T + eps I,  lambda = A^-1 (a_ref - gamma - J qdd0),  qdd = qdd0 + M^-1 J^T lambda
 
+A soft constraint (its impedance d < 1, MuJoCo's solimp; ``model/constraints.py``) adds its
+compliance R = diag((1 - d) / d A_jj) to A, and its stiffness term is k d(r) / dmax e
+(``impedance_terms``): lambda = (A + R)^-1 (a_ref - gamma - J qdd0), MuJoCo's soft equality
+constraints (their exact solution: equality rows have no cone, nothing to iterate).
+
 lambda (m,) are the constraint forces (N, N m; J^T lambda the joint forces they make). eps = 1e-9
 times A's mean diagonal regularises redundant rows (an over-constrained loop: A is singular),
 whose forces are then the least-squares split (their part in J^T's null space does not change
@@ -21,6 +26,8 @@ Point kinematics in a link's frame: twist (v, w) and acceleration (a, alpha) of 
 link axes; the classical acceleration of a point r fixed in the link is
 R (a + alpha x r + w x (v + w x r)).
 """
+from typing import Any, NamedTuple
+
 import numpy as np
 
 from ..algebra import link_placements
@@ -163,14 +170,66 @@ def gains(model):
     return np.array(k), np.array(b)
 
 
-def solve(xp, M, J, qdd0, rhs):
+class Softness(NamedTuple):
+    """The soft constraints' terms at a residual (``impedance_terms``), rows first."""
+
+    #: (m, N): each row's factor d(r) / dmax on its stiffness k (1 on a hard row)
+    scale: Any
+    #: (m, N): each row's compliance relative to its scale, (1 - d) / d (0 on a hard row)
+    compliance: Any
+    #: (m,): 1 where the compliance scales the row's exact A_jj, 0 where a given weight
+    exact: Any
+    #: (m,): the given inverse weights (``Constraint.inverse_weights``), 0 where exact
+    weights: Any
+
+    def rows(self, xp, A_diag):
+        """R (N, m): each row's compliance, for A's diagonal A_diag (N, m)."""
+        return xp.moveaxis(self.compliance, -1, 0) * (self.exact * A_diag + self.weights)
+
+
+def impedance_terms(xp, model, e):
+    """None where every constraint of ``model`` is hard; else their ``Softness`` at the
+    residual e (m, N): each row's factor d(r) / dmax on its stiffness k and its compliance
+    R_jj / A_jj = (1 - d) / d, d read at the constraint's violation r (MuJoCo's: the norm of a
+    Connect's 3 rows and of a Weld's 6, its orientation rows times torquescale / 2 as
+    MuJoCo's are torquescale times the quaternion error, sin(angle / 2) axis; |e| of a
+    Coupling), and what R scales."""
+    if not any(c.soft for c in model.constraints):
+        return None
+    weights = np.concatenate([c.inverse_weights or np.zeros(c.rows)
+                              for c in model.constraints])
+    exact = np.concatenate([np.full(c.rows, float(c.inverse_weights is None))
+                            for c in model.constraints])
+    scale, compliance, first = [], [], 0
+    for c in model.constraints:
+        rows = e[first:first + c.rows]
+        first += c.rows
+        if c.impedance.constant:
+            r = None
+        elif isinstance(c, _c.Weld):
+            r = xp.sqrt(xp.sum(rows[:3] ** 2, axis=0)
+                        + (0.5 * c.torquescale) ** 2 * xp.sum(rows[3:] ** 2, axis=0))
+        elif isinstance(c, _c.Connect):
+            r = xp.sqrt(xp.sum(rows ** 2, axis=0))
+        else:
+            r = rows[0]
+        scale.append(0.0 * rows + c.impedance.scale(xp, r))
+        compliance.append(0.0 * rows + c.impedance.compliance(xp, r))
+    return Softness(xp.concatenate(scale), xp.concatenate(compliance), exact, weights)
+
+
+def solve(xp, M, J, qdd0, rhs, soft=None):
     """(qdd (nv, N), lambda (m, N)) for M (nv, nv, N), J (m, nv, N), the unconstrained
-    accelerations qdd0 (nv, N) and rhs = a_ref - gamma (m, N) (see the module docstring)."""
+    accelerations qdd0 (nv, N) and rhs = a_ref - gamma (m, N); ``soft``: the soft
+    constraints' ``Softness``, or None (all hard) (see the module docstring)."""
     Mb, Jb = xp.moveaxis(M, -1, 0), xp.moveaxis(J, -1, 0)  # (N, nv, nv), (N, m, nv)
     MinvJT = spd.solve(xp, Mb, xp.moveaxis(Jb, -1, -2))  # (N, nv, m)
     A = xp.einsum("nij,njk->nik", Jb, MinvJT)
     m = J.shape[0]
     scale = sum(A[:, i, i] for i in range(m)) * (EPSILON / m) + 1e-300
+    if soft is not None:  # A + R, R = diag((1 - d) / d A_jj)
+        R = soft.rows(xp, xp.stack([A[:, i, i] for i in range(m)], axis=-1))
+        A = A + R[:, :, None] * np.eye(m)
     residual = xp.moveaxis(rhs, -1, 0) - xp.einsum("nij,jn->ni", Jb, qdd0)
     regularised = A + scale[:, None, None] * np.eye(m)
     lam = spd.solve(xp, regularised, residual[..., None])[..., 0]  # (N, m)

@@ -19,12 +19,22 @@ Every constraint is held by the stabilised acceleration constraint (Baumgarte's,
 ``solref`` parameters): J qdd + dJ/dt qd = -b de/dt - k e, b = 2 / timeconst,
 k = 1 / (timeconst dampratio)^2: a violation (a drift, an inconsistent initial state) decays
 with time constant ``timeconst`` (s), critically damped at ``dampratio`` = 1.
+
+A constraint may be soft, as MuJoCo's are: its ``impedance`` d < 1 (MuJoCo's ``solimp``,
+``model.impedance``) gives its rows the compliance R_jj = (1 - d) / d A_jj (A = J M^-1 J^T), so
+that the acceleration of each row is (1 - d) a0 + d a_ref where it alone acts (a0: the row's
+acceleration without the constraint, a_ref = -b e' - k d(r) / dmax e with k and b written at
+dmax, MuJoCo's reference acceleration); d is read at the violation r, the norm of a Connect's
+3 or a Weld's 6 rows (MuJoCo's), |e| of a Coupling. The default, d = 1, is the hard constraint.
+``inverse_weights`` replace A_jj there by given numbers (MuJoCo's approximation of it).
 """
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
 from ..errors import ModelError
+from .impedance import Impedance, impedance_of, stabilisation_gains
 
 #: MuJoCo's default ``solref`` (time constant s, damping ratio)
 TIMECONST, DAMPRATIO = 0.02, 1.0
@@ -41,11 +51,19 @@ def _vector(value, n, what):
 @dataclass(frozen=True)
 class Constraint:
     """What every equality constraint has: a name (for messages and ``constraint_labels``),
-    and the stabilisation's time constant (s, > 0) and damping ratio (> 0)."""
+    the stabilisation's time constant (s, > 0) and damping ratio (> 0), and its impedance:
+    1 (the default) for a hard constraint, or MuJoCo's ``solimp`` for a soft one, a constant
+    d in (0, 1] or (dmin, dmax, width, midpoint, power) (``impedance.impedance_of``; stored as
+    an ``Impedance``; the module docstring). ``inverse_weights``: None (the default), or one
+    number > 0 per row that a soft row's compliance scales in place of its exact A_jj
+    (MuJoCo's approximation of it, ``efc_diagApprox``, which ``load_mjcf(...,
+    soft_equalities=True)`` reads)."""
 
     name: str = field(default="", kw_only=True)
     timeconst: float = field(default=TIMECONST, kw_only=True)
     dampratio: float = field(default=DAMPRATIO, kw_only=True)
+    impedance: Any = field(default=Impedance(1.0, 1.0), kw_only=True)
+    inverse_weights: Any = field(default=None, kw_only=True)
 
     #: number of scalar constraint rows
     rows = 0
@@ -58,11 +76,29 @@ class Constraint:
                 raise ModelError(f"{self.describe()}: {name} must be a finite number > 0, got "
                                  f"{value!r}")
             object.__setattr__(self, name, float(value))
+        try:
+            impedance = impedance_of(self.impedance, f"{self.describe()}: impedance")
+        except ValueError as error:
+            raise ModelError(str(error)) from None
+        object.__setattr__(self, "impedance", impedance)
+        if self.inverse_weights is not None:
+            w = _vector(self.inverse_weights, self.rows, f"{self.describe()}: inverse_weights")
+            if min(w) <= 0.0:
+                raise ModelError(f"{self.describe()}: inverse_weights must be > 0 (one per row, "
+                                 f"1/kg or 1/(kg m^2)), got {self.inverse_weights!r}")
+            object.__setattr__(self, "inverse_weights", w)
 
     @property
     def gains(self):
-        """(k, b): the stabilisation's stiffness (1/s^2) and damping (1/s)."""
-        return 1.0 / (self.timeconst * self.dampratio) ** 2, 2.0 / self.timeconst
+        """(k, b): the stabilisation's stiffness (1/s^2) and damping (1/s), written at the
+        impedance's dmax (``impedance.stabilisation_gains``; 1 / (timeconst dampratio)^2 and
+        2 / timeconst for a hard constraint)."""
+        return stabilisation_gains(self.timeconst, self.dampratio, self.impedance)
+
+    @property
+    def soft(self) -> bool:
+        """Whether the constraint is soft (its impedance is below 1 somewhere)."""
+        return not (self.impedance.constant and self.impedance.at(np, 0.0) == 1.0)
 
     def describe(self):
         return f"{type(self).__name__} {self.name!r}" if self.name else type(self).__name__
@@ -93,13 +129,22 @@ class Weld(Connect):
     """``link_a``'s frame held at a fixed pose relative to ``link_b``'s: ``point_a`` of a
     coincides with ``point_b`` of b (as ``Connect``) and R_b^T R_a = ``rotation`` (3x3,
     row-major or nested). 6 rows: the points' offset, then the orientation error
-    sin(angle) * axis of R_a (R_b rotation)^T, world axes."""
+    sin(angle) * axis of R_a (R_b rotation)^T, world axes. ``torquescale`` (> 0, MuJoCo's):
+    how much the orientation counts, against the offset, in the violation a soft weld reads
+    its impedance at, |(offset, torquescale / 2 * orientation error)| (MuJoCo's orientation
+    rows are torquescale times half the quaternion error); no effect on a hard weld."""
 
     rotation: tuple = _IDENTITY
+    torquescale: float = 1.0
     rows = 6
 
     def __post_init__(self):
         super().__post_init__()
+        t = self.torquescale
+        if not (isinstance(t, (int, float, np.floating)) and np.isfinite(t) and t > 0):
+            raise ModelError(f"{self.describe()}: torquescale must be a finite number > 0, got "
+                             f"{t!r}")
+        object.__setattr__(self, "torquescale", float(t))
         R = np.asarray(self.rotation, dtype=float).reshape(-1)
         if R.shape != (9,) or not np.all(np.isfinite(R)) \
                 or not np.allclose(R.reshape(3, 3) @ R.reshape(3, 3).T, np.eye(3), atol=1e-6) \

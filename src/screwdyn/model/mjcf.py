@@ -37,7 +37,7 @@ simulations enforce:
                                        springlength)
     <equality><connect> (body or site) Connect: the two anchors (``eq_data``) or site origins
     <equality><weld> (body or site)    Weld: anchors and ``relpose`` (or the sites' frames);
-                                       ``torquescale`` 0 is a Connect of the same anchors
+                                       ``torquescale`` (0: a Connect of the same anchors)
     <equality><joint>                  Coupling(joint1, joint2, polycoef, reference = qpos0)
     <equality><tendon>                 Coupling(tendon1, tendon2, polycoef,
                                        reference = tendon_length0)
@@ -46,9 +46,12 @@ Only equalities active at load (``eq_active0``) are read; inactive ones are skip
 the model disables equality constraints). Each keeps its MuJoCo name (unnamed:
 ``equality{i}``, ``tendon{i}``; a tendon with the name of a joint is ``tendon:{name}``, as
 screwdyn's couplings name joints and tendons alike). MuJoCo's constraints are soft (each solved
-with a regularisation set by ``solimp``); screwdyn's are hard, stabilised by Baumgarte's terms: only
-``solref``'s time constant and damping ratio are used, which give the stiffness and damping of
-MuJoCo's reference acceleration aref (at ``solimp`` width dmax = 1); ``solimp`` is ignored.
+with a regularisation set by ``solimp``); by default screwdyn's are hard, stabilised by
+Baumgarte's terms: only ``solref``'s time constant and damping ratio are used, which give the
+stiffness and damping of MuJoCo's reference acceleration aref (at dmax = 1); ``solimp`` is
+ignored. ``soft_equalities=True`` makes them MuJoCo's soft constraints: each gets its
+``solimp`` and MuJoCo's approximate inverse weights of its rows (``Constraint.impedance``,
+``Constraint.inverse_weights``; ``docs/constraints.md``, Soft constraints).
 The time constant is at least 2 ``opt.timestep``, as MuJoCo makes it (unless the model
 disables ``refsafe``); a direct-form ``solref`` (-stiffness, -damping) becomes the time
 constant 2 / damping and damping ratio damping / (2 sqrt(stiffness)). Where MuJoCo's rows
@@ -83,7 +86,7 @@ from .model import Model
 
 def load_mjcf(path: "str | os.PathLike", armature: bool = True, joint_damping: bool = False,
               joint_friction: bool = False, unsupported: str = "error",
-              joint_springs: bool = False) -> Model:
+              joint_springs: bool = False, soft_equalities: bool = False) -> Model:
     """Compile the MJCF file ``path`` with MuJoCo and return the screwdyn Model, with its fixed
     tendons and active equality constraints (``from_mujoco``, the module docstring). A file
     MuJoCo rejects is a ``ModelError`` with MuJoCo's message; so is an element screwdyn does
@@ -93,18 +96,18 @@ def load_mjcf(path: "str | os.PathLike", armature: bool = True, joint_damping: b
     mj = _compiled(path)
     return from_mujoco(mj, name=None, armature=armature, joint_damping=joint_damping,
                        joint_friction=joint_friction, unsupported=unsupported, source=path,
-                       joint_springs=joint_springs)
+                       joint_springs=joint_springs, soft_equalities=soft_equalities)
 
 
 def from_mujoco(mj_model: "mujoco.MjModel", name: "str | None" = None, armature: bool = True,
                 joint_damping: bool = False, joint_friction: bool = False,
                 unsupported: str = "error", source: str = "",
-                joint_springs: bool = False) -> Model:
+                joint_springs: bool = False, soft_equalities: bool = False) -> Model:
     """A screwdyn Model of a compiled ``mujoco.MjModel`` (see the module docstring): its
     rigid-body tree, its fixed tendons (``model.tendons``) and the equality constraints active
-    at load (``model.constraints``, ``eq_active0``; inactive ones are skipped), held as hard
-    constraints with ``solref``'s time constant and damping ratio (``solimp`` is ignored), and
-    its ``qpos0`` and keyframes (``model.q0``, ``model.reference_configurations``).
+    at load (``model.constraints``, ``eq_active0``; inactive ones are skipped), held with
+    ``solref``'s time constant and damping ratio, and its ``qpos0`` and keyframes
+    (``model.q0``, ``model.reference_configurations``).
 
     armature: keep ``dof_armature`` (MuJoCo's mass matrix includes it; False gives the bare
         rigid-body dynamics, which ``mj_rne`` computes).
@@ -116,6 +119,13 @@ def from_mujoco(mj_model: "mujoco.MjModel", name: "str | None" = None, armature:
         elastic energy (none when the model disables springs); a ball or free joint's spring
         is refused (``unsupported``). Off by default, as the damping: the model's
         ``tendons`` are then the file's.
+    soft_equalities: MuJoCo's soft equality constraints: each equality gets its ``solimp``
+        (``Constraint.impedance``, as MuJoCo applies it: dmin, dmax and midpoint clamped to
+        [0.0001, 0.9999]) and MuJoCo's approximation of its rows' A_jj, which their
+        compliance (1 - d) / d A_jj scales (``Constraint.inverse_weights``: the bodies'
+        ``body_invweight0``, the joints' ``dof_invweight0``, the tendons'
+        ``tendon_invweight0``, as ``mj_diagApprox``). Off by default: hard constraints
+        (Pinocchio's constrained dynamics; ``solimp`` ignored).
     unsupported: ``"error"`` (default) refuses, with a ``ModelError`` naming the element, what
         screwdyn does not model: spatial tendons, tendon limits, friction and armature,
         nonlinear or dead-band tendon springs, flex equalities; ``"ignore"`` drops those (and
@@ -125,6 +135,8 @@ def from_mujoco(mj_model: "mujoco.MjModel", name: "str | None" = None, armature:
     m = mj_model
     if unsupported not in ("error", "ignore"):
         raise ValueError(f"unsupported must be 'error' or 'ignore', got {unsupported!r}")
+    if not isinstance(soft_equalities, bool):
+        raise ValueError(f"soft_equalities must be True or False, got {soft_equalities!r}")
     obj = mujoco.mjtObj
     body_name = [mujoco.mj_id2name(m, obj.mjOBJ_BODY, i) or ("world" if i == 0 else f"body{i}")
                  for i in range(m.nbody)]
@@ -146,7 +158,8 @@ def from_mujoco(mj_model: "mujoco.MjModel", name: "str | None" = None, armature:
     tendons, tendon_name = _tendons(mujoco, m, joint_name, unsupported)
     if joint_springs:
         tendons += _joint_springs(mujoco, m, joint_name, tendons, unsupported)
-    constraints = _equalities(mujoco, m, body_name, joint_name, tendon_name, unsupported)
+    constraints = _equalities(mujoco, m, body_name, joint_name, tendon_name, unsupported,
+                              soft_equalities)
     model = builder.build(gravity=gravity, source=source)
     _check_layout(model, m, joint_name)
     if tendons or constraints:
@@ -329,8 +342,31 @@ _EQUALITY_ELEMENT = {0: "connect", 1: "weld", 2: "joint", 3: "tendon", 4: "flex"
                      5: "flexvert", 6: "flexstrain", 7: "distance"}
 
 
-def _equalities(mujoco, m, body_name, joint_name, tendon_name, unsupported):
-    """The active equality constraints as Connect, Weld and Coupling objects."""
+def _equality_weights(mujoco, m, i, a, b):
+    """MuJoCo's approximate A_jj of equality i's rows (its ``mj_diagApprox``), on screwdyn's
+    rows: a connect's, its two bodies' translational ``body_invweight0``; a weld's, the same,
+    then the rotational ones times (2 / torquescale)^2 (MuJoCo's orientation rows are
+    torquescale / 2 times screwdyn's sin(angle) axis, to first order); a joint or tendon
+    equality's, the sum of its objects' ``dof_invweight0`` or ``tendon_invweight0``."""
+    eq = mujoco.mjtEq
+    kind = int(m.eq_type[i])
+    if kind in (eq.mjEQ_CONNECT, eq.mjEQ_WELD):
+        if int(m.eq_objtype[i]) == mujoco.mjtObj.mjOBJ_SITE:
+            a, b = int(m.site_bodyid[a]), int(m.site_bodyid[b])
+        w = m.body_invweight0
+        translation = float(w[a, 0] + w[b, 0])
+        torquescale = float(m.eq_data[i][10])
+        if kind == eq.mjEQ_CONNECT or torquescale == 0.0:
+            return (translation,) * 3
+        return (translation,) * 3 + (float(w[a, 1] + w[b, 1]) * (2.0 / torquescale) ** 2,) * 3
+    if kind == eq.mjEQ_JOINT:
+        return (sum(float(m.dof_invweight0[m.jnt_dofadr[j]]) for j in (a, b) if j >= 0),)
+    return (sum(float(m.tendon_invweight0[j]) for j in (a, b) if j >= 0),)
+
+
+def _equalities(mujoco, m, body_name, joint_name, tendon_name, unsupported, soft):
+    """The active equality constraints as Connect, Weld and Coupling objects (``soft``: with
+    their solimp and MuJoCo's approximate inverse weights)."""
     bit = mujoco.mjtDisableBit
     if m.opt.disableflags & (bit.mjDSBL_EQUALITY | bit.mjDSBL_CONSTRAINT):
         return []  # MuJoCo applies none
@@ -348,6 +384,9 @@ def _equalities(mujoco, m, body_name, joint_name, tendon_name, unsupported):
             continue
         options = dict(name=name, timeconst=solref[0], dampratio=solref[1])
         data, a, b = m.eq_data[i], int(m.eq_obj1id[i]), int(m.eq_obj2id[i])
+        if soft:
+            options["impedance"] = applied_solimp(m.eq_solimp[i])
+            options["inverse_weights"] = _equality_weights(mujoco, m, i, a, b)
         if kind in (eq.mjEQ_CONNECT, eq.mjEQ_WELD):
             if int(m.eq_objtype[i]) == mujoco.mjtObj.mjOBJ_SITE:
                 links = body_name[m.site_bodyid[a]], body_name[m.site_bodyid[b]]
@@ -371,8 +410,8 @@ def _equalities(mujoco, m, body_name, joint_name, tendon_name, unsupported):
             # torquescale scales MuJoCo's orientation rows (their softness): any nonzero value
             # is the same hard constraint; 0 leaves the points only
             if kind == eq.mjEQ_WELD and data[10] != 0:
-                out.append(Weld(rotation=_matrix(rotation[0]) @ _matrix(rotation[1]).T, **link,
-                                **options))
+                out.append(Weld(rotation=_matrix(rotation[0]) @ _matrix(rotation[1]).T,
+                                torquescale=abs(float(data[10])), **link, **options))
             else:
                 out.append(Connect(**link, **options))
         elif kind in (eq.mjEQ_JOINT, eq.mjEQ_TENDON):

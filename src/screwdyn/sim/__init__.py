@@ -9,7 +9,6 @@ numpy or compiled with JAX; the Trajectory it returns, its energy balance, files
 Modules, each with one job (dependencies point down the list):
 
     settings      Settings, JointLimits, JointFriction: what a run does, checked up front
-    impedance     Impedance: MuJoCo's solimp, a soft constraint's compliance and gains
     inverse_weights MuJoCo's approximate inverse weights (body_invweight0, dof_invweight0)
     geometry      contact points from collision geometry (URDF, MJCF) or declared by the user
     contact_model ContactModel: what a contact model provides (the protocol the step uses)

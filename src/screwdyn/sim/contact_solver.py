@@ -81,10 +81,10 @@ import numpy as np
 from .._backend import is_jax_namespace
 from ..algorithms import spd
 from ..algorithms.constraints import EPSILON
+from ..model.impedance import Impedance, impedance_of, impratio_of, stabilisation_gains
 from .checks import boolean, positive, sweeps
 from .contact import Contact, check_plane
 from .geometry import contact_points
-from .impedance import Impedance, impedance_of, impratio_of, stabilisation_gains
 from .inverse_weights import link_inverse_weights
 from .loops import loop, when
 
@@ -548,7 +548,8 @@ def row_diagonal(xp, M, J, regularization):
     return xp.sum(J * xp.moveaxis(MinvJT, -1, -2), axis=-1) * (1.0 + regularization) + 1e-30
 
 
-def solve_rows(xp, model, M, J_eq, qdd0, blocks, iterations, regularization):
+def solve_rows(xp, model, M, J_eq, qdd0, blocks, iterations, regularization,
+               eq_soft=None):
     """(qdd (N, nv), tau_c (N, nv), [block.finish(f_b, diag_b) for each block]): the forces f
     of the module docstring's problem for the rows of ``blocks`` (``Rows``) together, by
     ``iterations`` projected Gauss-Seidel sweeps (each block's sweep in turn), for the
@@ -559,7 +560,10 @@ def solve_rows(xp, model, M, J_eq, qdd0, blocks, iterations, regularization):
     which qdd0 satisfies: the rows then act through the constrained inverse inertia
     M_c^-1 = M^-1 - M^-1 J_eq^T A_eq^-1 J_eq M^-1 (A_eq = J_eq M^-1 J_eq^T, regularised as in
     ``constrained_forward_dynamics``), so that qdd keeps them, and tau_c also holds the change
-    of the equality forces, J^T f - J_eq^T A_eq^-1 J_eq M^-1 J^T f."""
+    of the equality forces, J^T f - J_eq^T A_eq^-1 J_eq M^-1 J^T f. ``eq_soft``: the soft
+    equalities' ``Softness`` (``algorithms.constraints.impedance_terms``) or None (all hard):
+    their compliance joins A_eq (A_eq + R_eq: the soft rows eliminated exactly, as
+    ``constrained_forward_dynamics`` solves them)."""
     J = xp.concatenate([b.J for b in blocks], axis=1)  # (N, R, nv)
     firsts = np.cumsum([0] + [b.J.shape[1] for b in blocks]).tolist()
     MinvJT = inverse_inertia(xp, model, M, J)  # (N, nv, R)
@@ -568,6 +572,9 @@ def solve_rows(xp, model, M, J_eq, qdd0, blocks, iterations, regularization):
         A_eq = xp.einsum("niv,nvj->nij", J_eq, MinvJeT)
         m = J_eq.shape[1]
         scale = sum(A_eq[:, i, i] for i in range(m)) * (EPSILON / m) + 1e-300
+        if eq_soft is not None:
+            R_eq = eq_soft.rows(xp, xp.stack([A_eq[:, i, i] for i in range(m)], axis=-1))
+            A_eq = A_eq + R_eq[:, :, None] * np.eye(m)
         X = spd.solve(xp, A_eq + scale[:, None, None] * np.eye(m),
                       xp.einsum("niv,nvj->nij", J_eq, MinvJT))  # (N, m, R)
         MinvJT = MinvJT - xp.einsum("nvi,nij->nvj", MinvJeT, X)

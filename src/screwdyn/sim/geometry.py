@@ -26,7 +26,7 @@ from typing import Optional
 import numpy as np
 
 from ..errors import ModelError
-from .impedance import Impedance
+from ..model.impedance import Impedance
 from .surface import Surface
 
 

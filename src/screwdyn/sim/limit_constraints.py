@@ -29,9 +29,9 @@ from typing import Any, Mapping, NamedTuple, Union
 import numpy as np
 
 from ..errors import ModelError
+from ..model.impedance import Impedance, impedance_of, stabilisation_gains
 from .checks import boolean, positive, sweeps
 from .contact_solver import Rows, columns, put_columns, row_diagonal
-from .impedance import Impedance, impedance_of, stabilisation_gains
 from .inverse_weights import dof_inverse_weights
 from .joint_springs import limited_joints
 from .loops import when

@@ -14,8 +14,8 @@ from typing import NamedTuple, Optional
 
 import numpy as np
 
+from ..model.impedance import Impedance, impedance_of
 from .checks import positive
-from .impedance import Impedance, impedance_of
 
 
 @dataclass(frozen=True)

@@ -29,11 +29,12 @@ the solvers' warm starts, ``solved``).
 import numpy as np
 
 from ..algorithms.aba import check_defined
+from ..algorithms.constraints import impedance_terms
 from ..algorithms.joint_forces import add_diagonal, friction as joint_friction_forces
 from ..controllers import Identity
 from .. import _backend
 from ..dynamics import forward_kinematics, link_velocities, mass_matrix
-from ..constraints import ACCELERATIONS, constraint_jacobian
+from ..constraints import ACCELERATIONS, constraint_jacobian, constraint_residual
 from ..execution import plan
 from ..execution.plan import lookup, run_jax
 from .contact_solver import solve_rows
@@ -268,6 +269,7 @@ class System:
         M = mass_matrix(self.fd_model, q, algebra=self.kinematics_algebra)
         J_eq = constraint_jacobian(self.fd_model, q, algebra=self.kinematics_algebra) \
             if self.fd_model.constraints else None
+        eq_soft = self._equality_softness(xp, q)
         blocks, names = [], []
         if self.solves_contact:  # first: its sweep reads its forces from column 0
             blocks.append(self.contact.block(xp, params["contact"], q, qd, T,
@@ -283,10 +285,24 @@ class System:
             iterations = self.settings.joint_limits.iterations
             regularization = params["limits"]["regularization"]
         qdd, tau_c, out = solve_rows(xp, self.fd_model, M, J_eq, qdd0, blocks, iterations,
-                                     regularization)
+                                     regularization, eq_soft)
         out = dict(zip(names, out))
         forces, contact = out.get("contact", (None, None))
         return qdd, tau_c, forces, {"contact": contact, "limits": out.get("limits")}
+
+    def _equality_softness(self, xp, q):
+        """The soft equality constraints' ``Softness`` at q (N, nq) (``impedance_terms``;
+        their residual is evaluated only where an impedance depends on it); None where every
+        constraint is hard."""
+        model = self.fd_model
+        if not any(c.soft for c in model.constraints):
+            return None
+        if all(c.impedance.constant for c in model.constraints):
+            e = xp.zeros((model.nconstraints,) + q.shape[:-1])
+        else:
+            e = xp.moveaxis(constraint_residual(model, q, algebra=self.kinematics_algebra),
+                            -1, 0)
+        return impedance_terms(xp, model, e)
 
     def _poses(self, q):
         return forward_kinematics(self.model, q, algebra=self.kinematics_algebra)

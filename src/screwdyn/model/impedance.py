@@ -1,6 +1,8 @@
 """MuJoCo's impedance of a soft constraint (its ``solimp``): how much of the force that would
-hold a one-sided row rigidly the row gets, as a function of how far it is violated, and what
-that makes of the row's compliance and of its stabilisation's gains.
+hold a row rigidly the row gets, as a function of how far it is violated, and what that makes
+of the row's compliance and of its stabilisation's gains. A model parameter: the equality
+constraints' (``Constraint.impedance``) and the simulations' contact and joint limits
+(``sim``) read it.
 
     d(r) = dmin + y(x) (dmax - dmin),   x = min(|r| / width, 1)    (r: the violation, m or rad)
     y(x) = x^p / m^(p-1)                  for x <= m
