@@ -8,7 +8,8 @@ semi-implicit Euler at dt = 1 ms, one state, the native backend. screwdyn: on ri
 (``impedance=1``), the limits as springs (``joint_limits=True``) and as rigid constraints
 solved with the contact (``sd.RigidLimits()``); then as the file has them, soft as MuJoCo's
 (``Scene.build()``'s default: its geoms' solimp; ``sd.RigidLimits.from_mjcf``: its joints'
-solreflimit and solimplimit), with 30 sweeps (the default) and 200. MuJoCo:
+solreflimit and solimplimit), with 30 sweeps (the default) and 200, with the elliptic cone
+(screwdyn's default) and MuJoCo's pyramidal one (the file's: MuJoCo's default). MuJoCo:
 ``mj_step`` with the file's options but Euler at 1 ms (its soft contacts and limits). Reports
 milliseconds a step (the median of ``--repeat`` runs, compilation excluded), the real-time
 factor, and the torso's height and the ankles' angles at the end: what the limits hold.
@@ -47,7 +48,11 @@ def main():
              ("screwdyn, RigidLimits(), rigid contact", rigid, sd.RigidLimits()),
              ("screwdyn, the file's soft contact and limits, 30 sweeps", {}, own),
              ("screwdyn, the file's soft contact and limits, 200 sweeps",
-              {"iterations": 200}, own))
+              {"iterations": 200}, own),
+             ("screwdyn, the same, MuJoCo's pyramidal cone, 30 sweeps",
+              {"cone": "pyramidal"}, own),
+             ("screwdyn, the same, MuJoCo's pyramidal cone, 200 sweeps",
+              {"cone": "pyramidal", "iterations": 200}, own))
     for name, solver, limits in cases:
         model, contact, q0 = scene.build(**solver)
         walls = []

@@ -400,6 +400,40 @@ def test_soft_equalities_from_the_command_line(tmp_path, capsys, pendulum_urdf):
         one_error_line(capsys.readouterr().err)
 
 
+#: a 1 kg ball of 0.1 m on MuJoCo's floor, its centre at z (m)
+BALL = """<mujoco><worldbody><geom name="floor" type="plane" size="5 5 0.1"/>
+  <body name="ball" pos="0 0 {z}"><freejoint/><geom type="sphere" size="0.1" mass="1"/>
+  </body></worldbody></mujoco>"""
+
+
+def test_friction_cone_from_the_command_line(tmp_path, capsys):
+    """--cone pyramidal: the scene's contact with MuJoCo's pyramidal cone (the summary says
+    it), the run Scene.build(cone="pyramidal")'s; without a solved contact, one line on stderr
+    and exit status 2; a cone of another name is refused by the parser."""
+    path = tmp_path / "ball.xml"
+    path.write_text(BALL.format(z=0.12))
+    out = tmp_path / "t.npz"
+    common = ["simulate", str(path), "--duration", "0.3", "--dt", "1e-3", "--integrator",
+              "semi_implicit_euler", "--quiet"]
+    assert main(common + ["--scene", "--cone", "pyramidal", "--out", str(out)]) == 0
+    assert "pyramidal friction cones" in capsys.readouterr().out
+    scene = sd.Scene("ball")
+    scene.add_robot(sd.load_mjcf(str(path)))
+    model, contact, q0 = scene.build(cone="pyramidal")
+    api = sd.simulate(model, q0, None, None, 0.3, 1e-3, contact=contact,
+                      integrator="semi_implicit_euler")
+    np.testing.assert_allclose(sd.Trajectory.load(out).q, api.q, atol=1e-12)
+    elliptic = sd.simulate(model, q0, None, None, 0.3, 1e-3, contact=scene.build()[1],
+                           integrator="semi_implicit_euler")
+    assert np.abs(elliptic.q - api.q).max() > 1e-7  # another contact
+    assert main(common + ["--scene"]) == 0
+    assert "pyramidal" not in capsys.readouterr().out
+    assert main(common + ["--contact", "--cone", "pyramidal"]) == 2
+    assert "--cone is the solved contact's friction" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        main(common + ["--scene", "--cone", "square"])
+
+
 def test_rigid_limits_from_the_command_line(urdf_file, tmp_path, capsys):
     """--rigid-limits: the pendulum, started past its 3 rad limit, is brought back inside
     (sd.RigidLimits, the same run as simulate's), and the summary says which limits ran;
@@ -458,9 +492,7 @@ def test_impedance_from_the_command_line(tmp_path, capsys):
     rigid friction). Without a solved contact, or out of (0, 1], or a bad solimp or
     impratio: one line on stderr, exit status 2."""
     path = tmp_path / "ball.xml"
-    path.write_text("""<mujoco><worldbody><geom name="floor" type="plane" size="5 5 0.1"/>
-      <body name="ball" pos="0 0 0.3"><freejoint/><geom type="sphere" size="0.1" mass="1"/>
-      </body></worldbody></mujoco>""")
+    path.write_text(BALL.format(z=0.3))
     out = tmp_path / "t.npz"
     common = ["simulate", str(path), "--duration", "2", "--dt", "1e-3", "--integrator",
               "semi_implicit_euler", "--quiet", "--no-compile-cache"]

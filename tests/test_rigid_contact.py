@@ -248,6 +248,23 @@ def test_an_impedance_that_grows_with_depth_is_mujocos(tmp_path, solimp):
         scene_contact.resolve(scene_model).params())["impedance"] == list(given)
 
 
+def _mj_qpos(m, qpos=None, qvel=None, force=None, steps=1000):
+    """mj_step's qpos (steps + 1, nq) of MuJoCo's model m from qpos, qvel (default its
+    qpos0 and rest) under the joint forces ``force`` (qfrc_applied), the first before any
+    step."""
+    import mujoco
+
+    d = mujoco.MjData(m)
+    for value, field in ((qpos, d.qpos), (qvel, d.qvel), (force, d.qfrc_applied)):
+        if value is not None:
+            field[:len(value)] = value
+    out = [d.qpos.copy()]
+    for _ in range(steps):
+        mujoco.mj_step(m, d)
+        out.append(d.qpos.copy())
+    return np.array(out)
+
+
 PUCK = """<mujoco><option timestep="0.001" integrator="Euler" cone="elliptic" impratio="{ratio}"/>
   <worldbody><geom name="floor" type="plane" size="5 5 0.1" friction="0.5"/>
     <body name="puck" pos="0 0 0.1">
@@ -265,18 +282,11 @@ def _pushed_puck(tmp_path, impratio, push):
     path = tmp_path / "puck.xml"
     path.write_text(PUCK.format(ratio=impratio))
     q0 = np.array([0.0, 0.0, -soft_sink(G)])
-    m = mujoco.MjModel.from_xml_path(str(path))
-    d = mujoco.MjData(m)
-    d.qpos[:] = q0
-    d.qfrc_applied[0] = push
-    expected = [d.qpos.copy()]
-    for _ in range(1000):
-        mujoco.mj_step(m, d)
-        expected.append(d.qpos.copy())
+    expected = _mj_qpos(mujoco.MjModel.from_xml_path(str(path)), q0, force=[push])
     scene = sd.Scene("puck")
     scene.add_robot(sd.load_mjcf(str(path)))
     tau = np.array([push, 0.0, 0.0])
-    return scene, scene.build()[1], q0, lambda t, q, qd: tau, np.array(expected)
+    return scene, scene.build()[1], q0, lambda t, q, qd: tau, expected
 
 
 @pytest.mark.parametrize("impratio", [1.0, 10.0])
@@ -334,6 +344,59 @@ def test_a_soft_contact_slides_as_coulomb_says(tmp_path):
     assert mujoco_speed == pytest.approx(speeds["numpy"], rel=0.02)  # 1.106 m/s
 
 
+#: (impratio, push (N) along x and y, whether the pyramid's puck slides, the disc's):
+#: friction holds mu m g = 4.9 N in every direction in the elliptic cone; the pyramid's
+#: rhombus |f_x| + |f_y| <= mu f_n holds 4.9 N along x, 3.47 N along the diagonal
+PUSHES = {"sticks": (1.0, (2.0, 0.6), False, False),
+          "sticks-impratio10": (10.0, (2.0, 0.6), False, False),
+          "slides": (1.0, (6.0, 1.8), True, True),
+          "x-sticks": (1.0, (3.92, 0.0), False, False),
+          "diagonal-slides": (1.0, (2.77, 2.77), True, False)}
+
+
+@pytest.mark.parametrize("case", list(PUSHES))
+def test_mujocos_pyramidal_cone_is_mujocos(tmp_path, case):
+    """MuJoCo's default friction cone, pyramidal (``RigidContact.cone``,
+    ``Scene.build(cone="pyramidal")``; elliptic by default): four edges J_n +- mu J_t, each
+    pushing, never pulling, of compliance 2 mu^2 / impratio (1 - d) / d A_e0. The puck rests at
+    the depth where four edges carry its weight, soft_sink(g mu^2 (1 + mu^2) / (2 impratio))
+    (MuJoCo's, to 1e-9 m; pushed gently, too); pushed it creeps or slides as mj_step's to
+    1e-9 m over 1 s (the 1,000 sweeps the stiffer impratio 10 needs to converge; 0.2 s on
+    numpy and JAX), on numpy, native code and JAX. Its friction lies in the rhombus
+    |f_x| + |f_y| <= mu f_n: pushed by 0.8 mu m g it sticks along x and slides along the
+    diagonal, where the elliptic cone (the scene's default) holds it in every direction."""
+    impratio, push, slides, slides_in_disc = PUSHES[case]
+    mujoco = pytest.importorskip("mujoco")
+    path = tmp_path / "puck.xml"
+    path.write_text(PUCK.format(ratio=impratio).replace('cone="elliptic"', 'cone="pyramidal"'))
+    m = mujoco.MjModel.from_xml_path(str(path))
+    m.opt.tolerance, m.opt.iterations = 1e-15, 1000
+    rest = soft_sink(G * MU ** 2 * (1 + MU ** 2) / (2 * impratio))
+    q0 = np.array([0.0, 0.0, -rest])
+    expected = _mj_qpos(m, q0, force=push)
+    scene = sd.Scene("puck")
+    scene.add_robot(sd.load_mjcf(str(path)))
+    # margin 0: MuJoCo's (its puck, lifted by the sliding, leaves the solve once apart)
+    model, contact, _ = scene.build(iterations=1000 if impratio > 1 else 100, cone="pyramidal",
+                                    margin=0.0)
+    assert scene.build()[1].solver.cone == "elliptic"  # whatever the file says
+    tau = np.array([push[0], push[1], 0.0])
+    for backend in ("numpy", "native", "jax"):
+        traj = sd.simulate(model, q0, None, lambda t, q, qd: tau, 1.0 if backend == "native"
+                           else 0.2, 1e-3, contact=contact, backend=backend,
+                           integrator="semi_implicit_euler")
+        np.testing.assert_allclose(traj.q, expected[:len(traj.q)], rtol=0, atol=1e-9,
+                                   err_msg=backend)
+    moved = np.hypot(*expected[-1, :2])
+    assert (moved > 0.1) == slides and (moved < 0.01) != slides, moved
+    if case.startswith("sticks"):  # pushed gently: its four edges push, at its rest depth
+        assert expected[-1, 2] == pytest.approx(-rest, abs=1e-9)
+    elliptic = sd.simulate(model, q0, None, lambda t, q, qd: tau, 1.0, 1e-3,
+                           contact=scene.build()[1], integrator="semi_implicit_euler")
+    assert np.abs(elliptic.q[-1] - expected[-1]).max() > 1e-5
+    assert (np.hypot(*elliptic.q[-1, :2]) > 0.1) == slides_in_disc
+
+
 CUBE = """<mujoco><option timestep="0.001" integrator="Euler" cone="elliptic"/>
   <worldbody><geom name="floor" type="plane" size="5 5 0.1"/>
     <body name="cube" pos="0 0 0.12"><freejoint/><geom type="box" size="0.1 0.1 0.1" mass="1"/>
@@ -350,13 +413,7 @@ def test_mujocos_inverse_weights_rest_a_cube_as_mujocos(tmp_path):
     mujoco = pytest.importorskip("mujoco")
     path = tmp_path / "cube.xml"
     path.write_text(CUBE)
-    m = mujoco.MjModel.from_xml_path(str(path))
-    d = mujoco.MjData(m)
-    expected = [d.qpos.copy()]
-    for _ in range(1000):
-        mujoco.mj_step(m, d)
-        expected.append(d.qpos.copy())
-    expected = np.array(expected)
+    expected = _mj_qpos(mujoco.MjModel.from_xml_path(str(path)))
     scene = sd.Scene("cube")
     scene.add_robot(sd.load_mjcf(str(path)))
     model, exact, q0 = scene.build()
@@ -397,13 +454,7 @@ def test_soft_equality_and_contact_are_mujocos(tmp_path):
     mujoco = pytest.importorskip("mujoco")
     path = tmp_path / "pair.xml"
     path.write_text(PAIR)
-    m = mujoco.MjModel.from_xml_path(str(path))
-    d = mujoco.MjData(m)
-    expected = [d.qpos.copy()]
-    for _ in range(1000):
-        mujoco.mj_step(m, d)
-        expected.append(d.qpos.copy())
-    expected = np.array(expected)
+    expected = _mj_qpos(mujoco.MjModel.from_xml_path(str(path)))
     scene = sd.Scene("pair")
     scene.add_robot(sd.load_mjcf(str(path), soft_equalities=True))
     model, contact, q0 = scene.build(invweight0=True)
@@ -418,6 +469,28 @@ def test_soft_equality_and_contact_are_mujocos(tmp_path):
     traj = sd.simulate(model, q0, None, None, 1.0, 1e-3, contact=contact,
                        integrator="semi_implicit_euler")
     assert abs(traj.q[-1, 0] - traj.q[-1, 1]) < 1e-9
+
+
+def test_a_cube_sliding_and_spinning_on_mujocos_pyramid_is_mujocos(tmp_path):
+    """The cube thrown along the floor (0.5, 0.2 m/s, spinning at 1 rad/s about z) on its four
+    corners, MuJoCo's pyramidal cone, its default solimp and its inverse weights
+    (invweight0=True: the edges' compliance on (1 + mu^2) / m), margin 0 as MuJoCo's: it slides,
+    turns and stops as mj_step's to 1e-12 m over 1 s (1,000 sweeps; 1.2e-13 measured; 6e-9
+    with 200), its four corners' eight edges shared among the redundant contacts as MuJoCo
+    shares them."""
+    mujoco = pytest.importorskip("mujoco")
+    path = tmp_path / "cube.xml"
+    path.write_text(CUBE.replace('cone="elliptic"', 'cone="pyramidal"'))
+    qd0 = np.array([0.5, 0.2, 0.0, 0.0, 0.0, 1.0])
+    expected = _mj_qpos(mujoco.MjModel.from_xml_path(str(path)), qvel=qd0)
+    scene = sd.Scene("cube")
+    scene.add_robot(sd.load_mjcf(str(path)))
+    model, contact, q0 = scene.build(cone="pyramidal", invweight0=True, iterations=1000,
+                                     margin=0.0)
+    traj = sd.simulate(model, q0, qd0, None, 1.0, 1e-3, contact=contact, backend="native",
+                       integrator="semi_implicit_euler")
+    assert np.ptp(expected[:, 0]) > 0.03  # it slides 3.6 cm
+    np.testing.assert_allclose(traj.q, expected, rtol=0, atol=1e-12)
 
 
 def test_inverse_weights_are_mujocos():
@@ -482,12 +555,26 @@ def test_bad_input_is_refused_or_said():
                       ({"normal": (0, 0, 0)}, "normal"), ({"impedance": 0.0}, "impedance"),
                       ({"impratio": 0.0}, "impratio"), ({"impratio": float("nan")}, "impratio"),
                       ({"impratio": "ten"}, "impratio"), ({"invweight0": 1}, "invweight0"),
-                      ({"impedance": 1.5}, "impedance"), ({"impedance": True}, "impedance")):
+                      ({"impedance": 1.5}, "impedance"), ({"impedance": True}, "impedance"),
+                      ({"cone": "square"}, r"RigidContact.cone must be one of \('elliptic', "
+                                           r"'pyramidal'\)")):
         with pytest.raises(ValueError, match=match):
             sd.RigidContact(**kw)
     with pytest.warns(sd.PenetrationWarning, match="'cube.*3 cm inside"):
         sd.simulate(_box(), REST - [0, 0, 0.03, 0, 0, 0, 0], t_final=0.01, dt=1e-3,
                     contact=_contact())
+
+
+def _tied_rods():
+    """Two rods (0.4 m, 1 kg, about parallel y axes, hinges 0.5 m above the ground) tied by a
+    Coupling, q_b = q_a (``test_contact_with_equality_constraints``)."""
+    b = sd.ModelBuilder("pair")
+    b.add_link("base")
+    for name, y in (("a", 0.0), ("b", 0.3)):
+        b.add_link(name, mass=1.0, com=(0.2, 0, 0), inertia=np.diag([1e-4, 0.0134, 0.0134]))
+        b.add_joint(f"j{name}", "revolute", "base", name, xyz=(0, y, 0.5), axis=(0, 1, 0))
+    tied = b.build().with_constraints(sd.constraints.Coupling("jb", "ja", name="tie"))
+    return tied
 
 
 def test_contact_with_equality_constraints():
@@ -497,12 +584,7 @@ def test_contact_with_equality_constraints():
     ground: 0.4 sin q = 0.3. Frictionless, so that the resting force is unique (with friction
     the rod is statically indeterminate; at mu = 0.8 it jams, Painleve's paradox: see the
     contact guide's limits)."""
-    b = sd.ModelBuilder("pair")
-    b.add_link("base")
-    for name, y in (("a", 0.0), ("b", 0.3)):
-        b.add_link(name, mass=1.0, com=(0.2, 0, 0), inertia=np.diag([1e-4, 0.0134, 0.0134]))
-        b.add_joint(f"j{name}", "revolute", "base", name, xyz=(0, y, 0.5), axis=(0, 1, 0))
-    tied = b.build().with_constraints(sd.constraints.Coupling("jb", "ja", name="tie"))
+    tied = _tied_rods()
     contact = sd.RigidContact(mu=0.0, points=[sd.ContactPoint("a", (0.4, 0, 0))], height=0.2)
     traj = sd.simulate(tied, [0.2, 0.2], t_final=3.0, dt=1e-3, contact=contact,
                        integrator="semi_implicit_euler", record_contact_forces=True)
@@ -512,6 +594,21 @@ def test_contact_with_equality_constraints():
     # at rest the ground carries what the hinges do not: the moment balance about the hinges,
     # F 0.4 cos q = 2 m g 0.2 cos q, F = m g
     assert traj.contact_force[-1, 0] == pytest.approx([0, 0, 9.81], rel=1e-6, abs=1e-9)
+
+
+def test_a_frictionless_pyramid_is_its_normal_row():
+    """A frictionless point (mu = 0, MuJoCo's condim 1) of a pyramidal cone keeps its normal
+    row alone (four edges J_n would be one row four times): the tied rods of
+    ``test_contact_with_equality_constraints`` fall and rest as with the elliptic cone, to
+    1e-12 rad, soft (the normal's compliance, not the edges') and rigid."""
+    tied = _tied_rods()
+    for impedance in (1.0, 0.9):
+        runs = [sd.simulate(tied, [0.2, 0.2], t_final=1.0, dt=1e-3, integrator=
+                            "semi_implicit_euler", contact=sd.RigidContact(
+                                mu=0.0, cone=cone, impedance=impedance, height=0.2,
+                                points=[sd.ContactPoint("a", (0.4, 0, 0))])).q
+                for cone in ("elliptic", "pyramidal")]
+        np.testing.assert_allclose(runs[1], runs[0], rtol=0, atol=1e-12)
 
 
 def _anymal():

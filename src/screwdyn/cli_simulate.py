@@ -93,6 +93,10 @@ def add_parser(subparsers):
                         "(MuJoCo's impratio: the friction's compliance is the normal's over R; "
                         "inf: rigid friction), for --rigid-contact or --scene. Default: an "
                         "MJCF file's <option impratio>, else 1 (MuJoCo's)")
+    p.add_argument("--cone", choices=("elliptic", "pyramidal"),
+                   help="the solved contact's friction cone, for --rigid-contact or --scene: "
+                        "elliptic (a disc, Coulomb's; the default, whatever an MJCF file's "
+                        "<option cone>) or pyramidal (MuJoCo's default: four edges)")
     p.add_argument("--invweight0", action="store_true", default=None,
                    help="scale the soft contact's and limits' compliance by MuJoCo's "
                         "approximate inverse weights (its body_invweight0 and dof_invweight0 "
@@ -172,10 +176,11 @@ def ground_contact(args):
     from .sim import GroundContact, RigidContact
 
     rigid = getattr(args, "rigid_contact", False)
-    if getattr(args, "impratio", None) is not None and not (rigid or getattr(args, "scene",
+    for name in ("impratio", "cone"):
+        if getattr(args, name, None) is not None and not (rigid or getattr(args, "scene",
                                                                            False)):
-        raise ValueError("--impratio is the solved contact's friction: add --rigid-contact "
-                         "(or use --scene)")
+            raise ValueError(f"--{name} is the solved contact's friction: add --rigid-contact "
+                             "(or use --scene)")
     if solver_options(args) and not (rigid or getattr(args, "scene", False)
                                      or getattr(args, "rigid_limits", False)):
         raise ValueError("--impedance, --invweight0 and --iterations are the solved contact's "
@@ -217,9 +222,10 @@ def scene_of(args, model, q0):
 def solver_options(args, contact=False):
     """{"impedance": ..., "iterations": ...}: the solver's options given (--impedance: one
     number, or MuJoCo's solimp as a tuple; --iterations), for ``RigidContact``,
-    ``Scene.build`` and ``RigidLimits``; with ``contact``, also --impratio (the contact's
-    friction: ``RigidContact`` and ``Scene.build`` only)."""
-    names = ("impedance", "iterations", "invweight0") + (("impratio",) if contact else ())
+    ``Scene.build`` and ``RigidLimits``; with ``contact``, also --impratio and --cone (the
+    contact's friction: ``RigidContact`` and ``Scene.build`` only)."""
+    names = ("impedance", "iterations", "invweight0") + (("impratio", "cone") if contact
+                                                         else ())
     options = {name: getattr(args, name) for name in names
                if getattr(args, name, None) is not None}
     if "impedance" in options:

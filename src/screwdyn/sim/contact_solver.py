@@ -68,8 +68,12 @@ forward dynamics and the contact acts through the constrained inverse inertia (`
 both hold together. ``solve_rows`` is the solve of any block of rows (``Rows``): the contact's
 points and the joint limits of ``limit_constraints.RigidLimits`` are one problem.
 
-Limitations (documented choices): one plane; friction is isotropic (a disc, not a pyramid); no
-rolling or torsional friction.
+``cone="pyramidal"`` gives MuJoCo's default cone instead of the disc: each point's four edges
+J_n +- mu J_t1, J_n +- mu J_t2 are one-sided rows (``SolvedContact._pyramid``), the friction
+within the rhombus |f_t1| + |f_t2| <= mu f_n, each edge's a_ref = k d - b v_edge, a soft point's
+edges of MuJoCo's compliance 2 mu^2 / impratio (1 - d) / d A_e0.
+
+Limitations (documented choices): one plane; no rolling or torsional friction.
 """
 import math
 from dataclasses import dataclass
@@ -87,6 +91,10 @@ from .contact import Contact, check_plane
 from .geometry import contact_points
 from .inverse_weights import link_inverse_weights
 from .loops import loop, when
+
+
+#: the friction cones a solved contact offers (``RigidContact.cone``; MuJoCo's <option cone>)
+CONES = ("elliptic", "pyramidal")
 
 
 @dataclass(frozen=True, eq=False)
@@ -116,6 +124,14 @@ class RigidContact:
         soft too and a loaded point that sticks creeps at v_t = R_t f_t / b. 1 (MuJoCo's
         default): as soft as the normal; larger (MuJoCo's grasping scenes: 10-100) holds
         better; ``math.inf``: rigid friction. No effect on a rigid contact (R_n = 0).
+    cone: ``"elliptic"`` (default): the friction within a disc, |f_t| <= mu f_n, solved with
+        the normal; ``"pyramidal"``: MuJoCo's default cone, its four edges J_n +- mu J_t1,
+        J_n +- mu J_t2 each a row that pushes, never pulls (|f_t1| + ... within a square of
+        half-side mu f_n), each edge's reference acceleration k d(r) / dmax r - b v_edge, all
+        four of a soft point with MuJoCo's compliance R = 2 mu^2 / impratio (1 - d) / d
+        A_e0 (A_e0: its first edge's, or MuJoCo's approximation of it with ``invweight0``,
+        (1 + mu^2) times the point's inverse weight); a frictionless point (mu = 0, MuJoCo's
+        condim 1) keeps one row, J_n, of compliance (1 - d) / d A_nn.
     invweight0: whether a soft point's compliance scales MuJoCo's approximation of its rows'
         A_jj, the translational inverse weights of its two bodies at the model's ``q0``
         (``inverse_weights``: MuJoCo's ``body_invweight0``), as MuJoCo's does, rather than the
@@ -137,6 +153,7 @@ class RigidContact:
     regularization: float = 1e-6
     impedance: Impedance = Impedance(1.0, 1.0)
     impratio: float = 1.0
+    cone: str = "elliptic"
     invweight0: bool = False
     margin: float = 1e-4
     height: float = 0.0
@@ -155,6 +172,9 @@ class RigidContact:
         object.__setattr__(self, "impratio", impratio_of(self.impratio,
                                                          "RigidContact.impratio"))
         positive(self.margin, "RigidContact.margin", allow_zero=True)
+        if self.cone not in CONES:
+            raise ValueError(f"RigidContact.cone must be one of {CONES} (MuJoCo's friction "
+                             f"cones), got {self.cone!r}")
         boolean(self.invweight0, "RigidContact.invweight0")
         if self.restitution is not None:
             e = self.restitution
@@ -238,7 +258,7 @@ class SolvedContact(Contact):
     @property
     def key(self):
         return ("rigid", self.points.key, self.ground.iterations, self.ground.impedance,
-                self.ground.impratio, self.ground.invweight0)
+                self.ground.impratio, self.ground.cone, self.ground.invweight0)
 
     @property
     def groups(self):
@@ -276,11 +296,14 @@ class SolvedContact(Contact):
                     radius=xp.asarray(self.points.radius))
 
     def initial_state(self, xp, p, T):
-        """The warm start: the previous step's forces on the points (N, P, 3), world frame, and
-        the stabilisation's stiffness k m_i at each point (N, P) (N/m; m_i its apparent mass
-        along the normal, 1 / A_ii)."""
+        """The warm start: the previous step's forces on the points (N, P, 3), world frame (a
+        pyramidal cone's: also its edges' (N, P, 4)), and the stabilisation's stiffness k m_i
+        at each point (N, P) (N/m; m_i its apparent mass along the normal, 1 / A_ii)."""
         point = self.points_at(xp, p, T)
-        return {"forces": 0.0 * point, "stiffness": 0.0 * point[..., 0]}
+        state = {"forces": 0.0 * point, "stiffness": 0.0 * point[..., 0]}
+        if self.ground.cone == "pyramidal":  # the edges' forces (N, P, 4)
+            state["edges"] = xp.concatenate([0.0 * point, 0.0 * point[..., :1]], axis=-1)
+        return state
 
     def project(self, xp, p, T, state):
         """(state, elastic): the energy the stabilisation holds in the points' penetrations,
@@ -360,9 +383,12 @@ class SolvedContact(Contact):
 
     def block(self, xp, p, q, qd, T, state):
         """The contact's ``Rows`` at q (N, nq), qd (N, nv), link poses T: three rows a point
-        (normal, two tangents), warm-started from ``state["forces"]``; its ``finish`` gives
-        (forces (N, P, 3) on the points, world frame, the state for the next step). They come
-        first in ``solve_rows`` (their sweep reads f from column 0)."""
+        (normal, two tangents; ``_pyramid``: four edges), warm-started from
+        ``state["forces"]``; its ``finish`` gives (forces (N, P, 3) on the points, world
+        frame, the state for the next step). They come first in ``solve_rows`` (their sweep
+        reads f from column 0)."""
+        if self.ground.cone == "pyramidal":
+            return self._pyramid(xp, p, q, qd, T, state)
         J, depth, frames = self.rows(xp, p, q, T)
         P = depth.shape[-1]
         v = xp.einsum("niv,nv->ni", J, qd)
@@ -388,6 +414,90 @@ class SolvedContact(Contact):
             u = S.moved(S.moved(u, t1, g1, fi[:, 1]), t2, g2, fi[:, 2])
             return xp.stack([fn, g1, g2], axis=-1), u
 
+        def finish(f, diag, _entry):
+            fp = f.reshape(f.shape[:-1] + (P, 3))
+            forces = xp.einsum("npj,npjk->npk", fp, frames)
+            stiffness = xp.stack([self.stabilisation(p, i)[0] / diag[:, 3 * i]
+                                  for i in range(P)], axis=-1)
+            return forces, {"forces": forces, "stiffness": stiffness}
+
+        start = xp.einsum("npk,npjk->npj", state["forces"], frames)  # (N, P, 3) in the frames
+        start = (start * active[..., None]).reshape(J.shape[:-1])
+        # every row's compliance is relative to its point's normal diagonal A_nn (MuJoCo's)
+        normals = tuple(3 * (j // 3) for j in range(3 * P))
+        return Rows(J, xp.stack(a_ref, axis=-1), start, xp.stack(soft, axis=-1),
+                    self._sweep(xp, P, 3, touching, point), finish, normals,
+                    xp.stack(weights, axis=-1) if weights else None)
+
+    def _pyramid(self, xp, p, q, qd, T, state):
+        """``block`` for MuJoCo's pyramidal cone (``RigidContact.cone``): four rows a point,
+        its edges J_n + mu J_t1, J_n - mu J_t1, J_n + mu J_t2, J_n - mu J_t2 (MuJoCo's
+        order), each one-sided; a frictionless point (mu = 0) its first edge, J_n, alone. The
+        edges' forces f_e >= 0 make the point's f_n = sum f_e, f_t1 = mu (f_0 - f_1),
+        f_t2 = mu (f_2 - f_3); the warm start is the previous step's edge forces
+        (``state["edges"]``)."""
+        J3, depth, frames = self.rows(xp, p, q, T)
+        P = depth.shape[-1]
+        touching = depth > -p["margin"]  # (N, P): in the solve
+        ratio = 1.0 / self.ground.impratio
+        rows, springs, soft, weights, mus = [], [], [], [], []
+        for i in range(P):
+            mu = self.friction(xp, p, i) + 0.0 * depth[:, i]  # (N,)
+            n, t1, t2 = J3[:, 3 * i], J3[:, 3 * i + 1], J3[:, 3 * i + 2]
+            rows += [n + mu[:, None] * t1, n - mu[:, None] * t1, n + mu[:, None] * t2,
+                     n - mu[:, None] * t2]
+            k, _ = self.stabilisation(p, i)
+            spring, normal = self.impedance(i).terms(xp, k, depth[:, i])
+            springs += [spring] * 4
+            # MuJoCo's: every edge 2 mu^2 / impratio times the first's (1 - d) / d A_e0; a
+            # frictionless point's one row the normal's
+            soft += [xp.where(mu > 0.0, 2.0 * ratio * mu * mu * normal, normal)] * 4
+            if "weights" in p:  # MuJoCo's A_e0: (1 + mu^2) the point's inverse weight
+                weights += [p["weights"][i] * (1.0 + mu * mu)] * 4
+            mus.append(mu)
+        J = xp.stack(rows, axis=1) if P else J3
+        v = xp.einsum("niv,nv->ni", J, qd)
+        b = [self.stabilisation(p, j // 4)[1] for j in range(4 * P)]
+        a_ref = [springs[j] - b[j] * v[:, j] for j in range(4 * P)]
+        mu = xp.stack(mus, axis=-1) if P else 0.0 * depth  # (N, P)
+        sliding = touching & (mu > 0.0)  # the other three edges in the solve
+
+        def point(S, i, fi, u):  # one point's four edges, Gauss-Seidel; fi (N, 4)
+            out = []
+            for e in range(4):
+                fe, u = S.one_sided(4 * i + e, fi[:, e], u,
+                                    touching[:, i] if e == 0 else sliding[:, i])
+                out.append(fe)
+            return xp.stack(out, axis=-1), u
+
+        def finish(f, diag, entry):
+            fe = f.reshape(f.shape[:-1] + (P, 4))
+            local = xp.stack([xp.sum(fe, axis=-1), mu * (fe[..., 0] - fe[..., 1]),
+                              mu * (fe[..., 2] - fe[..., 3])], axis=-1)
+            forces = xp.einsum("npj,npjk->npk", local, frames)
+            # the normal's apparent mass 1 / (A_nn + R / 4): J_n = (J_e0 + J_e1) / 2, and
+            # four edges of compliance R share a normal load (frictionless: J_e0, its R)
+            stiffness = []
+            for i in range(P):
+                e0, e1 = 4 * i, 4 * i + 1
+                a00 = entry(e0, e0)
+                pair = 0.25 * (a00 + entry(e1, e1) + 2.0 * entry(e0, e1) + diag[:, e0] - a00)
+                a_nn = xp.where(mu[:, i] > 0.0, pair, diag[:, e0])
+                stiffness.append(self.stabilisation(p, i)[0] / a_nn)
+            stiffness = xp.stack(stiffness, axis=-1) if P else 0.0 * depth
+            return forces, {"forces": forces, "edges": fe, "stiffness": stiffness}
+
+        start = xp.where(touching[..., None], state["edges"], 0.0).reshape(J.shape[:-1])
+        first_edges = tuple(4 * (j // 4) for j in range(4 * P))
+        return Rows(J, xp.stack(a_ref, axis=-1) if P else 0.0 * depth,
+                    start, xp.stack(soft, axis=-1) if P else 0.0 * depth,
+                    self._sweep(xp, P, 4, touching, point), finish, first_edges,
+                    xp.stack(weights, axis=-1) if weights else None)
+
+    def _sweep(self, xp, P, width, touching, point):
+        """sweep(S, first, f, u) -> (f, u) of ``Rows``: the P points in turn, ``width`` rows
+        each, by ``point(S, i, f_i (N, width), u) -> (f_i, u)``, in groups (``groups``): a
+        group none of whose points may touch (``touching`` (N, P)) skips its rows."""
         def group(S, first, count, near, fu):  # points first .. first+count-1 in turn, where
             f, u = fu                            # one of them may touch (near (N,))
 
@@ -395,15 +505,15 @@ class SolvedContact(Contact):
                 fg, u = x
                 out = []
                 for k in range(count):
-                    fi, u = point(S, first + k, fg[:, 3 * k:3 * k + 3], u)
+                    fi, u = point(S, first + k, fg[:, width * k:width * (k + 1)], u)
                     out.append(fi)
                 return xp.concatenate(out, axis=1), u
 
             # a group apart (every force 0 from the start) skips its rows: in native code a
             # branch, so that a robot's links away from the ground and a scene's pairs apart
             # cost one test a sweep, not one a point
-            fg, u = when(xp, near, rows, (columns(xp, f, 3 * first, 3 * count), u))
-            return put_columns(xp, f, 3 * first, fg), u
+            fg, u = when(xp, near, rows, (columns(xp, f, width * first, width * count), u))
+            return put_columns(xp, f, width * first, fg), u
 
         if is_jax_namespace(xp):  # one loop over the points (a group each: an index traced)
             def sweep(S, _first, f, u):
@@ -417,20 +527,7 @@ class SolvedContact(Contact):
                 for first, count, near in groups:
                     fu = group(S, first, count, near, fu)
                 return fu
-
-        def finish(f, diag):
-            fp = f.reshape(f.shape[:-1] + (P, 3))
-            forces = xp.einsum("npj,npjk->npk", fp, frames)
-            stiffness = xp.stack([self.stabilisation(p, i)[0] / diag[:, 3 * i]
-                                  for i in range(P)], axis=-1)
-            return forces, {"forces": forces, "stiffness": stiffness}
-
-        start = xp.einsum("npk,npjk->npj", state["forces"], frames)  # (N, P, 3) in the frames
-        start = (start * active[..., None]).reshape(J.shape[:-1])
-        # every row's compliance is relative to its point's normal diagonal A_nn (MuJoCo's)
-        normals = tuple(3 * (j // 3) for j in range(3 * P))
-        return Rows(J, xp.stack(a_ref, axis=-1), start, xp.stack(soft, axis=-1), sweep, finish,
-                    normals, xp.stack(weights, axis=-1) if weights else None)
+        return sweep
 
     @staticmethod
     def _tangents(xp, S, t1, t2, f1, f2, u, limit):
@@ -465,7 +562,7 @@ class SolvedContact(Contact):
         return {"kind": "rigid", "points": len(self.labels), "mu": float(p["mu"]),
                 "timeconst": g.timeconst, "dampratio": g.damping_ratio,
                 "iterations": g.iterations, "impedance": g.impedance.describe(),
-                "impratio": g.impratio, "invweight0": g.invweight0,
+                "impratio": g.impratio, "cone": g.cone, "invweight0": g.invweight0,
                 "height": float(g.height),
                 "normal": [float(x) for x in np.asarray(p.get("normal", (0.0, 0.0, 1.0)))],
                 "labels": list(self.labels)}
@@ -500,7 +597,8 @@ class Rows(NamedTuple):
     #: first .. first + r - 1 of f (N, R), with u = M^-1 J^T f (N, nv) kept up to date
     #: (``Sweep``'s helpers)
     sweep: Callable
-    #: finish(f (N, r), diag (N, r)) -> what the block's owner returns from the solve
+    #: finish(f (N, r), diag (N, r), entry) -> what the block's owner returns from the solve
+    #: (diag: the rows' steps, A_jj + R_jj regularised; entry(i, j) (N,): A_ij of its rows)
     finish: Callable
     #: (r,) or None: for each row, the row of the block whose A_kk its compliance scales
     #: (MuJoCo's: a contact's rows all the normal's); None: each row its own
@@ -524,6 +622,10 @@ class Sweep:
     def residual(self, j, u):
         """(N,): row j's acceleration error bias_j + (A f)_j."""
         return self.bias[:, j] + self.xp.sum(self.J[:, j] * u, axis=-1)
+
+    def entry(self, i, j):
+        """(N,): A_ij = J_i M^-1 J_j^T (without compliance or regularization)."""
+        return self.xp.sum(self.J[:, i] * self.MinvJT[:, :, j], axis=-1)
 
     def moved(self, u, j, new, old):
         """u after f_j changed from old to new (N,)."""
@@ -550,8 +652,8 @@ def row_diagonal(xp, M, J, regularization):
 
 def solve_rows(xp, model, M, J_eq, qdd0, blocks, iterations, regularization,
                eq_soft=None):
-    """(qdd (N, nv), tau_c (N, nv), [block.finish(f_b, diag_b) for each block]): the forces f
-    of the module docstring's problem for the rows of ``blocks`` (``Rows``) together, by
+    """(qdd (N, nv), tau_c (N, nv), [block.finish(f_b, diag_b, entry_b) for each block]): the
+    forces f of the module docstring's problem for the rows of ``blocks`` (``Rows``) together, by
     ``iterations`` projected Gauss-Seidel sweeps (each block's sweep in turn), for the
     model's mass matrix M (N, nv, nv) and the accelerations qdd0 (N, nv) without these
     forces. qdd = qdd0 + M^-1 J^T f; tau_c = J^T f, the joint forces they make.
@@ -606,7 +708,8 @@ def solve_rows(xp, model, M, J_eq, qdd0, blocks, iterations, regularization,
     if J_eq is not None:
         tau_c = tau_c - xp.einsum("niv,ni->nv", J_eq, xp.einsum("nij,nj->ni", X, f))
     qdd = qdd0 + xp.einsum("nvi,ni->nv", MinvJT, f)
-    return qdd, tau_c, [b.finish(f[:, first:stop], S.diag[:, first:stop])
+    return qdd, tau_c, [b.finish(f[:, first:stop], S.diag[:, first:stop],
+                                 lambda i, j, first=first: S.entry(first + i, first + j))
                         for b, first, stop in zip(blocks, firsts, firsts[1:])]
 
 

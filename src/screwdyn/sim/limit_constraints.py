@@ -268,7 +268,7 @@ class LimitRows:
                 f = put_columns(xp, f, first + j, fj)
             return f, u
 
-        def finish(f, diag):
+        def finish(f, diag, _entry):
             return {"forces": f, "stiffness": p["k"] / diag}
 
         start = xp.where(near, state["forces"], 0.0)

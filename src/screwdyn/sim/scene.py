@@ -489,9 +489,9 @@ class Scene:
         """(model, contact, q0): the Model (the builder's, fixed base at the world), the
         contact settings (a ``ShapeContact``; ``mu``, ``ground``, ``height`` and the solver's
         ``RigidContact`` options: ``timeconst``, ``dampratio``, ``restitution``,
-        ``iterations``, ``regularization``, ``impedance``, ``impratio``, ``invweight0``,
-        ``margin``) and the initial configuration (the objects at their poses, the robots at
-        their ``q``, every other joint at zero).
+        ``iterations``, ``regularization``, ``impedance``, ``impratio``, ``cone``,
+        ``invweight0``, ``margin``) and the initial configuration (the objects at their
+        poses, the robots at their ``q``, every other joint at zero).
         ``height`` (m): the ground plane's z; default the floor of an MJCF file added with
         ``add_robot`` (its world plane facing up, e.g. gymnasium's pusher table at -0.325 m),
         else 0. ``ground``: whether that plane takes part; default yes, unless the scene's
@@ -512,7 +512,10 @@ class Scene:
         ``impratio``: the soft pairs' friction stiffness relative to their normal's
         (``RigidContact.impratio``); default the MJCF files' ``<option impratio>`` (the largest
         where they differ), MuJoCo's 1 for a scene of no file: a soft pair's friction is as
-        soft as its normal, as in MuJoCo. ``invweight0=True``: a soft pair's compliance
+        soft as its normal, as in MuJoCo. ``cone``: the friction cone (``RigidContact.cone``):
+        ``"elliptic"`` (the default, Coulomb's isotropic cone, whatever a file's ``<option
+        cone>``) or ``"pyramidal"``, MuJoCo's default (its approximation: four edges).
+        ``invweight0=True``: a soft pair's compliance
         scales MuJoCo's approximation of its rows' A_jj, its bodies' ``body_invweight0`` at the
         scene's start (an MJCF file's bodies: MuJoCo's own numbers), as MuJoCo's does
         (``RigidContact.invweight0``)."""
@@ -935,7 +938,7 @@ class ShapeContactModel(SolvedContact):
         return ("shapes", tuple((a, la, b, lb) for a, la, b, lb in self.pairs),
                 self.ground.iterations, self.point_friction, self.point_stabilisation,
                 self.ground.impedance, self.point_impedance,  # constants of the program
-                self.ground.impratio, self.ground.invweight0,
+                self.ground.impratio, self.ground.cone, self.ground.invweight0,
                 tuple(self.point_offset.tolist()))
 
     def friction(self, xp, p, i):

@@ -38,6 +38,8 @@ def summary_lines(traj):
         if ratio is not None and stiffness.startswith("soft"):  # its friction soft too, or not
             friction = "rigid" if math.isinf(ratio) else f"impratio {ratio:g}"
             stiffness = f"{stiffness[:-1]}; friction {friction}{_weights(contact)})"
+        if contact.get("cone") == "pyramidal":  # MuJoCo's; elliptic, the default, unsaid
+            what = f"{what}, pyramidal friction cones"
         lines.append(f"contact      {what}, {stiffness}, {contact['points']} contact "
                      f"points, mu = {mu}, timeconst {contact['timeconst']:g} s, "
                      f"dampratio {contact['dampratio']:.3g}{own}")
