@@ -471,25 +471,38 @@ def test_soft_equality_and_contact_are_mujocos(tmp_path):
     assert abs(traj.q[-1, 0] - traj.q[-1, 1]) < 1e-9
 
 
-def test_a_cube_sliding_and_spinning_on_mujocos_pyramid_is_mujocos(tmp_path):
-    """The cube thrown along the floor (0.5, 0.2 m/s, spinning at 1 rad/s about z) on its four
-    corners, MuJoCo's pyramidal cone, its default solimp and its inverse weights
-    (invweight0=True: the edges' compliance on (1 + mu^2) / m), margin 0 as MuJoCo's: it slides,
-    turns and stops as mj_step's to 1e-12 m over 1 s (1,000 sweeps; 1.2e-13 measured; 6e-9
-    with 200), its four corners' eight edges shared among the redundant contacts as MuJoCo
-    shares them."""
+THROWN = """<mujoco><option timestep="0.001" integrator="Euler" cone="pyramidal"/>
+  <worldbody><geom name="floor" type="plane" size="5 5 0.1" friction="{mu}"/>
+    <body name="thrown" pos="0 0 0.2" euler="0 {tilt} 0"><freejoint/>
+      <geom type="{shape}" size="{size}" mass="1" friction="{mu}"/></body>
+  </worldbody></mujoco>"""
+
+
+@pytest.mark.parametrize("shape,size,tilt,mu", [("box", "0.1 0.1 0.1", 0, 1.0),
+                                                ("capsule", "0.05 0.2", 80, 0.7)],
+                         ids=["cube", "capsule"])
+def test_bodies_thrown_on_mujocos_pyramid_are_mujocos(tmp_path, shape, size, tilt, mu):
+    """A cube, and a capsule tilted 80 deg (one end lands first), dropped 10 cm and thrown
+    along the floor (0.5, 0.2 m/s, spinning at 1 rad/s about z, rolling at 0.3 rad/s) onto
+    MuJoCo's pyramidal cone, its default solimp and its inverse weights (invweight0=True: the
+    edges' compliance on (1 + mu^2) / m), margin 0 as MuJoCo's: they land, slide, turn and
+    stop as mj_step's to 1e-12 m over 1 s (1,000 sweeps; 3e-16 measured), the cube's four
+    corners sharing their load as MuJoCo shares it, the capsule's edges along its axis
+    (MuJoCo's plane-capsule contact frame: the pyramid turns with the capsule)."""
     mujoco = pytest.importorskip("mujoco")
-    path = tmp_path / "cube.xml"
-    path.write_text(CUBE.replace('cone="elliptic"', 'cone="pyramidal"'))
-    qd0 = np.array([0.5, 0.2, 0.0, 0.0, 0.0, 1.0])
-    expected = _mj_qpos(mujoco.MjModel.from_xml_path(str(path)), qvel=qd0)
-    scene = sd.Scene("cube")
+    path = tmp_path / "thrown.xml"
+    path.write_text(THROWN.format(shape=shape, size=size, tilt=tilt, mu=mu))
+    qd0 = np.array([0.5, 0.2, 0.0, 0.3, 0.0, 1.0])
+    m = mujoco.MjModel.from_xml_path(str(path))
+    m.opt.tolerance, m.opt.iterations = 1e-15, 1000
+    expected = _mj_qpos(m, qvel=qd0)
+    scene = sd.Scene("thrown")
     scene.add_robot(sd.load_mjcf(str(path)))
     model, contact, q0 = scene.build(cone="pyramidal", invweight0=True, iterations=1000,
                                      margin=0.0)
     traj = sd.simulate(model, q0, qd0, None, 1.0, 1e-3, contact=contact, backend="native",
                        integrator="semi_implicit_euler")
-    assert np.ptp(expected[:, 0]) > 0.03  # it slides 3.6 cm
+    assert np.ptp(expected[:, 0]) > 0.03  # it slides
     np.testing.assert_allclose(traj.q, expected, rtol=0, atol=1e-12)
 
 

@@ -438,12 +438,15 @@ class SolvedContact(Contact):
         (``state["edges"]``)."""
         J3, depth, frames = self.rows(xp, p, q, T)
         P = depth.shape[-1]
+        frames, c, s = self._mujoco_frames(xp, frames, self.tangent_hints(xp, p, T))
         touching = depth > -p["margin"]  # (N, P): in the solve
         ratio = 1.0 / self.ground.impratio
         rows, springs, soft, weights, mus = [], [], [], [], []
         for i in range(P):
             mu = self.friction(xp, p, i) + 0.0 * depth[:, i]  # (N,)
-            n, t1, t2 = J3[:, 3 * i], J3[:, 3 * i + 1], J3[:, 3 * i + 2]
+            n = J3[:, 3 * i]  # the tangents turned to MuJoCo's frame's
+            t1 = c[:, i, None] * J3[:, 3 * i + 1] + s[:, i, None] * J3[:, 3 * i + 2]
+            t2 = c[:, i, None] * J3[:, 3 * i + 2] - s[:, i, None] * J3[:, 3 * i + 1]
             rows += [n + mu[:, None] * t1, n - mu[:, None] * t1, n + mu[:, None] * t2,
                      n - mu[:, None] * t2]
             k, _ = self.stabilisation(p, i)
@@ -493,6 +496,31 @@ class SolvedContact(Contact):
                     start, xp.stack(soft, axis=-1) if P else 0.0 * depth,
                     self._sweep(xp, P, 4, touching, point), finish, first_edges,
                     xp.stack(weights, axis=-1) if weights else None)
+
+    def tangent_hints(self, xp, p, T):
+        """(N, P, 3) or None: the direction each point's first tangent takes in MuJoCo's
+        contact frame, where its collision sets one (a capsule on a plane: its axis; zero
+        elsewhere), for the pyramidal cone's edges; None: MuJoCo's default everywhere (a
+        ground's points)."""
+        return None
+
+    @staticmethod
+    def _mujoco_frames(xp, frames, hints):
+        """(frames (N, P, 3, 3), c (N, P), s (N, P)): the points' frames [n; t1'; t2'] as
+        MuJoCo makes them (``mju_makeFrame``: t1' the hint, else (0, 1, 0), or (0, 0, 1) where
+        the normal is within 60 deg of y, made normal to n; t2' = n x t1'), and t1' = c t1 +
+        s t2 in the given frames' tangents (t2' = c t2 - s t1). The elliptic cone does not
+        depend on the tangents; the pyramid's edges do."""
+        n, t1, t2 = frames[..., 0, :], frames[..., 1, :], frames[..., 2, :]
+        along_y = xp.abs(n[..., 1:2]) < 0.5
+        h = xp.where(along_y, xp.asarray(np.array([0.0, 1.0, 0.0])),
+                     xp.asarray(np.array([0.0, 0.0, 1.0])))
+        if hints is not None:
+            h = xp.where(xp.sum(hints * hints, axis=-1, keepdims=True) > 0.25, hints, h)
+        u = h - xp.sum(n * h, axis=-1, keepdims=True) * n
+        u = u / xp.sqrt(xp.sum(u * u, axis=-1, keepdims=True))
+        turned = xp.stack([n, u, xp.cross(n, u, axis=-1)], axis=-2)
+        return turned, xp.sum(u * t1, axis=-1), xp.sum(u * t2, axis=-1)
 
     def _sweep(self, xp, P, width, touching, point):
         """sweep(S, first, f, u) -> (f, u) of ``Rows``: the P points in turn, ``width`` rows

@@ -1029,6 +1029,25 @@ class ShapeContactModel(SolvedContact):
     def depths(self, xp, p, T):
         return xp.concatenate([d for _, _, d in self._contacts(xp, p, T)], axis=-1)
 
+    def tangent_hints(self, xp, p, T):
+        """(N, K, 3) or None (``SolvedContact.tangent_hints``): a capsule's axis for the
+        points of a capsule on a plane (the ground, a wall), as MuJoCo's plane-capsule
+        collision sets its contact frames; zero elsewhere. None where no pair is one."""
+        hints, found = [], False
+        for (a, la, b, lb), count in zip(self.pairs, self.counts):
+            plane = b is None or isinstance(b.shape, collision.Plane)
+            capsule = a if isinstance(a.shape, collision.Capsule) and plane else None
+            if b is not None and isinstance(b.shape, collision.Capsule) \
+                    and isinstance(a.shape, collision.Plane):
+                capsule, la = b, lb
+            if capsule is None:
+                hints.append(xp.broadcast_to(0.0 * T[:, :1, 0, :3], T.shape[:1] + (count, 3)))
+                continue
+            found = True
+            axis = self._pose(xp, T, capsule, la)[0][..., :, 2]  # (N, 3): its z axis
+            hints.append(xp.broadcast_to(axis[:, None, :], axis.shape[:1] + (count, 3)))
+        return xp.concatenate(hints, axis=1) if found else None
+
     def points_at(self, xp, p, T):
         return xp.concatenate([pts for pts, _, _ in self._contacts(xp, p, T)], axis=1)
 
