@@ -441,7 +441,7 @@ class SolvedContact(Contact):
         frames, c, s = self._mujoco_frames(xp, frames, self.tangent_hints(xp, p, T))
         touching = depth > -p["margin"]  # (N, P): in the solve
         ratio = 1.0 / self.ground.impratio
-        rows, springs, soft, weights, mus = [], [], [], [], []
+        rows, springs, dampings, soft, weights, mus = [], [], [], [], [], []
         for i in range(P):
             mu = self.friction(xp, p, i) + 0.0 * depth[:, i]  # (N,)
             n = J3[:, 3 * i]  # the tangents turned to MuJoCo's frame's
@@ -449,20 +449,20 @@ class SolvedContact(Contact):
             t2 = c[:, i, None] * J3[:, 3 * i + 2] - s[:, i, None] * J3[:, 3 * i + 1]
             rows += [n + mu[:, None] * t1, n - mu[:, None] * t1, n + mu[:, None] * t2,
                      n - mu[:, None] * t2]
-            k, _ = self.stabilisation(p, i)
+            k, b = self.stabilisation(p, i)
             spring, normal = self.impedance(i).terms(xp, k, depth[:, i])
             springs += [spring] * 4
+            dampings += [b] * 4
             # MuJoCo's: every edge 2 mu^2 / impratio times the first's (1 - d) / d A_e0; a
             # frictionless point's one row the normal's
             soft += [xp.where(mu > 0.0, 2.0 * ratio * mu * mu * normal, normal)] * 4
             if "weights" in p:  # MuJoCo's A_e0: (1 + mu^2) the point's inverse weight
                 weights += [p["weights"][i] * (1.0 + mu * mu)] * 4
             mus.append(mu)
-        J = xp.stack(rows, axis=1) if P else J3
+        J = xp.stack(rows, axis=1)
         v = xp.einsum("niv,nv->ni", J, qd)
-        b = [self.stabilisation(p, j // 4)[1] for j in range(4 * P)]
-        a_ref = [springs[j] - b[j] * v[:, j] for j in range(4 * P)]
-        mu = xp.stack(mus, axis=-1) if P else 0.0 * depth  # (N, P)
+        a_ref = [springs[j] - dampings[j] * v[:, j] for j in range(4 * P)]
+        mu = xp.stack(mus, axis=-1)  # (N, P)
         sliding = touching & (mu > 0.0)  # the other three edges in the solve
 
         def point(S, i, fi, u):  # one point's four edges, Gauss-Seidel; fi (N, 4)
@@ -487,13 +487,12 @@ class SolvedContact(Contact):
                 pair = 0.25 * (a00 + entry(e1, e1) + 2.0 * entry(e0, e1) + diag[:, e0] - a00)
                 a_nn = xp.where(mu[:, i] > 0.0, pair, diag[:, e0])
                 stiffness.append(self.stabilisation(p, i)[0] / a_nn)
-            stiffness = xp.stack(stiffness, axis=-1) if P else 0.0 * depth
-            return forces, {"forces": forces, "edges": fe, "stiffness": stiffness}
+            return forces, {"forces": forces, "edges": fe,
+                            "stiffness": xp.stack(stiffness, axis=-1)}
 
         start = xp.where(touching[..., None], state["edges"], 0.0).reshape(J.shape[:-1])
         first_edges = tuple(4 * (j // 4) for j in range(4 * P))
-        return Rows(J, xp.stack(a_ref, axis=-1) if P else 0.0 * depth,
-                    start, xp.stack(soft, axis=-1) if P else 0.0 * depth,
+        return Rows(J, xp.stack(a_ref, axis=-1), start, xp.stack(soft, axis=-1),
                     self._sweep(xp, P, 4, touching, point), finish, first_edges,
                     xp.stack(weights, axis=-1) if weights else None)
 
