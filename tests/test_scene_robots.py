@@ -828,7 +828,9 @@ def test_an_mjcf_geoms_solref_and_margin_set_its_contacts(tmp_path):
     constant for all (build(timeconst=0.02)), 6.8 mm both. A pair's own stabilisation is
     checked for the step (the warning names it). A geom's margin holds the surfaces apart: a
     ball of margin 1 cm rests 1 cm above the floor, less its soft contact's sink
-    (``conftest.soft_sink``), mj_step's too, both to 1e-9 m. A bad solref: ValueError."""
+    (``conftest.soft_sink``); with the floor's 2 cm, 3 cm above it (MuJoCo adds two geoms'
+    margins; their gaps only widen its detection); a <pair>'s own margin 1.5 cm, 1.5 cm above
+    it; mj_step's too, each to 1e-9 m. A bad solref: ValueError."""
     mujoco = pytest.importorskip("mujoco")
     sunk = {}
     for time in ("0.005", "0.05"):
@@ -861,17 +863,26 @@ def test_an_mjcf_geoms_solref_and_margin_set_its_contacts(tmp_path):
                                          "'ball|table' \\(its solref\\)"):
         sd.simulate(model, q0, None, None, 0.01, 1e-3, contact=contact,
                     integrator="semi_implicit_euler")
-    path, m, d = _written(tmp_path / "margin.xml", _DROP.replace('solref="TIME 1"',
-                                                                   'margin="0.01"'))
-    while d.time < 1.0 - 1e-9:
-        mujoco.mj_step(m, d)
-    scene = sd.Scene("margin")
-    scene.add_robot(sd.load_mjcf(path))
-    model, contact, q0 = scene.build()
-    traj = sd.simulate(model, q0, None, None, 1.0, 1e-3, contact=contact,
-                       integrator="semi_implicit_euler")
-    assert traj.q[-1, 2] == pytest.approx(0.11 - soft_sink(), abs=1e-9)
-    assert d.qpos[2] == pytest.approx(traj.q[-1, 2], abs=1e-9)
+    margins = {  # the file's change: where the ball rests, less its sink
+        "margin": ('solref="TIME 1"', 'margin="0.01"', 0.11),
+        "margins": ('solref="TIME 1"', 'margin="0.01" gap="0.003"', 0.13),
+        "pair": ('solref="TIME 1"/>', 'margin="0.01" contype="0" conaffinity="0"/>'
+                 '</body></worldbody><contact><pair geom1="floor" geom2="ball" margin="0.015" '
+                 'gap="0.005"/></contact><worldbody><body>', 0.115)}
+    for name, (old, new, rest) in margins.items():
+        text = _DROP.replace(old, new)
+        if name == "margins":
+            text = text.replace('size="5 5 0.1"/>', 'size="5 5 0.1" margin="0.02" gap="0.004"/>')
+        path, m, d = _written(tmp_path / f"{name}.xml", text)
+        while d.time < 1.0 - 1e-9:
+            mujoco.mj_step(m, d)
+        scene = sd.Scene(name)
+        scene.add_robot(sd.load_mjcf(path))
+        model, contact, q0 = scene.build()
+        traj = sd.simulate(model, q0, None, None, 1.0, 1e-3, contact=contact,
+                           integrator="semi_implicit_euler")
+        assert traj.q[-1, 2] == pytest.approx(rest - soft_sink(), abs=1e-9), name
+        assert d.qpos[2] == pytest.approx(traj.q[-1, 2], abs=1e-9), name
     for bad in ((0.02,), (0.02, -1.0), (float("nan"), 1.0)):
         with pytest.raises(ValueError, match="Surface.solref must be"):
             sd.sim.Surface(solref=bad)

@@ -34,8 +34,12 @@ class Surface:
     solmix (>= 0): the weight of this surface's solref and solimp in a pair's mean.
     priority: of two surfaces of different priority, the higher's condim, friction, solref
         and solimp are the pair's (MuJoCo's geom priority).
-    margin, gap (m, >= 0): a pair's contact holds the surfaces max(margins) - max(gaps)
-        apart (MuJoCo's ``includemargin``: an MJCF ant's feet rest 1 cm above its floor).
+    margin (m, >= 0): a pair's contact holds its surfaces the sum of their margins apart
+        (MuJoCo's ``includemargin``; a ``<contact><pair>``'s own margin): gymnasium's ant, 1 cm
+        on each geom, rests on its feet 2 cm above its floor, less the contact's sink.
+    gap (m, >= 0): MuJoCo's detection buffer beyond the margin: MuJoCo reports a contact
+        there but excludes it from the solve, so it exerts no force; read and kept, it changes
+        nothing in a simulation.
     """
 
     friction: Optional[float] = None
@@ -84,12 +88,12 @@ def mix(a: Surface, b: Surface, mu: float, solref: tuple, impedance: Impedance) 
     the higher surface's condim, friction, solref and solimp; of one priority, condim and
     friction the larger of the two (no friction where the condim is 1), solref and solimp
     their means weighted by solmix (w_a = solmix_a / (solmix_a + solmix_b); solref the
-    elementwise least where one is direct); margin and gap the larger of each, whatever the
-    priorities. ``mu``, ``solref`` (time constant, damping ratio) and ``impedance`` stand for a
-    field left None where the other surface gives one."""
+    elementwise least where one is direct); the margin the sum of the two, whatever the
+    priorities (MuJoCo's ``includemargin``). ``mu``, ``solref`` (time constant, damping
+    ratio) and ``impedance`` stand for a field left None where the other surface gives one."""
     if a.priority != b.priority:
         return own(a if a.priority > b.priority else b)._replace(
-            offset=max(a.margin, b.margin) - max(a.gap, b.gap))
+            offset=a.margin + b.margin)
     if a.condim == 1 and b.condim == 1:
         friction: Optional[float] = 0.0
     elif a.friction is None and b.friction is None:
@@ -109,7 +113,7 @@ def mix(a: Surface, b: Surface, mu: float, solref: tuple, impedance: Impedance) 
         i1, i2 = (impedance if s.solimp is None else s.solimp for s in (a, b))
         imp = i1 if i1 == i2 else i1.mixed(i2, w)
     return Mixed(friction, None if ref is None else stabilisation(ref),
-                 max(a.margin, b.margin) - max(a.gap, b.gap), imp)
+                 a.margin + b.margin, imp)
 
 
 def _weight(m1, m2, tiny=1e-15):
@@ -125,7 +129,7 @@ def _weight(m1, m2, tiny=1e-15):
 def own(s: Surface) -> Mixed:
     """A pair's own surface (an MJCF ``<contact><pair>``'s) as its parameters."""
     return Mixed(0.0 if s.condim == 1 else s.friction,
-                 None if s.solref is None else stabilisation(s.solref), s.margin - s.gap,
+                 None if s.solref is None else stabilisation(s.solref), s.margin,
                  s.solimp)
 
 
