@@ -479,8 +479,9 @@ THROWN = """<mujoco><option timestep="0.001" integrator="Euler" cone="pyramidal"
 
 
 @pytest.mark.parametrize("shape,size,tilt,mu", [("box", "0.1 0.1 0.1", 0, 1.0),
-                                                ("capsule", "0.05 0.2", 80, 0.7)],
-                         ids=["cube", "capsule"])
+                                                ("capsule", "0.05 0.2", 80, 0.7),
+                                                ("capsule", "0.05 0.1", 0, 0.7)],
+                         ids=["cube", "capsule", "standing capsule"])
 def test_bodies_thrown_on_mujocos_pyramid_are_mujocos(tmp_path, shape, size, tilt, mu):
     """A cube, and a capsule tilted 80 deg (one end lands first), dropped 10 cm and thrown
     along the floor (0.5, 0.2 m/s, spinning at 1 rad/s about z, rolling at 0.3 rad/s) onto
@@ -488,7 +489,9 @@ def test_bodies_thrown_on_mujocos_pyramid_are_mujocos(tmp_path, shape, size, til
     edges' compliance on (1 + mu^2) / m), margin 0 as MuJoCo's: they land, slide, turn and
     stop as mj_step's to 1e-12 m over 1 s (1,000 sweeps; 3e-16 measured), the cube's four
     corners sharing their load as MuJoCo shares it, the capsule's edges along its axis
-    (MuJoCo's plane-capsule contact frame: the pyramid turns with the capsule)."""
+    (MuJoCo's plane-capsule contact frame: the pyramid turns with the capsule); a capsule
+    landing upright on its end (its axis along the normal: MuJoCo's frame then takes x)
+    alike."""
     mujoco = pytest.importorskip("mujoco")
     path = tmp_path / "thrown.xml"
     path.write_text(THROWN.format(shape=shape, size=size, tilt=tilt, mu=mu))

@@ -233,6 +233,9 @@ def restitution_of(zeta):
     return -(r1 * math.exp(r1 * t) - r2 * math.exp(r2 * t)) / (2.0 * q)
 
 
+_MIN_NORM = 1e-15  # MuJoCo's mjMINVAL: a shorter vector has no direction
+
+
 def _basis(n):
     """Two unit tangents (3,) completing the unit normal n (3,) to a right-handed frame."""
     helper = np.array([1.0, 0.0, 0.0]) if abs(n[0]) < 0.9 else np.array([0.0, 1.0, 0.0])
@@ -507,7 +510,8 @@ class SolvedContact(Contact):
     def _mujoco_frames(xp, frames, hints):
         """(frames (N, P, 3, 3), c (N, P), s (N, P)): the points' frames [n; t1'; t2'] as
         MuJoCo makes them (``mju_makeFrame``: t1' the hint, else (0, 1, 0), or (0, 0, 1) where
-        the normal is within 60 deg of y, made normal to n; t2' = n x t1'), and t1' = c t1 +
+        the normal is within 60 deg of y, made normal to n; x where that leaves nothing: a
+        capsule standing on its plane, its axis along n; t2' = n x t1'), and t1' = c t1 +
         s t2 in the given frames' tangents (t2' = c t2 - s t1). The elliptic cone does not
         depend on the tangents; the pyramid's edges do."""
         n, t1, t2 = frames[..., 0, :], frames[..., 1, :], frames[..., 2, :]
@@ -517,7 +521,10 @@ class SolvedContact(Contact):
         if hints is not None:
             h = xp.where(xp.sum(hints * hints, axis=-1, keepdims=True) > 0.25, hints, h)
         u = h - xp.sum(n * h, axis=-1, keepdims=True) * n
-        u = u / xp.sqrt(xp.sum(u * u, axis=-1, keepdims=True))
+        norm = xp.sqrt(xp.sum(u * u, axis=-1, keepdims=True))
+        none = norm < _MIN_NORM  # MuJoCo's mju_normalize3 of nothing: x
+        u = xp.where(none, xp.asarray(np.array([1.0, 0.0, 0.0])),
+                     u / xp.where(none, 1.0, norm))
         turned = xp.stack([n, u, xp.cross(n, u, axis=-1)], axis=-2)
         return turned, xp.sum(u * t1, axis=-1), xp.sum(u * t2, axis=-1)
 
