@@ -79,7 +79,7 @@ import screwdyn as sd
 mujoco = pytest.importorskip("mujoco")
 from test_mjcf import MODELS  # noqa: E402
 from test_mjcf_constraints import FOUR_BAR, PENDULUM_PIN, _hard  # noqa: E402
-from conftest import MUJOCO_SOLIMP  # noqa: E402
+from conftest import MUJOCO_SOLIMP, bundled_mjcf  # noqa: E402
 
 T_FINAL = 1.0
 
@@ -212,12 +212,15 @@ def test_constrained_trajectory_follows_mujoco(name, integrator):
           f"{final:.2g} (motion {motion:.3g})")
 
 
+@pytest.mark.parametrize("damped", [False, True], ids=["undamped", "damped"])
 @pytest.mark.parametrize("name", ["four_bar", "site_pin", "manipulator"])
-def test_soft_constrained_trajectory_is_mujocos(name):
+def test_soft_constrained_trajectory_is_mujocos(name, damped):
     """With soft_equalities=True (MuJoCo's solimp and approximate inverse weights), 1 s of
     semi-implicit Euler equals mj_step's Euler to 1e-9 (4e-12 measured, the manipulator's
     tendon coupling included), on numpy and native code: the constraints are MuJoCo's, the
-    same violation (5e-4, 2e-3, 4e-3 m or rad) and the same motion, not only close to it."""
+    same violation (5e-4, 2e-3, 4e-3 m or rad) and the same motion, not only close to it.
+    Damped (0.05 N m s/rad on every joint, joint_damping=True), alike: both integrate the
+    damping implicitly after finding the constraint forces without it (MuJoCo's Euler)."""
     if name == "manipulator":
         if not MANIPULATOR:
             pytest.skip("dm_control is not installed")
@@ -225,9 +228,12 @@ def test_soft_constrained_trajectory_is_mujocos(name):
     else:
         m = _compile({"four_bar": FOUR_BAR, "site_pin": PENDULUM_PIN}[name])
     m.eq_solimp[:] = MUJOCO_SOLIMP  # _compile made them nearly hard
+    if damped:
+        m.opt.disableflags &= ~int(mujoco.mjtDisableBit.mjDSBL_DAMPER)
+        m.dof_damping[:] = 0.05
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", sd.InertiaWarning)
-        model = sd.from_mujoco(m, soft_equalities=True)
+        model = sd.from_mujoco(m, soft_equalities=True, joint_damping=damped)
     q0, qd0 = _start(name, m, model)
     qpos, _, violation, _ = _mujoco_constrained(m, q0, qd0)
     assert violation.max() > 1e-4  # soft: MuJoCo's constraints give
@@ -379,3 +385,42 @@ def test_dropped_sphere_follows_mujoco(dampratio):
 
 def _close(a, b):
     return np.abs(a - b).max() < 1e-12
+
+
+@pytest.mark.parametrize("package,name", [
+    ("gymnasium", "ant"), ("gymnasium", "half_cheetah"), ("gymnasium", "walker2d_v5"),
+    ("dm_control", "cheetah"), ("dm_control", "hopper")])
+def test_mujocos_models_as_mujoco_models_them(package, name):
+    """A bundled robot falling onto its floor and its stops (no control), 1 s of semi-implicit
+    Euler at 1 ms, equals mj_step's Euler to 1e-9 (8e-12 measured: the ant; 4e-12 the dm
+    hopper; 1e-14 the cheetahs and the walker), given what MuJoCo models: the file's soft
+    contacts (each pair's solref, solimp and its two geoms' margins added), its pyramidal cone
+    (cone="pyramidal", the edges along MuJoCo's contact frames: a capsule standing on the
+    floor included), MuJoCo's approximate inverse weights (invweight0=True), a contact or a
+    limit entering the solve where MuJoCo's does (margin=0), its joints' solreflimit and
+    solimplimit (RigidLimits.from_mjcf), damping, stiffness and armature, the damping
+    implicit after the constraint forces (MuJoCo's Euler), 200 sweeps."""
+    path = bundled_mjcf(package, name)
+    if path is None:
+        pytest.skip(f"{package} is not installed")
+    m = mujoco.MjModel.from_xml_path(path)
+    assert m.opt.cone == mujoco.mjtCone.mjCONE_PYRAMIDAL
+    m.opt.timestep, m.opt.integrator = 1e-3, mujoco.mjtIntegrator.mjINT_EULER
+    d = mujoco.MjData(m)
+    qpos = [d.qpos.copy()]
+    for _ in range(1000):
+        mujoco.mj_step(m, d)
+        qpos.append(d.qpos.copy())
+    qpos = np.array(qpos)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # deprecations in the files, MuJoCo's own
+        robot = sd.load_mjcf(path, joint_damping=True, joint_springs=True, joint_friction=True)
+    scene = sd.Scene(name)
+    scene.add_robot(robot)
+    model, contact, q0 = scene.build(cone="pyramidal", invweight0=True, margin=0.0,
+                                     iterations=200)
+    limits = sd.RigidLimits.from_mjcf(path, invweight0=True, margin=0.0)
+    traj = sd.simulate(model, q0, t_final=1.0, dt=1e-3, contact=contact, joint_limits=limits,
+                       integrator="semi_implicit_euler")
+    assert np.ptp(qpos, axis=0).max() > 0.05  # it moves: lands, bends, settles
+    np.testing.assert_allclose(traj.q, qpos, rtol=0, atol=1e-9)

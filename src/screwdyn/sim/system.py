@@ -11,10 +11,12 @@ compiled single-state recursion can be hooked in).
 Semi-implicit Euler integrates the joints' viscous damping implicitly, as MuJoCo's Euler does:
 the step solves (M + dt D) qdd = f(q, qd) (D = diag(``model.damping``)), so that
 qd1 = qd + dt qdd feels the damping force -D qd1 of the velocity it ends with. Its forward
-dynamics is the model's with dt D added to the armature (``fd_model``), the contact's too; the
-damping's work is taken at qd1. Explicit damping is unstable once dt D exceeds twice a
-joint's apparent inertia (dm_control's light fingers at 1 ms); implicit damping is stable at
-every dt and equals ``mj_step``'s Euler.
+dynamics is the model's with dt D added to the armature (``fd_model``); the damping's work is
+taken at qd1. Constraint forces (equalities, a solved contact, solved limits) are found as
+MuJoCo's Euler finds them, with the undamped dynamics (``constrained_model``: damping -D qd
+only), whose accelerations a the step then damps: (M + dt D) qdd = M a (``_damped``).
+Explicit damping is unstable once dt D exceeds twice a joint's apparent inertia (dm_control's
+light fingers at 1 ms); implicit damping is stable at every dt and equals ``mj_step``'s Euler.
 
 Constraint forces found with the dynamics, a ``RigidContact``'s or a scene's contact and the
 joint limits of ``RigidLimits``, are one problem: their rows (``contact_solver.Rows``) go
@@ -28,6 +30,7 @@ the solvers' warm starts, ``solved``).
 """
 import numpy as np
 
+from ..algorithms import spd
 from ..algorithms.aba import check_defined
 from ..algorithms.constraints import impedance_terms
 from ..algorithms.joint_forces import add_diagonal, friction as joint_friction_forces
@@ -101,19 +104,25 @@ class System:
             self.fd_model = model.with_joint_parameters(coulomb=0.0)  # the springs replace it
         #: dt D (nv,): the damping semi-implicit Euler integrates implicitly, or None
         self.implicit_damping = None
+        #: the model whose dynamics find the constraint forces (equalities, solved contact and
+        #: limits): ``fd_model``, or without the implicit damping, which then damps the
+        #: accelerations they give (``_damped``), as MuJoCo's Euler does
+        self.constrained_model = self.fd_model
         if (settings.integrator == "semi_implicit_euler" and dt is not None
                 and assembly is None and model.damping.any()):
             self.implicit_damping = float(dt) * model.damping
             self.fd_model = self.fd_model.with_joint_parameters(armature={
                 b.joint: np.add(b.armature, float(dt) * np.asarray(b.damping))
                 for b in model.active_bodies})
+            if not (model.constraints or self.solves_contact or self.solves_limits):
+                self.constrained_model = self.fd_model  # no constraint force: one solve
         self.external = settings.external
         self.tendons = TendonSprings(model) if any(t.passive for t in model.tendons) else None
 
     @property
     def key(self):
         """What identifies the compiled code of this system (numbers excluded)."""
-        return (self.fd_model, self.algebra, self.assembly,
+        return (self.fd_model, self.constrained_model, self.algebra, self.assembly,
                 None if self.assembly is None else self.assembly.version,
                 None if self.contact is None else self.contact.key,
                 None if self.limits is None else self.limits.key,
@@ -143,7 +152,7 @@ class System:
         M = None
         if self.solves_contact or self.solves_limits:  # the stabilisation's stiffness, from
             check_defined(self.fd_model.tree.nominal)  # the apparent masses (M^-1: the
-            M = mass_matrix(self.fd_model, q0,         # ModelError naming the joint)
+            M = mass_matrix(self.constrained_model, q0,  # ModelError naming the joint)
                             algebra=self.kinematics_algebra)
         if self.contact is not None:
             T = self._poses(q0)
@@ -237,13 +246,16 @@ class System:
             qdd = self.assembly.forward_dynamics(q, qd, total, gravity=params["gravity"],
                                                  algebra=self.algebra, time=t)
         else:
-            qdd, tau_c = accelerations(self.fd_model, q, qd, total, f_ext, params["gravity"],
-                                       self.algebra)
+            qdd, tau_c = accelerations(self.constrained_model, q, qd, total, f_ext,
+                                       params["gravity"], self.algebra)
             if tau_c is not None:  # the constraint forces: passive (no work when held)
                 passive = passive + tau_c
+            M = None
             if self.solves_contact or self.solves_limits:  # solved with the dynamics
-                qdd, tau_c, forces, solved = self._solve(xp, params, q, qd, qdd, T, hybrid)
+                qdd, tau_c, forces, solved, M = self._solve(xp, params, q, qd, qdd, T, hybrid)
                 passive = passive + tau_c
+            if self.constrained_model is not self.fd_model:
+                qdd = self._damped(xp, q, qdd, M)
         if self.implicit_damping is not None:  # the damping at qd1 = qd + dt qdd: -D qd1
             passive = passive - add_diagonal(xp, 0 * qd.T, self.implicit_damping, qdd.T).T
 
@@ -262,13 +274,15 @@ class System:
         return qdd, power, forces, solved
 
     def _solve(self, xp, params, q, qd, qdd0, T, hybrid):
-        """(qdd, tau_c, contact forces or None, the solvers' new states): the rigid contact's
-        forces and the joint limits' that are constraints, in one ``solve_rows`` with the
-        accelerations qdd0 (N, nv) without them (which keep the model's equality
-        constraints: their Jacobian makes the rows act through the constrained inertia)."""
-        M = mass_matrix(self.fd_model, q, algebra=self.kinematics_algebra)
-        J_eq = constraint_jacobian(self.fd_model, q, algebra=self.kinematics_algebra) \
-            if self.fd_model.constraints else None
+        """(qdd, tau_c, contact forces or None, the solvers' new states, M): the rigid
+        contact's forces and the joint limits' that are constraints, in one ``solve_rows`` with
+        the accelerations qdd0 (N, nv) without them (which keep the model's equality
+        constraints: their Jacobian makes the rows act through the constrained inertia), for
+        ``constrained_model``'s mass matrix M (N, nv, nv)."""
+        model = self.constrained_model
+        M = mass_matrix(model, q, algebra=self.kinematics_algebra)
+        J_eq = constraint_jacobian(model, q, algebra=self.kinematics_algebra) \
+            if model.constraints else None
         eq_soft = self._equality_softness(xp, q)
         blocks, names = [], []
         if self.solves_contact:  # first: its sweep reads its forces from column 0
@@ -284,17 +298,27 @@ class System:
         else:
             iterations = self.settings.joint_limits.iterations
             regularization = params["limits"]["regularization"]
-        qdd, tau_c, out = solve_rows(xp, self.fd_model, M, J_eq, qdd0, blocks, iterations,
+        qdd, tau_c, out = solve_rows(xp, model, M, J_eq, qdd0, blocks, iterations,
                                      regularization, eq_soft)
         out = dict(zip(names, out))
         forces, contact = out.get("contact", (None, None))
-        return qdd, tau_c, forces, {"contact": contact, "limits": out.get("limits")}
+        return qdd, tau_c, forces, {"contact": contact, "limits": out.get("limits")}, M
+
+    def _damped(self, xp, q, qdd, M=None):
+        """The accelerations (N, nv) that the joint forces giving qdd (N, nv) to the undamped
+        ``constrained_model`` (its mass matrix M (N, nv, nv), or None: computed here) give
+        under the implicit damping: (M + dt D) qdd' = M qdd, i.e.
+        qdd' = qdd - (M + dt D)^-1 dt D qdd (MuJoCo's Euler, after its constraint solve)."""
+        if M is None:
+            M = mass_matrix(self.constrained_model, q, algebra=self.kinematics_algebra)
+        hD = self.implicit_damping
+        return qdd - spd.solve(xp, M + np.diag(hD), (hD * qdd)[..., None])[..., 0]
 
     def _equality_softness(self, xp, q):
         """The soft equality constraints' ``Softness`` at q (N, nq) (``impedance_terms``;
         their residual is evaluated only where an impedance depends on it); None where every
         constraint is hard."""
-        model = self.fd_model
+        model = self.constrained_model
         if not any(c.soft for c in model.constraints):
             return None
         if all(c.impedance.constant for c in model.constraints):
