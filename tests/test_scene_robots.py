@@ -1026,3 +1026,44 @@ def test_an_mjcf_file_whose_geoms_collide_with_nothing_goes_in_without_shapes():
     assert contact is None and model.nv == m.nv
     with pytest.raises(sd.ModelError, match="swimmer.xml has no collision element on links"):
         sd.Scene("swimmer").add_robot(sd.load_mjcf(path), links=["torso"])
+
+
+def test_a_scene_keeps_its_robots_gravity(tmp_path):
+    """A scene's model has its robots' gravity: gymnasium's pusher (<option gravity="0 0 0">)
+    stays where it starts, as in mj_step, where it fell under Earth's gravity (its shoulder
+    1.4 rad down in 1 s). Scene(gravity=...) sets another; robots whose files disagree are a
+    ValueError naming them, as a gravity that is not 3 finite numbers is."""
+    mujoco = pytest.importorskip("mujoco")
+    path = bundled_mjcf("gymnasium", "pusher")
+    if path is None:
+        pytest.skip("gymnasium is not installed")
+    pusher = sd.load_mjcf(path)
+    assert pusher.gravity == (0.0, 0.0, 0.0)
+    scene = sd.Scene("pusher")
+    scene.add_robot(pusher)
+    model, contact, q0 = scene.build()
+    assert model.gravity == (0.0, 0.0, 0.0)
+    traj = sd.simulate(model, q0, t_final=1.0, dt=1e-3, contact=contact,
+                       integrator="semi_implicit_euler")
+    m = mujoco.MjModel.from_xml_path(path)
+    m.opt.timestep = 1e-3
+    d = mujoco.MjData(m)
+    for _ in range(1000):
+        mujoco.mj_step(m, d)
+    np.testing.assert_allclose(traj.q[-1], d.qpos, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(traj.q[-1], q0, rtol=0, atol=1e-12)
+    moon = sd.Scene("moon", gravity=(0, 0, -1.62))
+    moon.add_robot(pusher)
+    assert moon.build()[0].gravity == (0.0, 0.0, -1.62)
+    mixed = sd.Scene("mixed")
+    mixed.add_robot(pusher)
+    ball = tmp_path / "ball.xml"  # MuJoCo's default gravity
+    ball.write_text('<mujoco><worldbody><body name="ball" pos="0 0 1"><freejoint/>'
+                    '<geom size="0.1"/></body></worldbody></mujoco>')
+    mixed.add_robot(sd.load_mjcf(str(ball)), prefix="b/")
+    with pytest.raises(ValueError, match="its robots' gravities differ .*pusher.xml: "
+                                         "\\(0.0, 0.0, 0.0\\).*gravity=\\.\\.\\."):
+        mixed.build()
+    for bad in ((0, -9.81), (0, 0, float("nan")), "down"):
+        with pytest.raises(ValueError, match="gravity must be 3 finite numbers"):
+            sd.Scene("bad", gravity=bad)

@@ -43,6 +43,7 @@ import numpy as np
 
 from ..errors import LargeSceneWarning, ModelError, warn
 from ..model.builder import ModelBuilder
+from ..model.model import GRAVITY
 from ..model.meshes import first_line
 from . import collision
 from .checks import positive
@@ -133,8 +134,13 @@ def _polyhedron(shape):
 class Scene:
     """A robot and objects with collision shapes (see the module docstring)."""
 
-    def __init__(self, name: str = "scene"):
+    def __init__(self, name: str = "scene", gravity=None):
+        """``gravity`` (3,) (m/s^2, world frame) or None: the model's gravity; None: its robots'
+        (``add_robot``: an MJCF file's ``<option gravity>``, gymnasium's pusher's 0), the same
+        for all of them, else (no robot) ``GRAVITY``, (0, 0, -9.81)."""
         self.builder = ModelBuilder(name)
+        self.gravity = None if gravity is None else _gravity(gravity, f"Scene({name!r})")
+        self._gravities = {}  # the robots' own: {source: gravity}
         self.builder.add_link("world")
         self.shapes = []
         self._poses = {}  # object name -> (position, quaternion xyzw)
@@ -381,6 +387,7 @@ class Scene:
                     self._excluded.add(frozenset((a, "ground")))
         self._excluded_links.update(p for p in pairs if len(p) == 2)
         self._robots.append((model, prefix, q))
+        self._gravities[model.source or model.name] = tuple(model.gravity)
         if not own:
             warnings.warn(f"{where}: {model.source} turns contact off (<option><flag contact="
                           "\"disable\"/> or constraint=): as in MuJoCo, its geoms touch neither "
@@ -528,7 +535,8 @@ class Scene:
                               f"{', '.join(self._floorless)} has no floor, as in MuJoCo "
                               "(build(ground=True) adds the plane z = height)", UserWarning,
                               stacklevel=2)
-        model = self.builder.build(mimic="couple" if self._couple else "independent")
+        model = self.builder.build(mimic="couple" if self._couple else "independent",
+                                   gravity=self._scene_gravity())
         if self._constraints or self._tendons:
             model = model.with_constraints(*self._constraints, tendons=self._tendons)
         q0 = np.array(model.neutral, dtype=float)
@@ -591,6 +599,32 @@ class Scene:
                  "(Talos's 45,068: 8 minutes, 9.3 GB). Fewer pairs make it smaller: "
                  "add_robot's links=, exclude=, srdf=, self_collision=False", LargeSceneWarning)
         return model, contact, q0
+
+
+    def _scene_gravity(self):
+        """The model's gravity: ``Scene(gravity=)``, else its robots' one gravity, else
+        ``GRAVITY``; robots whose files disagree are a ``ValueError`` naming them."""
+        if self.gravity is not None:
+            return self.gravity
+        distinct = set(self._gravities.values())
+        if len(distinct) > 1:
+            raise ValueError(f"scene {self.builder.name!r}: its robots' gravities differ ("
+                             + ", ".join(f"{source}: {g}" for source, g in
+                                         self._gravities.items())
+                             + "); Scene(name, gravity=...) chooses the scene's")
+        return distinct.pop() if distinct else GRAVITY
+
+
+def _gravity(gravity, where):
+    """``gravity`` as 3 finite floats (m/s^2), or a ValueError naming ``where``."""
+    try:
+        g = np.asarray(gravity, dtype=float)
+    except (TypeError, ValueError):
+        g = np.empty(0)
+    if g.shape != (3,) or not np.all(np.isfinite(g)):
+        raise ValueError(f"{where}: gravity must be 3 finite numbers (m/s^2, world frame), got "
+                         f"{gravity!r}")
+    return tuple(float(x) for x in g)
 
 
 # -- robots from their files -------------------------------------------------------------------
