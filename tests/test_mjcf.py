@@ -313,6 +313,21 @@ def test_gravity_disabled_in_the_file_is_zero_gravity():
     assert sd.from_mujoco(mujoco.MjModel.from_xml_string(xml)).gravity == (0.0, 0.0, 0.0)
 
 
+def test_a_medium_is_said_not_to_act():
+    """A file with a medium (<option density> or viscosity: MuJoCo's fluid forces) loads with a
+    UserWarning naming the file and what is left out; without one, no warning."""
+    for option in ('density="1.2"', 'viscosity="0.1"', 'density="1000" viscosity="0.001"'):
+        xml = JOINTS.replace('<option gravity="0.3 -0.2 -9.7"/>',
+                             f'<option gravity="0.3 -0.2 -9.7" {option}/>')
+        with pytest.warns(UserWarning, match="in.xml: MuJoCo's fluid forces .* are not "
+                                             "modelled: screwdyn's dynamics and simulations "
+                                             "are in vacuum"):
+            sd.from_mujoco(mujoco.MjModel.from_xml_string(xml), source="in.xml")
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sd.from_mujoco(mujoco.MjModel.from_xml_string(JOINTS))
+
+
 _SPRUNG = [p for p in MODELS if os.path.basename(p) in ("cheetah.xml", "humanoid.xml")]
 
 

@@ -71,9 +71,11 @@ dead-band springs (two different ``springlength`` values with stiffness), flex e
 and a ``solref`` that mixes the standard and direct forms. The rigid-body tree of such a model
 is MuJoCo's either way (its mass matrix and bias forces are ``mj_fullM`` and ``mj_rne``:
 tendons and equalities add passive and constraint forces, not inertia, except a tendon's
-armature).
+armature). A medium (``<option density>`` or ``viscosity``: MuJoCo's fluid forces, dm_control's
+fish and swimmer) loads with a ``UserWarning``: screwdyn's dynamics is in vacuum.
 """
 import os
+import warnings
 
 import numpy as np
 
@@ -162,9 +164,21 @@ def from_mujoco(mj_model: "mujoco.MjModel", name: "str | None" = None, armature:
                               soft_equalities)
     model = builder.build(gravity=gravity, source=source)
     _check_layout(model, m, joint_name)
+    _warn_medium(m, source or model_name)
     if tendons or constraints:
         model = model.with_constraints(*constraints, tendons=tendons)
     return model.with_configurations(_configurations(mujoco, m))
+
+
+def _warn_medium(m, where):
+    """A ``UserWarning`` where the file's medium acts (``<option density>`` or ``viscosity``:
+    MuJoCo's fluid forces on every body, dm_control's fish and swimmer), which screwdyn's
+    dynamics does not have."""
+    if m.opt.density > 0 or m.opt.viscosity > 0:
+        warnings.warn(f"{where}: MuJoCo's fluid forces (<option density=\"{m.opt.density:g}\" "
+                      f"viscosity=\"{m.opt.viscosity:g}\">: drag, lift and buoyancy on every "
+                      "body) are not modelled: screwdyn's dynamics and simulations are in "
+                      "vacuum", UserWarning, stacklevel=4)
 
 
 def _configurations(mujoco, m):
