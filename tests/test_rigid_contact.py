@@ -11,6 +11,7 @@ import numpy as np
 import pytest
 
 import screwdyn as sd
+from screwdyn.sim import collision
 
 from conftest import MUJOCO_SOLIMP, bundled_mjcf, mujoco_impedance, soft_sink
 
@@ -507,6 +508,35 @@ def test_bodies_thrown_on_mujocos_pyramid_are_mujocos(tmp_path, shape, size, til
                        integrator="semi_implicit_euler")
     assert np.ptp(expected[:, 0]) > 0.03  # it slides
     np.testing.assert_allclose(traj.q, expected, rtol=0, atol=1e-12)
+
+
+def test_a_capsule_standing_on_a_wall_of_normal_x_has_friction_on_the_pyramid():
+    """A capsule standing on a wall whose normal is x (its axis along x, gravity towards the
+    wall), thrown along it: MuJoCo's frame would take x, the normal itself (no tangent); the
+    pyramid's takes y there. Its run is finite, the same on numpy, native code and JAX, and
+    slides as the elliptic cone's does (to 0.1 mm at 60 ms, where it tips over)."""
+    scene = sd.Scene("wall", gravity=(-9.81, 0.0, 0.0))
+    s = np.sin(np.pi / 4)
+    scene.add_object("capsule", collision.capsule(0.05, 0.1), mass=1.0, position=(0.16, 0, 0.5),
+                     quaternion=(0.0, s, 0.0, s))
+    scene.add_shape("world", collision.plane(), rotation=np.array([[0.0, 0.0, 1.0],
+                                                                   [0.0, 1.0, 0.0],
+                                                                   [-1.0, 0.0, 0.0]]),
+                    name="wall")
+    runs = {}
+    for cone in ("pyramidal", "elliptic"):
+        model, contact, q0 = scene.build(ground=False, cone=cone, impedance=0.9, mu=0.5)
+        for backend in ("numpy", "native", "jax"):
+            runs[cone, backend] = sd.simulate(model, q0, [0, 0.3, 0, 0, 0, 0], None, 0.1, 1e-3,
+                                              contact=contact, backend=backend,
+                                              integrator="semi_implicit_euler").q
+    assert all(np.isfinite(q).all() for q in runs.values())
+    for backend in ("numpy", "jax"):
+        np.testing.assert_allclose(runs["pyramidal", backend], runs["pyramidal", "native"],
+                                   rtol=0, atol=1e-9)
+    pyramid, disc = runs["pyramidal", "native"][60], runs["elliptic", "native"][60]
+    assert pyramid[1] == pytest.approx(disc[1], abs=1e-4)
+    assert pyramid[1] < 0.3 * 0.06 - 1e-4  # friction slowed it
 
 
 def test_inverse_weights_are_mujocos():

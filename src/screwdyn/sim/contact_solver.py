@@ -511,7 +511,8 @@ class SolvedContact(Contact):
         """(frames (N, P, 3, 3), c (N, P), s (N, P)): the points' frames [n; t1'; t2'] as
         MuJoCo makes them (``mju_makeFrame``: t1' the hint, else (0, 1, 0), or (0, 0, 1) where
         the normal is within 60 deg of y, made normal to n; x where that leaves nothing: a
-        capsule standing on its plane, its axis along n; t2' = n x t1'), and t1' = c t1 +
+        capsule standing on its plane, its axis along n; y where n is x too, where MuJoCo's
+        frame would have no second tangent; t2' = n x t1'), and t1' = c t1 +
         s t2 in the given frames' tangents (t2' = c t2 - s t1). The elliptic cone does not
         depend on the tangents; the pyramid's edges do."""
         n, t1, t2 = frames[..., 0, :], frames[..., 1, :], frames[..., 2, :]
@@ -522,9 +523,11 @@ class SolvedContact(Contact):
             h = xp.where(xp.sum(hints * hints, axis=-1, keepdims=True) > 0.25, hints, h)
         u = h - xp.sum(n * h, axis=-1, keepdims=True) * n
         norm = xp.sqrt(xp.sum(u * u, axis=-1, keepdims=True))
-        none = norm < _MIN_NORM  # MuJoCo's mju_normalize3 of nothing: x
-        u = xp.where(none, xp.asarray(np.array([1.0, 0.0, 0.0])),
-                     u / xp.where(none, 1.0, norm))
+        none = norm < _MIN_NORM  # MuJoCo's mju_normalize3 of nothing: x, unless x is n
+        x = xp.asarray(np.array([1.0, 0.0, 0.0]))
+        along_x = xp.abs(n[..., :1]) > 1.0 - _MIN_NORM  # (MuJoCo's frame would degenerate)
+        fallback = xp.where(along_x, xp.asarray(np.array([0.0, 1.0, 0.0])), x)
+        u = xp.where(none, fallback, u / xp.where(none, 1.0, norm))
         turned = xp.stack([n, u, xp.cross(n, u, axis=-1)], axis=-2)
         return turned, xp.sum(u * t1, axis=-1), xp.sum(u * t2, axis=-1)
 
