@@ -863,16 +863,16 @@ def test_an_mjcf_geoms_solref_and_margin_set_its_contacts(tmp_path):
                                          "'ball|table' \\(its solref\\)"):
         sd.simulate(model, q0, None, None, 0.01, 1e-3, contact=contact,
                     integrator="semi_implicit_euler")
-    margins = {  # the file's change: where the ball rests, less its sink
-        "margin": ('solref="TIME 1"', 'margin="0.01"', 0.11),
-        "margins": ('solref="TIME 1"', 'margin="0.01" gap="0.003"', 0.13),
-        "pair": ('solref="TIME 1"/>', 'margin="0.01" contype="0" conaffinity="0"/>'
-                 '</body></worldbody><contact><pair geom1="floor" geom2="ball" margin="0.015" '
-                 'gap="0.005"/></contact><worldbody><body>', 0.115)}
-    for name, (old, new, rest) in margins.items():
-        text = _DROP.replace(old, new)
-        if name == "margins":
-            text = text.replace('size="5 5 0.1"/>', 'size="5 5 0.1" margin="0.02" gap="0.004"/>')
+    margins = {  # the ball's geom, the floor's, a <pair>; where the ball rests, less its sink
+        "margin": ('margin="0.01"', "", "", 0.11),
+        "margins": ('margin="0.01" gap="0.003"', ' margin="0.02" gap="0.004"', "", 0.13),
+        "pair": ('margin="0.01" contype="0" conaffinity="0"', "",
+                 '<contact><pair geom1="floor" geom2="ball" margin="0.015" gap="0.005"/>'
+                 '</contact>', 0.115)}
+    for name, (ball, floor, pair, rest) in margins.items():
+        text = (_DROP.replace('solref="TIME 1"', ball)
+                .replace('size="5 5 0.1"/>', f'size="5 5 0.1"{floor}/>')
+                .replace("</worldbody>", "</worldbody>" + pair))
         path, m, d = _written(tmp_path / f"{name}.xml", text)
         while d.time < 1.0 - 1e-9:
             mujoco.mj_step(m, d)

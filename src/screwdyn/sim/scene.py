@@ -600,7 +600,6 @@ class Scene:
                  "add_robot's links=, exclude=, srdf=, self_collision=False", LargeSceneWarning)
         return model, contact, q0
 
-
     def _scene_gravity(self):
         """The model's gravity: ``Scene(gravity=)``, else its robots' one gravity, else
         ``GRAVITY``; robots whose files disagree are a ``ValueError`` naming them."""
