@@ -37,6 +37,18 @@ def sweeps(x, name):
     return x
 
 
+def gravity(x, name):
+    """``x`` as a tuple of 3 floats (m/s^2, world frame); ``ValueError`` naming ``name``
+    unless it is 3 finite numbers."""
+    try:
+        g = np.asarray(x)
+    except (TypeError, ValueError):
+        g = np.empty(0)
+    if g.dtype.kind not in "biuf" or g.size != 3 or not np.all(np.isfinite(g)):
+        raise ValueError(f"{name} must be 3 finite numbers (m/s^2, world frame), got {x!r}")
+    return tuple(float(v) for v in g.ravel())
+
+
 def is_traced(x):
     """Whether ``x`` is a JAX tracer (abstract: no value to check)."""
     import sys

@@ -46,7 +46,7 @@ from ..model.builder import ModelBuilder
 from ..model.model import GRAVITY
 from ..model.meshes import first_line
 from . import collision
-from .checks import positive
+from .checks import gravity as check_gravity, positive
 from .contact_solver import RigidContact, SolvedContact, runs
 from .geometry import masks_collide
 from .inverse_weights import link_inverse_weights
@@ -139,7 +139,8 @@ class Scene:
         (``add_robot``: an MJCF file's ``<option gravity>``, gymnasium's pusher's 0), the same
         for all of them, else (no robot) ``GRAVITY``, (0, 0, -9.81)."""
         self.builder = ModelBuilder(name)
-        self.gravity = None if gravity is None else _gravity(gravity, f"Scene({name!r})")
+        self.gravity = None if gravity is None else check_gravity(gravity,
+                                                                  f"Scene({name!r}) gravity")
         self._gravities = {}  # the robots' own: {source: gravity}
         self.builder.add_link("world")
         self.shapes = []
@@ -612,18 +613,6 @@ class Scene:
                                          self._gravities.items())
                              + "); Scene(name, gravity=...) chooses the scene's")
         return distinct.pop() if distinct else GRAVITY
-
-
-def _gravity(gravity, where):
-    """``gravity`` as 3 finite floats (m/s^2), or a ValueError naming ``where``."""
-    try:
-        g = np.asarray(gravity, dtype=float)
-    except (TypeError, ValueError):
-        g = np.empty(0)
-    if g.shape != (3,) or not np.all(np.isfinite(g)):
-        raise ValueError(f"{where}: gravity must be 3 finite numbers (m/s^2, world frame), got "
-                         f"{gravity!r}")
-    return tuple(float(x) for x in g)
 
 
 # -- robots from their files -------------------------------------------------------------------

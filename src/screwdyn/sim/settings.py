@@ -13,7 +13,7 @@ from typing import Callable, Optional, Union
 
 import numpy as np
 
-from .checks import boolean, positive as _check_positive
+from .checks import boolean, gravity as _check_gravity, positive as _check_positive
 from .contact import GroundContact
 from .contact_solver import RigidContact
 from .limit_constraints import RigidLimits
@@ -154,11 +154,7 @@ class Settings:
                 raise ValueError(f"unknown {name} {getattr(self, name)!r}; valid: "
                                  f"{', '.join(valid)}")
         if self.gravity is not None:
-            g = np.asarray(self.gravity)
-            if g.dtype.kind not in "biuf" or g.size != 3 or not np.all(np.isfinite(g)):
-                raise ValueError(f"gravity must be 3 finite numbers (m/s^2, world frame), got "
-                                 f"{self.gravity!r}")
-            object.__setattr__(self, "gravity", tuple(float(x) for x in g.ravel()))
+            object.__setattr__(self, "gravity", _check_gravity(self.gravity, "gravity"))
         r = self.record_every
         if isinstance(r, bool) or not isinstance(r, (int, np.integer)) or r < 1:
             raise ValueError(f"record_every must be a positive integer, got {r!r}")
