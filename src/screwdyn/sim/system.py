@@ -104,18 +104,19 @@ class System:
             self.fd_model = model.with_joint_parameters(coulomb=0.0)  # the springs replace it
         #: dt D (nv,): the damping semi-implicit Euler integrates implicitly, or None
         self.implicit_damping = None
-        #: the model whose dynamics find the constraint forces (equalities, solved contact and
-        #: limits): ``fd_model``, or without the implicit damping, which then damps the
-        #: accelerations they give (``_damped``), as MuJoCo's Euler does
-        self.constrained_model = self.fd_model
+        undamped = self.fd_model
         if (settings.integrator == "semi_implicit_euler" and dt is not None
                 and assembly is None and model.damping.any()):
             self.implicit_damping = float(dt) * model.damping
             self.fd_model = self.fd_model.with_joint_parameters(armature={
                 b.joint: np.add(b.armature, float(dt) * np.asarray(b.damping))
                 for b in model.active_bodies})
-            if not (model.constraints or self.solves_contact or self.solves_limits):
-                self.constrained_model = self.fd_model  # no constraint force: one solve
+        #: the model whose dynamics find the constraint forces (equalities, solved contact and
+        #: limits): without the implicit damping, which then damps the accelerations they give
+        #: (``_damped``), as MuJoCo's Euler does; ``fd_model`` where no constraint force acts
+        #: (one solve)
+        constrained = model.constraints or self.solves_contact or self.solves_limits
+        self.constrained_model = undamped if constrained else self.fd_model
         self.external = settings.external
         self.tendons = TendonSprings(model) if any(t.passive for t in model.tendons) else None
 
