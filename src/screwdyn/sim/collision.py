@@ -61,8 +61,13 @@ Pairs (a, b): K, method
                           signed distance of a convex set is convex along a line: 21 rounds of 9
                           samples, each round around the best one of the last, bracket the
                           minimum to ~2e-13 of the length; the depth is exact to that);
-                          slots 1, 2: the two end spheres against the box (sphere-box)
-    capsule-cylinder   3  as capsule-box, with the cylinder's signed distance (also convex)
+                          slots 1, 2: the farthest points of the segment each way from it
+                          whose projections stay on the face of its normal (an end where that
+                          is over the face; MuJoCo's second point: a capsule lying across a
+                          box rests on the face's two edges), as spheres against the box; slot
+                          0 carries no contact where it is one of them (no point counted twice)
+    capsule-cylinder   3  as capsule-box, with the cylinder's signed distance (also convex),
+                          slots 1, 2 the two end spheres
     box-box            8  separating-axis test over the 15 axes (face axes preferred over edge
                           axes within 1e-9 m): the axis of least overlap gives the normal and the
                           deepest depth. Face axis: the reference face (on the box of that axis)
@@ -137,6 +142,7 @@ from .loops import loop
 
 #: the depth (m) of a slot that carries no contact
 NO_CONTACT = -1.0e6
+_SAME_POINT = 1e-9  # two of a box pair's slots closer than this times their sizes are one
 #: ``convex`` warns about hulls with more corners than this (each is a contact slot)
 COARSE_CORNERS = 64
 
@@ -820,14 +826,49 @@ def _on_circle(xp, sdf_of, c, e1, e2, r):
 
 
 def _capsule_solid(xp, a, Ra, pa, b, Rb, pb):
-    """A capsule against a box or a cylinder: the segment's point of least signed distance,
-    and its two end spheres."""
+    """A capsule against a box, a cylinder or a convex polytope: the segment's point of least
+    signed distance, and two more along it: against a box, the farthest points of the
+    segment each way whose projections stay on the face of the first's normal (MuJoCo's
+    second point: a capsule lying across a box rests on the face's two edges, not on one
+    point; one over the face: its end), against the others its two ends. The first carries
+    no contact where it is one of the other two (a capsule standing on its end, or lying
+    flat: that slot has it), so that no point is counted twice (two soft contacts at one
+    point would be one twice as stiff)."""
     sdf_of = _solid_sdf(b)
     L = a.half_length
-    t = _on_line(xp, sdf_of, _rot_t(xp, Rb, pa - pb), _rot_t(xp, Rb, _col(Ra, 2)), L)
+    x0, u = _rot_t(xp, Rb, pa - pb), _rot_t(xp, Rb, _col(Ra, 2))  # the segment, b's frame
+    t = _on_line(xp, sdf_of, x0, u, L)
+    if b.kind == "box" and L > 0:
+        ends = _over_face(xp, np.array(b.half_sizes), sdf_of, x0, u, t, L)
+    else:
+        ends = (t * 0.0 + L, t * 0.0 - L)
     axis = _col(Ra, 2)
-    centres = xp.stack([pa + axis * t[..., None], pa + axis * L, pa - axis * L], axis=1)
-    return _spheres_solid(xp, centres, a.radius, Rb, pb, sdf_of)
+    centres = xp.stack([pa + axis * x[..., None] for x in (t,) + ends], axis=1)
+    points, normals, depths = _spheres_solid(xp, centres, a.radius, Rb, pb, sdf_of)
+    tolerance = _SAME_POINT * L
+    twice = (xp.abs(t - ends[0]) <= tolerance) | (xp.abs(t - ends[1]) <= tolerance)
+    slots = [xp.where(twice, NO_CONTACT, depths[:, 0]), depths[:, 1], depths[:, 2]]
+    if L <= 0:  # a sphere: its two ends are one
+        slots[2] = NO_CONTACT + 0.0 * slots[2]
+    return points, normals, xp.stack(slots, axis=1)
+
+
+def _over_face(xp, h, sdf_of, x0, u, t, L):
+    """(t_plus, t_minus) (N,): the farthest parameters of the segment x0 + u t' (b's frame,
+    t' in [-L, L]) from ``t`` each way whose points stay within the box |x_i| <= h_i across
+    the face of the box's gradient at t (its two other axes): where the segment leaves that
+    face's rectangle, or its end."""
+    _, g = sdf_of(xp, x0 + u * t[..., None])
+    across, _ = _first_min(xp, [-xp.abs(g[..., i]) for i in range(3)])  # the face's axis
+    big = 1e30
+    plus, minus = t * 0.0 + big, t * 0.0 - big
+    for i in range(3):
+        moves = (xp.abs(u[..., i]) > _TINY) & ~across[i]
+        ui = xp.where(moves, u[..., i], 1.0)
+        side = _sign(xp, ui) * h[i]
+        plus = xp.minimum(plus, xp.where(moves, (side - x0[..., i]) / ui, big))
+        minus = xp.maximum(minus, xp.where(moves, (-side - x0[..., i]) / ui, -big))
+    return (xp.minimum(L, xp.maximum(t, plus)), xp.maximum(-L, xp.minimum(t, minus)))
 
 
 def _cylinder_into(xp, a, Ra, pa, b, Rb, pb, flip=False):
@@ -1394,6 +1435,14 @@ def _box_box(xp, a, Ra, pa, b, Rb, pb):
         xp.where(ie, edge_pt, p) for p in face_pts[1:]]
     depths = [xp.where(is_edge, depth, face_depths[0])] + [
         xp.where(is_edge, NO_CONTACT, dd) for dd in face_depths[1:]]
+    # a vertex of the overlap found twice (an edge resting on a face: the polygon a segment)
+    # is one contact, not two (two soft contacts at one point would be one twice as stiff)
+    tolerance = (_SAME_POINT * float(np.sum(ha) + np.sum(hb))) ** 2
+    for k in range(1, len(points)):
+        for j in range(k):
+            gap = points[k] - points[j]
+            same = (depths[j] > NO_CONTACT) & (_dot(xp, gap, gap) < tolerance)
+            depths[k] = xp.where(same, NO_CONTACT, depths[k])
     points = xp.stack(points, axis=1)
     depths = xp.stack(depths, axis=1)
     return points, xp.broadcast_to(n[:, None, :], points.shape), depths
