@@ -408,7 +408,8 @@ BALL = """<mujoco><worldbody><geom name="floor" type="plane" size="5 5 0.1"/>
 
 def test_friction_cone_from_the_command_line(tmp_path, capsys):
     """--cone pyramidal: the scene's contact with MuJoCo's pyramidal cone (the summary says
-    it), the run Scene.build(cone="pyramidal")'s; without a solved contact, one line on stderr
+    it), the run Scene.build(cone="pyramidal")'s; --cone convex (MuJoCo's elliptic cone)
+    alike; without a solved contact, one line on stderr
     and exit status 2; a cone of another name is refused by the parser."""
     path = tmp_path / "ball.xml"
     path.write_text(BALL.format(z=0.12))
@@ -428,6 +429,12 @@ def test_friction_cone_from_the_command_line(tmp_path, capsys):
     assert np.abs(elliptic.q - api.q).max() > 1e-7  # another contact
     assert main(common + ["--scene"]) == 0
     assert "pyramidal" not in capsys.readouterr().out
+    out = tmp_path / "convex.npz"
+    assert main(common + ["--scene", "--cone", "convex", "--out", str(out)]) == 0
+    assert "convex elliptic friction cones (MuJoCo's)" in capsys.readouterr().out
+    convex = sd.simulate(model, q0, None, None, 0.3, 1e-3, contact=scene.build(cone="convex")[1],
+                         integrator="semi_implicit_euler")
+    np.testing.assert_allclose(sd.Trajectory.load(out).q, convex.q, atol=1e-12)
     assert main(common + ["--contact", "--cone", "pyramidal"]) == 2
     assert "--cone is the solved contact's friction" in capsys.readouterr().err
     with pytest.raises(SystemExit):

@@ -329,7 +329,8 @@ def test_a_soft_contact_slides_as_coulomb_says(tmp_path):
     """Pushed by 6 N (above mu m g = 4.9 N), the soft puck slides at Coulomb's (F - mu m g) / m
     and stays at its rest depth, on every backend. MuJoCo's convex soft cone lifts a sliding
     body (its puck leaves the floor by up to 0.39 mm and slides 1% faster at 1 s): the two
-    agree within 2% in speed."""
+    agree within 2% in speed; with cone="convex" (MuJoCo's elliptic cone) the puck lifts and
+    slides as mj_step's, to 1e-9 m over 1 s."""
     scene, contact, q0, push, expected = _pushed_puck(tmp_path, 1.0, 6.0)
     model, speeds = scene.build()[0], {}
     for backend in ("numpy", "native", "jax"):
@@ -343,6 +344,11 @@ def test_a_soft_contact_slides_as_coulomb_says(tmp_path):
     assert 1e-4 < expected[:, 2].max() < 1e-3  # MuJoCo's lifts off the floor: 0.39 mm
     mujoco_speed = (expected[-1, 0] - expected[-2, 0]) / 1e-3  # semi-implicit Euler: qd
     assert mujoco_speed == pytest.approx(speeds["numpy"], rel=0.02)  # 1.106 m/s
+    # MuJoCo's cone itself (cone="convex"; margin 0: its puck leaves the solve once apart)
+    lifted = sd.simulate(model, q0, None, push, 1.0, 1e-3,
+                         contact=scene.build(cone="convex", margin=0.0)[1],
+                         integrator="semi_implicit_euler")
+    np.testing.assert_allclose(lifted.q, expected, rtol=0, atol=1e-9)
 
 
 #: (impratio, push (N) along x and y, whether the pyramid's puck slides, the disc's):
@@ -510,6 +516,68 @@ def test_bodies_thrown_on_mujocos_pyramid_are_mujocos(tmp_path, shape, size, til
     np.testing.assert_allclose(traj.q, expected, rtol=0, atol=1e-12)
 
 
+@pytest.mark.parametrize("shape,size,tilt,mu", [("box", "0.1 0.1 0.1", 0, 1.0),
+                                                ("capsule", "0.05 0.2", 80, 0.7),
+                                                ("box", "0.1 0.05 0.02", 30, 0.3)],
+                         ids=["cube", "capsule", "tilted plate"])
+def test_bodies_thrown_on_mujocos_elliptic_cone_are_mujocos(tmp_path, shape, size, tilt, mu):
+    """MuJoCo's elliptic cone (``cone="convex"``: each point's normal and friction found
+    together, one convex problem, as MuJoCo's Newton solver finds them): a cube, a capsule
+    tilted 80 deg and a plate tilted 30 deg, dropped 10 cm and thrown along the floor as on
+    the pyramid, land, slide, turn and stop as mj_step's with the file's cone="elliptic" to
+    1e-10 m over 1 s (1,000 sweeps; 1e-13 to 3e-11 measured). screwdyn's own elliptic cone
+    (Coulomb's law, the normal found as without friction) leaves it."""
+    mujoco = pytest.importorskip("mujoco")
+    path = tmp_path / "thrown.xml"
+    path.write_text(THROWN.format(shape=shape, size=size, tilt=tilt, mu=mu)
+                    .replace('cone="pyramidal"', 'cone="elliptic"'))
+    qd0 = np.array([0.5, 0.2, 0.0, 0.3, 0.0, 1.0])
+    m = mujoco.MjModel.from_xml_path(str(path))
+    assert m.opt.cone == mujoco.mjtCone.mjCONE_ELLIPTIC
+    m.opt.tolerance, m.opt.iterations = 1e-15, 1000
+    expected = _mj_qpos(m, qvel=qd0)
+    scene = sd.Scene("thrown")
+    scene.add_robot(sd.load_mjcf(str(path)))
+    runs = {}
+    for cone in ("convex", "elliptic"):
+        model, contact, q0 = scene.build(cone=cone, invweight0=True, iterations=1000,
+                                         margin=0.0)
+        runs[cone] = sd.simulate(model, q0, qd0, None, 1.0, 1e-3, contact=contact,
+                                 backend="native", integrator="semi_implicit_euler").q
+    assert np.ptp(expected[:, 0]) > 0.07  # it slides
+    np.testing.assert_allclose(runs["convex"], expected, rtol=0, atol=1e-10)
+    print(f"Coulomb's elliptic cone: {np.abs(runs['elliptic'] - expected).max():.2e} m apart")
+    assert np.abs(runs["elliptic"] - expected).max() > 5e-6
+
+
+def test_the_convex_cone_is_the_same_on_every_backend(tmp_path):
+    """``cone="convex"``'s sweeps (each point's block: its unconstrained minimiser where it
+    sticks, else projected-gradient steps within the cone) give the same run on numpy, JAX
+    and native code (to 1e-9 m over 0.1 s: the plate's landing on a corner, an edge, then
+    sliding on a face), in a scene and on the ground (``RigidContact(cone="convex")``)."""
+    path = tmp_path / "thrown.xml"
+    path.write_text(THROWN.format(shape="box", size="0.1 0.05 0.02", tilt=30, mu=0.3))
+    scene = sd.Scene("thrown")
+    scene.add_robot(sd.load_mjcf(str(path)))
+    model, contact, q0 = scene.build(cone="convex", iterations=50, margin=0.0)
+    q0 = q0.copy()
+    q0[2] = 0.08  # it lands within 0.1 s
+    qd0 = np.array([0.5, 0.2, -1.0, 0.3, 0.0, 1.0])
+    corners = [(x, y, z) for x in (-0.1, 0.1) for y in (-0.05, 0.05) for z in (-0.02, 0.02)]
+    ground = sd.RigidContact(mu=0.3, cone="convex", iterations=50, margin=0.0,
+                             impedance=MUJOCO_SOLIMP, points={"thrown": corners})
+    runs = {}
+    for name, c in (("scene", contact), ("ground", ground)):
+        for backend in ("numpy", "native", "jax"):
+            runs[name, backend] = sd.simulate(model, q0, qd0, None, 0.1, 1e-3, contact=c,
+                                              backend=backend,
+                                              integrator="semi_implicit_euler").q
+    assert runs["scene", "native"][:, 2].min() < 0.02  # it lands
+    for (name, backend), q in runs.items():
+        np.testing.assert_allclose(q, runs[name, "native"], rtol=0, atol=1e-9,
+                                   err_msg=f"{name}, {backend}")
+
+
 def test_a_capsule_standing_on_a_wall_of_normal_x_has_friction_on_the_pyramid():
     """A capsule standing on a wall whose normal is x (its axis along x, gravity towards the
     wall), thrown along it: MuJoCo's frame would take x, the normal itself (no tangent); the
@@ -603,7 +671,7 @@ def test_bad_input_is_refused_or_said():
                       ({"impratio": "ten"}, "impratio"), ({"invweight0": 1}, "invweight0"),
                       ({"impedance": 1.5}, "impedance"), ({"impedance": True}, "impedance"),
                       ({"cone": "square"}, r"RigidContact.cone must be one of \('elliptic', "
-                                           r"'pyramidal'\)")):
+                                           r"'pyramidal', 'convex'\)")):
         with pytest.raises(ValueError, match=match):
             sd.RigidContact(**kw)
     with pytest.warns(sd.PenetrationWarning, match="'cube.*3 cm inside"):

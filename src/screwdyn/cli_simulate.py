@@ -30,6 +30,7 @@ def add_parser(subparsers):
     """Register the ``simulate`` subcommand on an argparse ``subparsers`` object."""
     from .algebra import ALGEBRAS
     from .sim import BACKENDS, INTEGRATORS
+    from .sim.contact_solver import CONES
 
     p = subparsers.add_parser(
         "simulate", help="simulate a robot, save, plot and animate the trajectory",
@@ -93,10 +94,11 @@ def add_parser(subparsers):
                         "(MuJoCo's impratio: the friction's compliance is the normal's over R; "
                         "inf: rigid friction), for --rigid-contact or --scene. Default: an "
                         "MJCF file's <option impratio>, else 1 (MuJoCo's)")
-    p.add_argument("--cone", choices=("elliptic", "pyramidal"),
+    p.add_argument("--cone", choices=CONES,
                    help="the solved contact's friction cone, for --rigid-contact or --scene: "
                         "elliptic (a disc, Coulomb's; the default, whatever an MJCF file's "
-                        "<option cone>) or pyramidal (MuJoCo's default: four edges)")
+                        "<option cone>), convex (MuJoCo's elliptic cone: normal and friction "
+                        "one convex problem) or pyramidal (MuJoCo's default: four edges)")
     p.add_argument("--invweight0", action="store_true", default=None,
                    help="scale the soft contact's and limits' compliance by MuJoCo's "
                         "approximate inverse weights (its body_invweight0 and dof_invweight0 "

@@ -68,6 +68,16 @@ forward dynamics and the contact acts through the constrained inverse inertia (`
 both hold together. ``solve_rows`` is the solve of any block of rows (``Rows``): the contact's
 points and the joint limits of ``limit_constraints.RigidLimits`` are one problem.
 
+``cone="convex"`` gives MuJoCo's elliptic cone: the same rows and disc, but a point's normal
+and friction found together, as one convex problem (the module docstring's problem, solved
+exactly: each sweep minimises it over a point's three forces within its cone,
+``SolvedContact._cone``), where the disc's sweeps find the normal as for a frictionless point
+and then the friction within its disc (Coulomb's law: a fixed point that is not the convex
+problem's optimum once a point slides). Sliding, the convex problem's friction pushes the
+point off its surface a little (its optimality conditions give the normal row an
+acceleration mu times the friction rows' residual): what MuJoCo does, and what its files
+that ask for elliptic cones expect.
+
 ``cone="pyramidal"`` gives MuJoCo's default cone instead of the disc: each point's four edges
 J_n +- mu J_t1, J_n +- mu J_t2 are one-sided rows (``SolvedContact._pyramid``), the friction
 within the rhombus |f_t1| + |f_t2| <= mu f_n, each edge's a_ref = k d - b v_edge, a soft point's
@@ -94,7 +104,7 @@ from .loops import loop, when
 
 
 #: the friction cones a solved contact offers (``RigidContact.cone``; MuJoCo's <option cone>)
-CONES = ("elliptic", "pyramidal")
+CONES = ("elliptic", "pyramidal", "convex")
 
 
 @dataclass(frozen=True, eq=False)
@@ -125,12 +135,16 @@ class RigidContact:
         default): as soft as the normal; larger (MuJoCo's grasping scenes: 10-100) holds
         better; ``math.inf``: rigid friction. No effect on a rigid contact (R_n = 0).
     cone: ``"elliptic"`` (default): the friction within a disc, |f_t| <= mu f_n, solved with
-        the normal; ``"pyramidal"``: MuJoCo's default cone, its four edges J_n +- mu J_t1,
-        J_n +- mu J_t2 each a row that pushes, never pulls (|f_t1| + ... within a square of
-        half-side mu f_n), each edge's reference acceleration k d(r) / dmax r - b v_edge, all
-        four of a soft point with MuJoCo's compliance R = 2 mu^2 / impratio (1 - d) / d
-        A_e0 (A_e0: its first edge's, or MuJoCo's approximation of it with ``invweight0``,
-        (1 + mu^2) times the point's inverse weight); a frictionless point (mu = 0, MuJoCo's
+        the normal (Coulomb's law: the normal as for a frictionless point, the friction
+        within its disc); ``"convex"``: MuJoCo's elliptic cone, the same disc with the
+        normal and friction found together, one convex problem (a sliding point lifts off a
+        little, as MuJoCo's); ``"pyramidal"``: MuJoCo's default cone, its four edges
+        J_n +- mu J_t1, J_n +- mu J_t2 each a row that pushes, never pulls (|f_t1| + ...
+        within a square of half-side mu f_n), each edge's reference acceleration
+        k d(r) / dmax r - b v_edge, all four of a soft point with MuJoCo's compliance
+        R = 2 mu^2 / impratio (1 - d) / d A_e0 (A_e0: its first edge's, or MuJoCo's
+        approximation of it with ``invweight0``, (1 + mu^2) times the point's inverse
+        weight); a frictionless point (mu = 0, MuJoCo's
         condim 1) keeps one row, J_n, of compliance (1 - d) / d A_nn.
     invweight0: whether a soft point's compliance scales MuJoCo's approximation of its rows'
         A_jj, the translational inverse weights of its two bodies at the model's ``q0``
@@ -234,6 +248,7 @@ def restitution_of(zeta):
 
 
 _MIN_NORM = 1e-15  # MuJoCo's mjMINVAL: a shorter vector has no direction
+_CONE_STEPS = 2  # projected-gradient steps of a sliding point's block a sweep (cone="convex")
 
 
 def _basis(n):
@@ -409,6 +424,8 @@ class SolvedContact(Contact):
 
         def point(S, i, fi, u):  # one point's three rows, Gauss-Seidel; fi (N, 3): its forces
             n, t1, t2 = 3 * i, 3 * i + 1, 3 * i + 2
+            if self.ground.cone == "convex":  # the three together, within the cone
+                return self._cone(xp, S, n, fi, u, self.friction(xp, p, i), touching[:, i])
             # a point apart keeps f_n = 0 (and so f_t = 0: its cone has no room), where
             # its group is in the solve for another point's sake
             fn, u = S.one_sided(n, fi[:, 0], u, touching[:, i])
@@ -430,7 +447,8 @@ class SolvedContact(Contact):
         normals = tuple(3 * (j // 3) for j in range(3 * P))
         return Rows(J, xp.stack(a_ref, axis=-1), start, xp.stack(soft, axis=-1),
                     self._sweep(xp, P, 3, touching, point), finish, normals,
-                    xp.stack(weights, axis=-1) if weights else None)
+                    xp.stack(weights, axis=-1) if weights else None,
+                    neighbours=self.ground.cone == "convex")
 
     def _pyramid(self, xp, p, q, qd, T, state):
         """``block`` for MuJoCo's pyramidal cone (``RigidContact.cone``): four rows a point,
@@ -567,6 +585,90 @@ class SolvedContact(Contact):
         return sweep
 
     @staticmethod
+    def _cone(xp, S, n, fi, u, mu, active, steps=_CONE_STEPS):
+        """(f_i (N, 3), u): one point's block step for ``cone="convex"`` (MuJoCo's elliptic
+        cone): its forces f = (f_n, f_t1, f_t2), rows n, n+1, n+2, from fi, minimising the
+        problem's objective over them with the other forces held, within the cone
+        |f_t| <= mu f_n (normal and friction together: a sliding point's friction on the
+        cone's surface, its normal force what the one problem gives, not the frictionless
+        one's); zero where ``active`` (N,) is False. The block is G (3, 3) = A + R of its
+        rows (regularised as the sweeps; its off-diagonal ``Sweep.next``), the gradient
+        g = G f + the rows' bias; the unconstrained minimiser where it lies in the cone (a
+        point that sticks: exact in one step), zero where the objective's gradient at zero
+        lies in the dual cone (a point pulled off), else (a point that slides) ``steps``
+        projected-gradient steps in the metric D = s diag(G) (the tangents' the larger;
+        s >= 1 the bound on G's normalised rows that makes D >= G, so that each step lowers
+        the objective), from the lowest of fi, the minimiser's projection and the best
+        points of the cone's surface along the minimiser's friction and along fi's (exact
+        where G is isotropic in the tangents and decoupled: the steps then polish): any fixed
+        point of the sweeps is the problem's optimum, the steps what makes it one. On numpy
+        the steps run only where a point slides (``loops.when``); in native code a point's
+        rows are inside its group's ``when``, so they run at every visit."""
+        rows = (n, n + 1, n + 2)
+        f0 = [fi[:, k] for k in range(3)]
+        g = [S.residual(j, u) + S.R[:, j] * f0[k] for k, j in enumerate(rows)]
+        a, d, f = S.diag[:, n], S.diag[:, n + 1], S.diag[:, n + 2]
+        b, c, e = S.next[0][:, n], S.next[1][:, n], S.next[0][:, n + 1]
+        G = ((a, b, c), (b, d, e), (c, e, f))
+        # the unconstrained minimiser fi - G^-1 g (the adjugate; G positive definite)
+        adj = ((d * f - e * e, c * e - b * f, b * e - c * d),
+               (c * e - b * f, a * f - c * c, b * c - a * e),
+               (b * e - c * d, b * c - a * e, a * d - b * b))
+        det = a * adj[0][0] + b * adj[0][1] + c * adj[0][2]
+        free = [f0[k] - sum(adj[k][m] * g[m] for m in range(3)) / det for k in range(3)]
+        inside = xp.sqrt(free[1] * free[1] + free[2] * free[2]) <= mu * free[0]
+        # zero is the optimum where the objective's gradient there, g - G fi, lies in the
+        # dual cone c_n >= mu |c_t| (a point pulled away, or unloaded by its neighbours)
+        c = [g[k] - sum(G[k][m] * f0[m] for m in range(3)) for k in range(3)]
+        off = (c[0] >= mu * xp.sqrt(c[1] * c[1] + c[2] * c[2])) & ~inside
+
+        def objective(x):  # the block's objective relative to fi
+            dx = [x[k] - f0[k] for k in range(3)]
+            return sum(dx[k] * (g[k] + 0.5 * sum(G[k][m] * dx[m] for m in range(3)))
+                       for k in range(3))
+
+        def slide(_x):  # on the cone's surface: projected-gradient steps
+            r = [xp.abs(G[k][m]) / xp.sqrt(G[k][k] * G[m][m]) for k, m in ((0, 1), (0, 2),
+                                                                             (1, 2))]
+            s = 1.0 + xp.maximum(xp.maximum(r[0] + r[1], r[0] + r[2]), r[1] + r[2])
+            dn, dt = s * a, s * xp.maximum(d, f)
+
+            def project(x):  # onto the cone in the metric diag(dn, dt, dt)
+                xn, x1, x2 = x
+                t = xp.sqrt(x1 * x1 + x2 * x2)
+                within = t <= mu * xn
+                on = xp.maximum((dn * xn + mu * dt * t) / (dn + mu * mu * dt), 0.0)
+                scale = xp.where(within, 1.0, mu * on / xp.where(t > 0.0, t, 1.0))
+                return [xp.where(within, xn, on), x1 * scale, x2 * scale]
+
+            def ray(t1, t2):  # the best point of the cone's surface along (t1, t2)
+                t = xp.sqrt(t1 * t1 + t2 * t2)
+                w = [1.0 + 0.0 * t, mu * t1 / xp.where(t > 0.0, t, 1.0),
+                     mu * t2 / xp.where(t > 0.0, t, 1.0)]
+                along = sum(c[k] * w[k] for k in range(3))
+                curve = sum(w[k] * sum(G[k][m] * w[m] for m in range(3)) for k in range(3))
+                return [w[k] * xp.maximum(-along / curve, 0.0) for k in range(3)]
+
+            x, best = f0, objective(f0)  # the lowest of four starts
+            for guess in (project(free), ray(free[1], free[2]), ray(f0[1], f0[2])):
+                value = objective(guess)
+                lower = value < best
+                x = [xp.where(lower, guess[k], x[k]) for k in range(3)]
+                best = xp.where(lower, value, best)
+            for _ in range(steps):
+                grad = [g[k] + sum(G[k][m] * (x[m] - f0[m]) for m in range(3))
+                        for k in range(3)]
+                x = project([x[0] - grad[0] / dn, x[1] - grad[1] / dt, x[2] - grad[2] / dt])
+            return xp.stack(x, axis=-1)
+
+        x = when(xp, active & ~inside & ~off, slide, fi)
+        new = [xp.where(active & ~off, xp.where(inside, free[k], x[:, k]), 0.0)
+               for k in range(3)]
+        for k, j in enumerate(rows):
+            u = S.moved(u, j, new[k], f0[k])
+        return xp.stack(new, axis=-1), u
+
+    @staticmethod
     def _tangents(xp, S, t1, t2, f1, f2, u, limit):
         """(f_t1, f_t2) (N,): a point's friction, Gauss-Seidel, from (f1, f2), within the disc
         of radius ``limit`` (mu f_n). Each tangent steps by its own diagonal of A where that
@@ -643,6 +745,9 @@ class Rows(NamedTuple):
     #: (N, r) or None: what the compliance scales in place of A's diagonal (MuJoCo's
     #: approximation of it, ``RigidContact.invweight0``); None: A_kk (``relative_to``)
     weights: Any = None
+    #: whether the sweep reads its rows' A_j,j+1 and A_j,j+2 (``Sweep.next``: found once,
+    #: before the sweeps; a point's 3 x 3 block, ``SolvedContact._cone``)
+    neighbours: bool = False
 
 
 class Sweep:
@@ -655,6 +760,25 @@ class Sweep:
         #: R (N, R) and the step's diagonal, of A + R, regularised (N, R)
         self.xp, self.J, self.MinvJT, self.bias, self.diag = xp, J, MinvJT, bias, diag
         self.R = R
+        #: ((N, R), (N, R)): A_j,j+1 and A_j,j+2 of the rows of the blocks that read them
+        #: (``Rows.neighbours``), zero elsewhere (``with_neighbours``)
+        self.next = None
+
+    def with_neighbours(self, spans):
+        """Sets ``next`` for the rows of each (first, stop) of ``spans`` (those of the blocks
+        whose sweeps read them): found once, before the sweeps."""
+        xp, R = self.xp, self.J.shape[1]
+        out = []
+        for k in (1, 2):
+            parts, at = [], 0
+            for first, stop in spans:
+                near = xp.sum(self.J[:, first:stop - k]
+                              * xp.moveaxis(self.MinvJT[:, :, first + k:stop], -1, -2), axis=-1)
+                parts += [0.0 * self.bias[:, at:first], near, 0.0 * self.bias[:, stop - k:stop]]
+                at = stop
+            parts.append(0.0 * self.bias[:, at:R])
+            out.append(xp.concatenate([q for q in parts if q.shape[1]], axis=1))
+        self.next = tuple(out)
 
     def residual(self, j, u):
         """(N,): row j's acceleration error bias_j + (A f)_j."""
@@ -731,6 +855,10 @@ def solve_rows(xp, model, M, J_eq, qdd0, blocks, iterations, regularization,
     R = xp.concatenate(scales, axis=-1) * xp.concatenate([b.compliance for b in blocks],
                                                          axis=-1)
     S = Sweep(xp, J, MinvJT, bias, A_diag * (1.0 + regularization) + R + 1e-30, R)
+    spans = [(first, stop) for b, first, stop in zip(blocks, firsts, firsts[1:])
+             if b.neighbours]
+    if spans:
+        S.with_neighbours(spans)
 
     def sweep(_, fu):
         f, u = fu

@@ -522,7 +522,8 @@ class Scene:
         where they differ), MuJoCo's 1 for a scene of no file: a soft pair's friction is as
         soft as its normal, as in MuJoCo. ``cone``: the friction cone (``RigidContact.cone``):
         ``"elliptic"`` (the default, Coulomb's isotropic cone, whatever a file's ``<option
-        cone>``) or ``"pyramidal"``, MuJoCo's default (its approximation: four edges).
+        cone>``), ``"convex"`` (MuJoCo's elliptic cone: normal and friction one convex
+        problem) or ``"pyramidal"``, MuJoCo's default (its approximation: four edges).
         ``invweight0=True``: a soft pair's compliance
         scales MuJoCo's approximation of its rows' A_jj, its bodies' ``body_invweight0`` at the
         scene's start (an MJCF file's bodies: MuJoCo's own numbers), as MuJoCo's does

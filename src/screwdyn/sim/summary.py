@@ -38,8 +38,11 @@ def summary_lines(traj):
         if ratio is not None and stiffness.startswith("soft"):  # its friction soft too, or not
             friction = "rigid" if math.isinf(ratio) else f"impratio {ratio:g}"
             stiffness = f"{stiffness[:-1]}; friction {friction}{_weights(contact)})"
-        if contact.get("cone") == "pyramidal":  # MuJoCo's; elliptic, the default, unsaid
+        cone = contact.get("cone")  # elliptic, the default, unsaid
+        if cone == "pyramidal":  # MuJoCo's default
             what = f"{what}, pyramidal friction cones"
+        elif cone == "convex":  # MuJoCo's elliptic
+            what = f"{what}, convex elliptic friction cones (MuJoCo's)"
         lines.append(f"contact      {what}, {stiffness}, {contact['points']} contact "
                      f"points, mu = {mu}, timeconst {contact['timeconst']:g} s, "
                      f"dampratio {contact['dampratio']:.3g}{own}")
