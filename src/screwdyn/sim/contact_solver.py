@@ -592,7 +592,7 @@ class SolvedContact(Contact):
         |f_t| <= mu f_n (normal and friction together: a sliding point's friction on the
         cone's surface, its normal force what the one problem gives, not the frictionless
         one's); zero where ``active`` (N,) is False. The block is G (3, 3) = A + R of its
-        rows (regularised as the sweeps; its off-diagonal ``Sweep.next``), the gradient
+        rows (regularised as the sweeps; its off-diagonal ``Sweep.neighbours``), the gradient
         g = G f + the rows' bias; the unconstrained minimiser where it lies in the cone (a
         point that sticks: exact in one step), zero where the objective's gradient at zero
         lies in the dual cone (a point pulled off), else (a point that slides) ``steps``
@@ -608,7 +608,7 @@ class SolvedContact(Contact):
         f0 = [fi[:, k] for k in range(3)]
         g = [S.residual(j, u) + S.R[:, j] * f0[k] for k, j in enumerate(rows)]
         a, d, f = S.diag[:, n], S.diag[:, n + 1], S.diag[:, n + 2]
-        b, c, e = S.next[0][:, n], S.next[1][:, n], S.next[0][:, n + 1]
+        b, c, e = S.neighbours[0][:, n], S.neighbours[1][:, n], S.neighbours[0][:, n + 1]
         G = ((a, b, c), (b, d, e), (c, e, f))
         # the unconstrained minimiser fi - G^-1 g (the adjugate; G positive definite)
         adj = ((d * f - e * e, c * e - b * f, b * e - c * d),
@@ -619,8 +619,8 @@ class SolvedContact(Contact):
         inside = xp.sqrt(free[1] * free[1] + free[2] * free[2]) <= mu * free[0]
         # zero is the optimum where the objective's gradient there, g - G fi, lies in the
         # dual cone c_n >= mu |c_t| (a point pulled away, or unloaded by its neighbours)
-        c = [g[k] - sum(G[k][m] * f0[m] for m in range(3)) for k in range(3)]
-        off = (c[0] >= mu * xp.sqrt(c[1] * c[1] + c[2] * c[2])) & ~inside
+        g0 = [g[k] - sum(G[k][m] * f0[m] for m in range(3)) for k in range(3)]
+        off = (g0[0] >= mu * xp.sqrt(g0[1] * g0[1] + g0[2] * g0[2])) & ~inside
 
         def objective(x):  # the block's objective relative to fi
             dx = [x[k] - f0[k] for k in range(3)]
@@ -645,7 +645,7 @@ class SolvedContact(Contact):
                 t = xp.sqrt(t1 * t1 + t2 * t2)
                 w = [1.0 + 0.0 * t, mu * t1 / xp.where(t > 0.0, t, 1.0),
                      mu * t2 / xp.where(t > 0.0, t, 1.0)]
-                along = sum(c[k] * w[k] for k in range(3))
+                along = sum(g0[k] * w[k] for k in range(3))
                 curve = sum(w[k] * sum(G[k][m] * w[m] for m in range(3)) for k in range(3))
                 return [w[k] * xp.maximum(-along / curve, 0.0) for k in range(3)]
 
@@ -745,7 +745,7 @@ class Rows(NamedTuple):
     #: (N, r) or None: what the compliance scales in place of A's diagonal (MuJoCo's
     #: approximation of it, ``RigidContact.invweight0``); None: A_kk (``relative_to``)
     weights: Any = None
-    #: whether the sweep reads its rows' A_j,j+1 and A_j,j+2 (``Sweep.next``: found once,
+    #: whether the sweep reads its rows' A_j,j+1 and A_j,j+2 (``Sweep.neighbours``: found once,
     #: before the sweeps; a point's 3 x 3 block, ``SolvedContact._cone``)
     neighbours: bool = False
 
@@ -762,10 +762,10 @@ class Sweep:
         self.R = R
         #: ((N, R), (N, R)): A_j,j+1 and A_j,j+2 of the rows of the blocks that read them
         #: (``Rows.neighbours``), zero elsewhere (``with_neighbours``)
-        self.next = None
+        self.neighbours = None
 
     def with_neighbours(self, spans):
-        """Sets ``next`` for the rows of each (first, stop) of ``spans`` (those of the blocks
+        """Sets ``neighbours`` for the rows of each (first, stop) of ``spans`` (those of the blocks
         whose sweeps read them): found once, before the sweeps."""
         xp, R = self.xp, self.J.shape[1]
         out = []
@@ -778,7 +778,7 @@ class Sweep:
                 at = stop
             parts.append(0.0 * self.bias[:, at:R])
             out.append(xp.concatenate([q for q in parts if q.shape[1]], axis=1))
-        self.next = tuple(out)
+        self.neighbours = tuple(out)
 
     def residual(self, j, u):
         """(N,): row j's acceleration error bias_j + (A f)_j."""
