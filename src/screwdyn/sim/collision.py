@@ -142,7 +142,7 @@ from .loops import loop
 
 #: the depth (m) of a slot that carries no contact
 NO_CONTACT = -1.0e6
-_SAME_POINT = 1e-9  # two of a box pair's slots closer than this times their sizes are one
+_SAME_POINT = 1e-9  # two slots of a pair closer than this times its shapes' sizes are one point
 #: ``convex`` warns about hulls with more corners than this (each is a contact slot)
 COARSE_CORNERS = 64
 
