@@ -295,7 +295,7 @@ def test_from_mujoco_model_object_and_bad_files(tmp_path):
     assert model.nv == m.nv
     assert model.tendons == (FixedTendon("t", ("hinge_a", "hinge_b"), (1.0, -1.0)),)
     assert model.constraints == (Coupling("hinge_a", "hinge_b", (0.0, 1.0, 0.0, 0.0, 0.0),
-                                          (0.4, 0.0), name="equality0"),)
+                                          (0.4, 0.0), name="equality0", refsafe=True),)
     limited = tmp_path / "limited.xml"
     limited.write_text(tendon.read_text().replace("<fixed name='t'>", "<fixed name='t' "
                                                   "limited='true' range='-1 1'>"))

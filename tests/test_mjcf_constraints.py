@@ -107,7 +107,9 @@ def _relative(a, b):
 
 def _compare(m, model, qpos, qvel, tau, per_row=True, hard=True):
     """screwdyn's constrained dynamics against MuJoCo's at one state; returns the relative
-    differences (hard limit, soft) for the report."""
+    differences (hard limit, soft) for the report. MuJoCo's forward dynamics applies refsafe
+    at its timestep: screwdyn's model at that step (``Model.at_step``)."""
+    model = model.at_step(m.opt.timestep)
     ref = _mujoco(m, model, qpos, qvel, tau)
     qdd = np.asarray(sd.constrained_forward_dynamics(model, qpos, qvel, tau))
     lam = np.asarray(sd.constraint_forces(model, qpos, qvel, tau))
@@ -300,17 +302,23 @@ def test_loaded_constraints_are_mujocos():
     assert (pinned.link_b, pinned.point_b) == ("world", (0.0, 0.0, 0.1))
     m, model = _scene(COUPLED)
     quadratic, held = model.constraints
-    assert quadratic == Coupling("b", "a", (0.1, 0.5, 0.3, 0, 0), (-0.2, 0.3), name="quadratic")
+    assert quadratic == Coupling("b", "a", (0.1, 0.5, 0.3, 0, 0), (-0.2, 0.3), name="quadratic",
+                                 refsafe=True)
     assert (held.target, held.source, held.polynomial, held.reference) == ("c", None, (0.02,),
                                                                            (0.05, 0.0))
     assert held.gains == pytest.approx((2500, 80))  # solref="-2500 -80": direct k, b
+    assert not held.refsafe and held.at_step(1.0) is held  # never refsafe (as MuJoCo)
     m, model = _scene(FINGERS)
     assert model.tendons == (FixedTendon("coupling", ("thumb", "finger"), (1, 1)),
                              FixedTendon("grasp", ("thumb", "finger"), (0.5, -0.5), 3, 0.2, 0.1),
                              FixedTendon("curl", ("thumbtip", "fingertip"), (1, -2)))
-    assert model.constraints[0].timeconst == 0.008  # solref 0.005 < 2 timestep: refsafe
+    coupling = model.constraints[0]  # solref 0.005: refsafe, which a step applies
+    assert (coupling.timeconst, coupling.refsafe) == (0.005, True)
+    assert coupling.at_step(0.004).timeconst == 0.008  # < 2 dt: 2 dt (the file's timestep)
+    assert coupling.at_step(0.002) is coupling and coupling.at_step(1e-3) is coupling
+    assert model.at_step(0.004).constraints[0].timeconst == 0.008
     assert model.constraints[1] == Coupling("curl", "grasp", (0, 1.5, 0.8, 0, 0), (0.0, 0.0),
-                                            name="curl")
+                                            name="curl", refsafe=True)
 
 
 def _states(model, rng, n, start=None, violation=None):
@@ -469,7 +477,8 @@ def test_soft_equalities_are_mujocos(name, solimp):
     1.4e-7 measured). With velocities, the connects too (the couplings' curvature term, which
     MuJoCo leaves out, differs there).""" 
     m = _quiet(mujoco.MjModel.from_xml_string(SOFT_SCENES[name]), solimp)
-    model = sd.from_mujoco(m, soft_equalities=True)
+    # MuJoCo's forward dynamics applies refsafe at its timestep
+    model = sd.from_mujoco(m, soft_equalities=True).at_step(m.opt.timestep)
     assert all(c.soft and c.inverse_weights for c in model.constraints)
     rng = np.random.default_rng(5)
     moving = name in ("four_bar", "site_pin")
@@ -543,7 +552,8 @@ def test_unsupported_elements_are_named():
     m.opt.disableflags |= _BIT.mjDSBL_LIMIT
     model = sd.from_mujoco(m)
     assert [t.name for t in model.tendons] == ["sum"]
-    assert model.constraints == (Coupling("sum", None, (0.0,), (0.0, 0.0), name="equality0"),)
+    assert model.constraints == (Coupling("sum", None, (0.0,), (0.0, 0.0), name="equality0",
+                                          refsafe=True),)
     # a direct solref with zero damping has no time constant
     m = mujoco.MjModel.from_xml_string(LIMITED.format(attrs="").replace(
         '<tendon tendon1="sum"/>', '<tendon name="held" tendon1="sum" solref="-100 0"/>'))

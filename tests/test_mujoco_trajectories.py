@@ -434,3 +434,95 @@ def test_mujocos_models_as_mujoco_models_them(package, name, iterations, atol):
                        integrator="semi_implicit_euler")
     assert np.ptp(qpos, axis=0).max() > 0.05  # it moves: lands, bends, settles
     np.testing.assert_allclose(traj.q, qpos, rtol=0, atol=atol)
+
+
+@pytest.mark.slow
+def test_quadrupeds_coupled_legs_land_as_mujocos_at_another_step():
+    """dm_control's quadruped, whose legs are coupled by four soft tendon equalities of
+    solref 0.005 s in a file of 5 ms steps, lands on its four toes at 1 ms as mj_step does at
+    1 ms, to 2e-9 over 0.65 s (3e-10 measured; the ball dropped onto its back lands at 0.7 s,
+    on its ellipsoid, which screwdyn does not collide). MuJoCo's refsafe makes a time
+    constant at least 2 steps of the step it runs: 0.005 s here, where the file's 5 ms would
+    make it 0.01 s; taken at the file's step, the legs leave mj_step's by 1e-4 rad or more in
+    the first 30 ms of contact (2.4e-3 measured)."""
+    path = bundled_mjcf("dm_control", "quadruped")
+    if path is None:
+        pytest.skip("dm_control is not installed")
+    m = mujoco.MjModel.from_xml_path(path)
+    assert m.opt.timestep == 0.005 and np.all(m.eq_solref[:, 0] == 0.005)
+    m.opt.timestep, m.opt.integrator = 1e-3, mujoco.mjtIntegrator.mjINT_EULER
+    m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_ACTUATION  # its servos: no control
+    d = mujoco.MjData(m)
+    qpos = [d.qpos.copy()]
+    for _ in range(650):
+        mujoco.mj_step(m, d)
+        qpos.append(d.qpos.copy())
+    qpos = np.array(qpos)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # its ellipsoid and height field, not collided
+        robot = sd.load_mjcf(path, joint_damping=True, joint_springs=True,
+                             joint_friction=True, soft_equalities=True)
+    assert [c.timeconst for c in robot.constraints] == [0.005] * 4
+    assert all(c.refsafe for c in robot.constraints)
+    limits = sd.RigidLimits.from_mjcf(path, invweight0=True, margin=0.0)
+    runs = []
+    for model in (robot, robot.at_step(0.005)):  # the step's refsafe, the file's
+        scene = sd.Scene("quadruped")
+        scene.add_robot(model)
+        built, contact, q0 = scene.build(cone="pyramidal", invweight0=True, margin=0.0,
+                                         iterations=200)
+        runs.append(sd.simulate(built, q0, t_final=0.65, dt=1e-3, contact=contact,
+                                joint_limits=limits, integrator="semi_implicit_euler").q)
+    assert np.ptp(qpos[:, 2]) > 0.2  # it falls onto its toes and bends its legs
+    np.testing.assert_allclose(runs[0], qpos, rtol=0, atol=2e-9)
+    assert np.abs(runs[1][:130] - qpos[:130]).max() > 1e-4
+
+
+REFSAFE_BALL = """<mujoco><option timestep="{file_dt}" integrator="Euler">{flag}</option>
+  <worldbody><geom name="floor" type="plane" size="5 5 0.1" solref="0.002 1"/>
+    <body name="ball" pos="0 0 0.3"><freejoint/>
+      <geom type="sphere" size="0.1" mass="1" solref="{solref} 0.8"/></body>
+  </worldbody></mujoco>"""
+
+
+@pytest.mark.parametrize("file_dt,dt,flag,solref", [
+    (0.001, 0.004, "", 0.002), (0.001, 0.004, '<flag refsafe="disable"/>', 0.02),
+    (0.01, 0.001, "", 0.002)], ids=["longer_step", "refsafe_disabled", "shorter_step"])
+def test_contact_refsafe_takes_the_simulations_step(tmp_path, file_dt, dt, flag, solref):
+    """A ball thrown onto a floor whose pair mixes two geoms' solrefs (0.002 s and the
+    ball's): MuJoCo makes the mixed time constant at least 2 steps of the step it runs
+    (refsafe), whatever the file's timestep. Scene.build takes refsafe from the file (on,
+    unless ``<flag refsafe="disable"/>``), and the run at another step than the file's is
+    mj_step's at that step to 1e-10 m over 1 s (1,000 sweeps; 3e-13 measured): at 4 ms the
+    pair's 0.002 s becomes 0.008 s (without refsafe, a time constant shorter than the step,
+    the run warns that dt is too large and the ball bounces off, metres away), with refsafe
+    disabled its mixed 0.011 s stays, and at 1 ms in a file of 10 ms the pair keeps its
+    0.002 s."""
+    path = tmp_path / "ball.xml"
+    path.write_text(REFSAFE_BALL.format(file_dt=file_dt, flag=flag, solref=solref))
+    m = mujoco.MjModel.from_xml_path(str(path))
+    m.opt.timestep = dt
+    d = mujoco.MjData(m)
+    d.qvel[0] = 0.5
+    qpos = [d.qpos.copy()]
+    for _ in range(int(round(1.0 / dt))):
+        mujoco.mj_step(m, d)
+        qpos.append(d.qpos.copy())
+    qpos = np.array(qpos)
+    assert qpos[:, 2].min() < 0.1  # it lands
+    scene = sd.Scene("ball")
+    scene.add_robot(sd.load_mjcf(str(path)))
+    model, contact, q0 = scene.build(cone="pyramidal", invweight0=True, margin=0.0,
+                                     iterations=1000)
+    assert contact.solver.refsafe == (not flag)
+    qd0 = [0.5, 0.0, 0.0, 0.0, 0.0, 0.0]
+    traj = sd.simulate(model, q0, qd0, None, 1.0, dt, contact=contact,
+                       integrator="semi_implicit_euler")
+    np.testing.assert_allclose(traj.q, qpos, rtol=0, atol=1e-10)
+    if file_dt < dt and not flag:
+        _, unsafe, _ = scene.build(cone="pyramidal", invweight0=True, margin=0.0,
+                                   iterations=1000, refsafe=False)
+        with pytest.warns(UserWarning, match="dt = 0.004 s is too large for the stiffness"):
+            off = sd.simulate(model, q0, qd0, None, 1.0, dt, contact=unsafe,
+                              integrator="semi_implicit_euler", energy_limit=None)
+        assert np.abs(off.q - qpos).max() > 0.1

@@ -4,11 +4,13 @@
 ant stands on its stops) and with equality constraints, the same numbers on every backend,
 and the bad inputs."""
 import warnings
+from dataclasses import replace
 
 import numpy as np
 import pytest
 
 import screwdyn as sd
+from screwdyn.model.impedance import step_time_constant
 
 from conftest import bundled_mjcf, soft_sink
 
@@ -346,6 +348,45 @@ def test_each_joints_own_limit_softness_from_the_file(tmp_path):
         with pytest.raises(error, match=match):
             sd.simulate(model, [0.05] * 3, None, None, 0.01, 1e-3,
                         joint_limits=sd.RigidLimits(joints=joints))
+
+
+@pytest.mark.parametrize("file_dt,dt,flag", [
+    (0.008, 0.0005, ""), (0.001, 0.008, ""), (0.001, 0.008, '<flag refsafe="disable"/>')],
+    ids=["shorter_step", "longer_step", "refsafe_disabled"])
+def test_refsafe_takes_the_simulations_step_not_the_files(tmp_path, file_dt, dt, flag):
+    """MuJoCo's refsafe makes a solreflimit's time constant at least 2 timesteps of the step
+    it runs, whatever the file's ``<option timestep>``: the three sliders (a's 0.01 s, b's
+    direct solreflimit, never refsafe, c's 0.02 s) simulated at another step than the file's
+    are mj_step's at that step to 1e-9 m over 1 s: at 0.5 ms in a file of 8 ms (a keeps its
+    0.01 s, where the file's 2 timesteps would be 0.016 s), at 8 ms in a file of 1 ms (a's
+    becomes 0.016 s), and at 8 ms with refsafe disabled (a keeps 0.01 s). Taken at the file's
+    timestep instead, the first two are 1e-5 m or more away."""
+    mujoco = pytest.importorskip("mujoco")
+    path = tmp_path / "sliders.xml"
+    path.write_text(TWO_SLIDERS.replace('timestep="0.001" integrator="Euler"/>',
+                                        f'timestep="{file_dt}" integrator="Euler">{flag}'
+                                        '</option>'))
+    m = mujoco.MjModel.from_xml_path(str(path))
+    m.opt.timestep = dt
+    d = mujoco.MjData(m)
+    d.qpos[:] = 0.05
+    reference = []
+    for _ in range(int(round(1.0 / dt)) + 1):
+        reference.append(d.qpos.copy())
+        mujoco.mj_step(m, d)
+    model = sd.load_mjcf(str(path))
+    limits = sd.RigidLimits.from_mjcf(path)
+    assert [j.refsafe for _, j in limits.joints] == [not flag, False, not flag]
+    assert [j.timeconst for _, j in limits.joints][::2] == [0.01, 0.02]  # the file's own
+    at_file_step = replace(limits, joints=tuple(
+        (name, j._replace(timeconst=step_time_constant(j.timeconst, file_dt, j.refsafe),
+                          refsafe=False)) for name, j in limits.joints))
+    runs = [sd.simulate(model, [0.05] * 3, None, None, 1.0, dt,
+                        integrator="semi_implicit_euler", joint_limits=setting)
+            for setting in (limits, at_file_step)]
+    np.testing.assert_allclose(runs[0].q, reference, atol=1e-9)
+    if not flag:
+        assert np.abs(runs[1].q - reference).max() > 1e-5
 
 
 def test_a_slider_hitting_its_stop_follows_the_closed_form():

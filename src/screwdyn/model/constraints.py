@@ -28,13 +28,13 @@ dmax, MuJoCo's reference acceleration); d is read at the violation r, the norm o
 3 or a Weld's 6 rows (MuJoCo's), |e| of a Coupling. The default, d = 1, is the hard constraint.
 ``inverse_weights`` replace A_jj there by given numbers (MuJoCo's approximation of it).
 """
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
 from ..errors import ModelError
-from .impedance import Impedance, impedance_of, stabilisation_gains
+from .impedance import Impedance, impedance_of, stabilisation_gains, step_time_constant
 
 #: MuJoCo's default ``solref`` (time constant s, damping ratio)
 TIMECONST, DAMPRATIO = 0.02, 1.0
@@ -57,13 +57,17 @@ class Constraint:
     an ``Impedance``; the module docstring). ``inverse_weights``: None (the default), or one
     number > 0 per row that a soft row's compliance scales in place of its exact A_jj
     (MuJoCo's approximation of it, ``efc_diagApprox``, which ``load_mjcf(...,
-    soft_equalities=True)`` reads)."""
+    soft_equalities=True)`` reads). ``refsafe`` (False by default; ``load_mjcf`` sets it for
+    a solref in the standard form, as MuJoCo's refsafe applies): a simulation with the step
+    dt uses a time constant of at least 2 dt (``impedance.step_time_constant``;
+    ``at_step``)."""
 
     name: str = field(default="", kw_only=True)
     timeconst: float = field(default=TIMECONST, kw_only=True)
     dampratio: float = field(default=DAMPRATIO, kw_only=True)
     impedance: Any = field(default=Impedance(1.0, 1.0), kw_only=True)
     inverse_weights: Any = field(default=None, kw_only=True)
+    refsafe: bool = field(default=False, kw_only=True)
 
     #: number of scalar constraint rows
     rows = 0
@@ -87,6 +91,15 @@ class Constraint:
                 raise ModelError(f"{self.describe()}: inverse_weights must be > 0 (one per row, "
                                  f"1/kg or 1/(kg m^2)), got {self.inverse_weights!r}")
             object.__setattr__(self, "inverse_weights", w)
+        if not isinstance(self.refsafe, bool):
+            raise ModelError(f"{self.describe()}: refsafe must be True or False, got "
+                             f"{self.refsafe!r}")
+
+    def at_step(self, dt: float) -> "Constraint":
+        """This constraint as a simulation with the step ``dt`` (s) holds it: its time
+        constant at least 2 dt where ``refsafe`` (``impedance.step_time_constant``)."""
+        timeconst = step_time_constant(self.timeconst, dt, self.refsafe)
+        return self if timeconst == self.timeconst else replace(self, timeconst=timeconst)
 
     @property
     def gains(self):

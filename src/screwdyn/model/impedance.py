@@ -18,6 +18,13 @@ and the reference acceleration a_ref = k d(r) / dmax r - b v, with (``stabilisat
 k = 1 / (dmax (timeconst dampratio)^2), b = 2 / (dmax timeconst): MuJoCo's K, B and I
 (``mj_makeImpedance``) for its solref (timeconst, dampratio), k written at dmax. MuJoCo clamps
 dmin and dmax to [0.0001, 0.9999]; here 1 is allowed and is the rigid row.
+
+MuJoCo's refsafe (on unless a model's ``<flag refsafe="disable"/>``): a simulation with the time
+step dt (s) uses a solref given in the standard form with a time constant of at least 2 dt, so
+that no constraint is stiffer than the step integrates stably (``step_time_constant``). It
+depends on the step the simulation takes, not on the file's ``<option timestep>``: the
+constraints that ``load_mjcf`` and ``RigidLimits.from_mjcf`` read carry the file's time
+constant and ``refsafe=True``, and each simulation applies it at its own dt.
 """
 import math
 from dataclasses import dataclass
@@ -25,6 +32,8 @@ from typing import Any, Union
 
 #: MuJoCo's solimp defaults for what a shorter solimp leaves out (width, midpoint, power)
 DEFAULT_TAIL = (0.001, 0.5, 2.0)
+#: MuJoCo's refsafe: the shortest time constant of a refsafe constraint, in time steps
+REFSAFE_STEPS = 2.0
 
 
 @dataclass(frozen=True)
@@ -145,6 +154,15 @@ def impratio_of(value: Any, name: str) -> float:
                          f"stiffness relative to the normal's; math.inf: rigid friction), got "
                          f"{value!r}")
     return ratio
+
+
+def step_time_constant(timeconst: float, dt: "float | None", refsafe: bool) -> float:
+    """The time constant (s) that a simulation with the step ``dt`` (s; None: no step) uses
+    for a constraint's ``timeconst`` (s): at least ``REFSAFE_STEPS`` dt where ``refsafe``
+    (MuJoCo's refsafe, module docstring), else ``timeconst`` itself."""
+    if refsafe and dt is not None:
+        return max(float(timeconst), REFSAFE_STEPS * float(dt))
+    return float(timeconst)
 
 
 def stabilisation_gains(timeconst: float, dampratio: float,

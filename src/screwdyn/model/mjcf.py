@@ -52,8 +52,10 @@ stiffness and damping of MuJoCo's reference acceleration aref (at dmax = 1); ``s
 ignored. ``soft_equalities=True`` makes them MuJoCo's soft constraints: each gets its
 ``solimp`` and MuJoCo's approximate inverse weights of its rows (``Constraint.impedance``,
 ``Constraint.inverse_weights``; ``docs/constraints.md``, Soft constraints).
-The time constant is at least 2 ``opt.timestep``, as MuJoCo makes it (unless the model
-disables ``refsafe``); a direct-form ``solref`` (-stiffness, -damping) becomes the time
+The time constant is the file's, with ``Constraint.refsafe`` set (unless the model disables
+``refsafe``): a simulation makes it at least 2 dt of its own step, as MuJoCo does at its
+``opt.timestep`` (``impedance.step_time_constant``; the file's ``<option timestep>`` plays no
+part); a direct-form ``solref`` (-stiffness, -damping, never refsafe) becomes the time
 constant 2 / damping and damping ratio damping / (2 sqrt(stiffness)). Where MuJoCo's rows
 differ from screwdyn's (a weld's orientation rows are half the quaternion error, scaled by
 ``torquescale``, in the second body's axes; screwdyn's are sin(angle) axis in world axes), the
@@ -396,7 +398,8 @@ def _equalities(mujoco, m, body_name, joint_name, tendon_name, unsupported, soft
         solref = _solref(mujoco, m, i, where, unsupported)
         if solref is None:
             continue
-        options = dict(name=name, timeconst=solref[0], dampratio=solref[1])
+        options = dict(name=name, timeconst=solref[0], dampratio=solref[1],
+                       refsafe=solref[2])
         data, a, b = m.eq_data[i], int(m.eq_obj1id[i]), int(m.eq_obj2id[i])
         if soft:
             options["impedance"] = applied_solimp(m.eq_solimp[i])
@@ -447,8 +450,9 @@ def _equalities(mujoco, m, body_name, joint_name, tendon_name, unsupported, soft
 
 def limit_softness(path: "str | os.PathLike") -> dict:
     """{joint name: ((timeconst s, dampratio), solimp (dmin, dmax, width, midpoint, power),
-    inverse weight)}: each limited hinge's and slide's solreflimit and solimplimit in MuJoCo's
-    compiled model of the MJCF file ``path``, as MuJoCo applies them (``_time_constant``;
+    inverse weight, refsafe)}: each limited hinge's and slide's solreflimit and solimplimit in
+    MuJoCo's compiled model of the MJCF file ``path``, as MuJoCo applies them
+    (``_time_constant``: refsafe where a simulation applies MuJoCo's refsafe at its step;
     ``applied_solimp``), and its ``dof_invweight0`` (what MuJoCo scales a limit's compliance
     by: 1/kg or 1/(kg m^2)); the joints named as ``load_mjcf`` names them. ``ModelError`` for
     a file MuJoCo rejects or a solreflimit that mixes the standard and direct forms (naming
@@ -468,8 +472,8 @@ def limit_softness(path: "str | os.PathLike") -> dict:
                              f"{b:g}) mixes the standard (timeconst, dampratio) and direct "
                              "(-stiffness, -damping) forms, or has a zero: give both > 0 or "
                              "both < 0")
-        out[name] = (ref, applied_solimp(m.jnt_solimp[j]),
-                     float(m.dof_invweight0[m.jnt_dofadr[j]]))
+        out[name] = (ref[:2], applied_solimp(m.jnt_solimp[j]),
+                     float(m.dof_invweight0[m.jnt_dofadr[j]]), ref[2])
     return out
 
 
@@ -497,22 +501,21 @@ def applied_solimp(solimp) -> tuple:
 
 
 def _time_constant(mujoco, m, a, b):
-    """(timeconst, dampratio) of a solref (a, b) as MuJoCo reads it: the standard form with
-    its refsafe (a time constant at least two timesteps); the direct (-stiffness, -damping) as
-    timeconst 2 / damping, dampratio damping / (2 sqrt(stiffness)); None for a mix of both
-    forms or a zero."""
+    """(timeconst, dampratio, refsafe) of a solref (a, b) as MuJoCo reads it: the standard
+    form as given, refsafe unless the model disables it (a simulation then uses a time
+    constant of at least 2 dt of its own step, ``impedance.step_time_constant``); the direct
+    (-stiffness, -damping) as timeconst 2 / damping, dampratio damping / (2 sqrt(stiffness)),
+    never refsafe (as MuJoCo's); None for a mix of both forms or a zero."""
     if a > 0 and b > 0:
-        if not m.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_REFSAFE:
-            a = max(a, 2.0 * float(m.opt.timestep))  # MuJoCo's integrator safety
-        return a, b
+        return a, b, not m.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_REFSAFE
     if a < 0 and b < 0:  # direct: stiffness -a, damping -b (k = 1/(tc dr)^2, b = 2/tc)
         k, c = -a, -b
-        return 2.0 / c, c / (2.0 * np.sqrt(k))
+        return 2.0 / c, c / (2.0 * np.sqrt(k)), False
     return None
 
 
 def _solref(mujoco, m, i, where, unsupported):
-    """(timeconst, dampratio) of equality i from ``eq_solref`` as MuJoCo reads it, or None
+    """(timeconst, dampratio, refsafe) of equality i from ``eq_solref`` as MuJoCo reads it, or None
     (refused and dropped)."""
     a, b = (float(x) for x in m.eq_solref[i])
     ref = _time_constant(mujoco, m, a, b)

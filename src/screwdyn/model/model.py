@@ -595,6 +595,15 @@ class Model:
         _constraints.check(model, model.constraints, tendons)
         return model
 
+    def at_step(self, dt: float) -> "Model":
+        """The model as a simulation with the step ``dt`` (s) holds its constraints: each
+        ``refsafe`` one with a time constant of at least 2 dt (``Constraint.at_step``,
+        MuJoCo's refsafe); the model itself where none is shorter."""
+        constraints = tuple(c.at_step(dt) for c in self.constraints)
+        if all(a is b for a, b in zip(constraints, self.constraints)):
+            return self
+        return replace(self, constraints=constraints, _hash_cache=[])
+
     @cached_property
     def nconstraints(self):
         """The number of scalar constraint rows of ``constraints``."""

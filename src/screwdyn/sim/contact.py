@@ -102,8 +102,9 @@ class GroundContact:
         if self.links is not None and isinstance(self.links, str):
             object.__setattr__(self, "links", (self.links,))
 
-    def resolve(self, model):
-        """The ``Contact`` of this ground and ``model``'s contact points."""
+    def resolve(self, model, dt=None):
+        """The ``Contact`` of this ground and ``model``'s contact points (``dt``, the step:
+        unused, a spring has no time constant to make safe)."""
         points = contact_points(model, self.points, self.links, self.rim_points)
         return Contact(model, self, points)
 

@@ -16,8 +16,9 @@ the joint forces of its forces J^T f (N, nv) for the energy balance, the forces 
 (N, P, 3), and its state for the next step: the state of the step's last evaluation is kept);
 the step calls it instead of ``forces``.
 
-A contact model is made for one model by its settings object's ``resolve(model)`` (today
-``Settings.contact`` accepts a ``GroundContact``; a new kind is added to that check).
+A contact model is made for one model by its settings object's ``resolve(model, dt)``, dt the
+simulation's step (s) or None (today ``Settings.contact`` accepts a ``GroundContact``; a new
+kind is added to that check).
 
 Conventions (batch first, as the rollout runs): N rollouts, P contact points, ``xp`` the array
 namespace (numpy, ``jax.numpy``, or the native tracer's: the same code traced for machine code,

@@ -86,16 +86,17 @@ edges of MuJoCo's compliance 2 mu^2 / impratio (1 - d) / d A_e0.
 Limitations (documented choices): one plane; no rolling or torsional friction.
 """
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cached_property
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, NamedTuple, Optional
 
 import numpy as np
 
 from .._backend import is_jax_namespace
 from ..algorithms import spd
 from ..algorithms.constraints import EPSILON
-from ..model.impedance import Impedance, impedance_of, impratio_of, stabilisation_gains
+from ..model.impedance import (Impedance, impedance_of, impratio_of, stabilisation_gains,
+                               step_time_constant)
 from .checks import boolean, positive, sweeps
 from .contact import Contact, check_plane
 from .geometry import contact_points
@@ -157,6 +158,10 @@ class RigidContact:
         point hovering at d = 0 then never flickers in and out of contact.
     height, normal, points, links, rim_points: the plane and the contact points, as for
         ``GroundContact``.
+    refsafe: MuJoCo's refsafe: a simulation with the step dt uses a time constant of at
+        least 2 dt, for ``timeconst`` and for a scene's pairs' own solref in the standard form
+        (``impedance.step_time_constant``). False by default; ``Scene.build`` sets it for
+        MJCF files (as MuJoCo, unless a file disables it).
     """
 
     mu: float = 0.8
@@ -175,6 +180,7 @@ class RigidContact:
     points: object = None
     links: tuple = None
     rim_points: int = 8
+    refsafe: bool = False
 
     def __post_init__(self):
         positive(self.mu, "RigidContact.mu", allow_zero=True)
@@ -190,6 +196,7 @@ class RigidContact:
             raise ValueError(f"RigidContact.cone must be one of {CONES} (MuJoCo's friction "
                              f"cones), got {self.cone!r}")
         boolean(self.invweight0, "RigidContact.invweight0")
+        boolean(self.refsafe, "RigidContact.refsafe")
         if self.restitution is not None:
             e = self.restitution
             if not (isinstance(e, (int, float)) and 0 < e < 1):
@@ -225,10 +232,17 @@ class RigidContact:
         docstring's)."""
         return stabilisation_gains(self.timeconst, self.damping_ratio, self.impedance)
 
-    def resolve(self, model):
-        """The ``SolvedContact`` of this ground and ``model``'s contact points."""
+    def at_step(self, dt: Optional[float]) -> "RigidContact":
+        """These settings as a simulation with the step ``dt`` (s; None: none) takes them: the
+        time constant at least 2 dt where ``refsafe`` (``impedance.step_time_constant``)."""
+        timeconst = step_time_constant(self.timeconst, dt, self.refsafe)
+        return self if timeconst == self.timeconst else replace(self, timeconst=timeconst)
+
+    def resolve(self, model, dt: Optional[float] = None):
+        """The ``SolvedContact`` of this ground and ``model``'s contact points, in a
+        simulation with the step ``dt`` (s; None: none; ``at_step``)."""
         points = contact_points(model, self.points, self.links, self.rim_points)
-        return SolvedContact(model, self, points)
+        return SolvedContact(model, self.at_step(dt), points)
 
 
 def restitution_of(zeta):

@@ -219,7 +219,9 @@ class CollisionGeometry:
     0), ``impratio`` (an MJCF file's ``<option impratio>``: its friction's stiffness relative
     to the normal's, ``RigidContact.impratio``; 1 for URDF, MuJoCo's default),
     ``invweight0`` (an MJCF file's bodies' translational inverse weights at qpos0, MuJoCo's
-    ``body_invweight0``: ((body name, 1/kg), ...); none for URDF)."""
+    ``body_invweight0``: ((body name, 1/kg), ...); none for URDF), ``refsafe`` (False where
+    an MJCF file turns MuJoCo's refsafe off, ``<flag refsafe="disable"/>``: its solrefs'
+    time constants are then used as given at every step, ``RigidContact.refsafe``)."""
 
     shapes: tuple
     skipped: tuple
@@ -233,6 +235,7 @@ class CollisionGeometry:
     pairs: tuple = ()
     impratio: float = 1.0
     invweight0: tuple = ()
+    refsafe: bool = True
 
 
 def collision_geometry(model, hint=NO_GEOMETRY_HINT):
@@ -453,8 +456,8 @@ def _mjcf_shapes(source):
           not flags & bit.mjDSBL_FILTERPARENT)
     weights = tuple((mujoco.mj_id2name(m, obj.mjOBJ_BODY, b) or f"body{b}",
                      float(m.body_invweight0[b, 0])) for b in range(1, m.nbody))
-    return shapes, skipped, excluded, meshes, floors, on + (pairs, float(m.opt.impratio),
-                                                            weights)
+    return shapes, skipped, excluded, meshes, floors, on + (
+        pairs, float(m.opt.impratio), weights, not flags & bit.mjDSBL_REFSAFE)
 
 
 def _solimp(solimp):

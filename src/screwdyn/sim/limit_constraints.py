@@ -29,7 +29,7 @@ from typing import Any, Mapping, NamedTuple, Union
 import numpy as np
 
 from ..errors import ModelError
-from ..model.impedance import Impedance, impedance_of, stabilisation_gains
+from ..model.impedance import Impedance, impedance_of, stabilisation_gains, step_time_constant
 from .checks import boolean, positive, sweeps
 from .contact_solver import Rows, columns, put_columns, row_diagonal
 from .inverse_weights import dof_inverse_weights
@@ -68,7 +68,11 @@ class RigidLimits:
         ``inverse_weights.dof_inverse_weights``, or ``inverse_weights``'s), as MuJoCo's does,
         rather than the exact (M^-1)_vv of the current state (False, the default).
     inverse_weights: ((joint name, inverse weight), ...): joints' given inverse weights in
-        place of the computed ones (``from_mjcf``: MuJoCo's own)."""
+        place of the computed ones (``from_mjcf``: MuJoCo's own).
+    refsafe: MuJoCo's refsafe for the joints without their own ``JointLimit``: a simulation
+        with the step dt uses a time constant of at least 2 dt
+        (``impedance.step_time_constant``). False by default; a ``JointLimit`` has its own
+        (``from_mjcf`` sets it for a solreflimit in the standard form, as MuJoCo)."""
 
     timeconst: float = 0.02
     dampratio: float = 1.0
@@ -79,6 +83,7 @@ class RigidLimits:
     joints: Union[Mapping[str, Any], tuple] = ()
     invweight0: bool = False
     inverse_weights: tuple = ()
+    refsafe: bool = False
 
     def __post_init__(self):
         positive(self.timeconst, "RigidLimits.timeconst")
@@ -90,6 +95,7 @@ class RigidLimits:
         sweeps(self.iterations, "RigidLimits.iterations")
         object.__setattr__(self, "joints", self._own(self.joints))
         boolean(self.invweight0, "RigidLimits.invweight0")
+        boolean(self.refsafe, "RigidLimits.refsafe")
         object.__setattr__(self, "inverse_weights", tuple(
             (str(name), positive(w, f"RigidLimits.inverse_weights[{name!r}]"))
             for name, w in dict(self.inverse_weights).items()))
@@ -103,7 +109,7 @@ class RigidLimits:
                 name, given = entry
             except (TypeError, ValueError):
                 raise ValueError(f"RigidLimits.joints must map joint names to a JointLimit or "
-                                 f"a dict of timeconst, dampratio, impedance; got "
+                                 f"a dict of {', '.join(JointLimit._fields)}; got "
                                  f"{joints!r}") from None
             where = f"RigidLimits.joints[{name!r}]"
             fields = given._asdict() if isinstance(given, JointLimit) else given
@@ -114,7 +120,8 @@ class RigidLimits:
             out.append((name, JointLimit(
                 positive(fields.get("timeconst", self.timeconst), f"{where}.timeconst"),
                 positive(fields.get("dampratio", self.dampratio), f"{where}.dampratio"),
-                impedance_of(fields.get("impedance", self.impedance), f"{where}.impedance"))))
+                impedance_of(fields.get("impedance", self.impedance), f"{where}.impedance"),
+                boolean(fields.get("refsafe", self.refsafe), f"{where}.refsafe"))))
         return tuple(out)
 
     @classmethod
@@ -122,7 +129,8 @@ class RigidLimits:
         """The limits of an MJCF file as MuJoCo has them: each limited hinge's and slide's
         own solreflimit (time constant and damping ratio; a direct (-stiffness, -damping)
         converted: timeconst 2 / damping, dampratio damping / (2 sqrt(stiffness)); MuJoCo's
-        refsafe: a time constant at least 2 timesteps) and solimplimit, as ``joints``
+        refsafe, for a solreflimit in the standard form unless the file disables it: a time
+        constant of at least 2 dt of the simulation's step) and solimplimit, as ``joints``
         (``model.mjcf.limit_softness``); ``options``: the other fields (``iterations``,
         ``regularization``, ``margin``; ``timeconst``, ``dampratio``, ``impedance`` for the
         joints the file does not limit). ``prefix``: the joints' names in a scene that added
@@ -131,9 +139,9 @@ class RigidLimits:
         from ..model.mjcf import limit_softness
 
         softness = limit_softness(path)
-        joints = {prefix + name: JointLimit(*ref, impedance=imp)
-                  for name, (ref, imp, _) in softness.items()}
-        weights = tuple((prefix + name, w) for name, (_, _, w) in softness.items())
+        joints = {prefix + name: JointLimit(*ref, impedance=imp, refsafe=safe)
+                  for name, (ref, imp, _, safe) in softness.items()}
+        weights = tuple((prefix + name, w) for name, (_, _, w, _) in softness.items())
         return cls(joints=joints, inverse_weights=weights, **options)
 
     @property
@@ -147,11 +155,19 @@ class RigidLimits:
 class JointLimit(NamedTuple):
     """A joint's own limit stabilisation (MJCF solreflimit: ``timeconst`` s, ``dampratio``)
     and softness (solimplimit: ``impedance``, a number or MuJoCo's five; an ``Impedance``
-    once in ``RigidLimits.joints``)."""
+    once in ``RigidLimits.joints``). ``refsafe``: MuJoCo's refsafe, a time constant of at
+    least 2 dt in a simulation with the step dt (``impedance.step_time_constant``)."""
 
     timeconst: float = 0.02
     dampratio: float = 1.0
     impedance: object = 1.0
+    refsafe: bool = False
+
+
+def _at_step(limit, dt):
+    """``limit`` (a ``JointLimit``) with the time constant a simulation with the step dt (s;
+    None: no step) uses (``impedance.step_time_constant``)."""
+    return limit._replace(timeconst=step_time_constant(limit.timeconst, dt, limit.refsafe))
 
 
 class LimitRows:
@@ -160,7 +176,9 @@ class LimitRows:
 
     solves = True
 
-    def __init__(self, model, settings):
+    def __init__(self, model, settings, dt=None):
+        """The rows of ``settings`` (``RigidLimits``) on ``model``, in a simulation with the
+        step ``dt`` (s; None: no step), at which refsafe limits take their time constants."""
         lower, upper = model.lower_position_limit, model.upper_position_limit
         q_index, v_index, sign, bound = [], [], [], []
         for qi, vi in zip(*limited_joints(model)):
@@ -178,9 +196,11 @@ class LimitRows:
             if name not in model.joint_names:
                 raise ModelError(f"RigidLimits.joints names {name!r}, not a joint of model "
                                  f"{model.name!r} (its joints: {', '.join(model.joint_names)})")
-        default = JointLimit(settings.timeconst, settings.dampratio, settings.impedance)
-        #: per row: its joint's ``JointLimit`` (its own, else the settings')
-        self.limit = tuple(own.get(name, default) for name in self.joint_names)
+        default = JointLimit(settings.timeconst, settings.dampratio, settings.impedance,
+                             settings.refsafe)
+        #: per row: its joint's ``JointLimit`` (its own, else the settings'), its time
+        #: constant the one a step of dt uses (refsafe)
+        self.limit = tuple(_at_step(own.get(name, default), dt) for name in self.joint_names)
         #: the limited joints with their own ``JointLimit``
         self.own_joints = sorted(set(self.joint_names) & set(own))
         #: the distinct impedances of the rows, in order

@@ -50,7 +50,7 @@ from .checks import gravity as check_gravity, positive
 from .contact_solver import RigidContact, SolvedContact, runs
 from .geometry import masks_collide
 from .inverse_weights import link_inverse_weights
-from .surface import Surface, mix, own as own_surface
+from .surface import Surface, mix, own as own_surface, stabilisation
 
 #: scenes whose native program is larger than this (``ShapeContactModel.native_size``: per
 #: candidate contact point, the degrees of freedom that move it) warn at ``build`` that they
@@ -155,6 +155,7 @@ class Scene:
         self._floor = None  # an MJCF file's floor (geometry.Floor), in the scene
         self._floorless = []  # the MJCF files added whose world has no floor
         self._impratios = []  # the MJCF files' <option impratio>
+        self._refsafe = []  # the MJCF files' refsafe flags
         self._invweight0 = []  # (link, MuJoCo's body_invweight0) of the MJCF files' bodies
 
     def add_object(self, name, shape, mass, position=(0.0, 0.0, 0.0),
@@ -377,6 +378,7 @@ class Scene:
             self._floorless.append(os.path.basename(geometry.source))
         if mjcf:
             self._impratios.append(geometry.impratio)
+            self._refsafe.append(geometry.refsafe)
             self._invweight0 += [(prefix + name, w) for name, w in geometry.invweight0]
         if floor is not None:  # the file's floor is the ground: its contype/conaffinity hold
             self._floor = floor
@@ -498,8 +500,8 @@ class Scene:
         contact settings (a ``ShapeContact``; ``mu``, ``ground``, ``height`` and the solver's
         ``RigidContact`` options: ``timeconst``, ``dampratio``, ``restitution``,
         ``iterations``, ``regularization``, ``impedance``, ``impratio``, ``cone``,
-        ``invweight0``, ``margin``) and the initial configuration (the objects at their
-        poses, the robots at their ``q``, every other joint at zero).
+        ``invweight0``, ``margin``, ``refsafe``) and the initial configuration (the objects at
+        their poses, the robots at their ``q``, every other joint at zero).
         ``height`` (m): the ground plane's z; default the floor of an MJCF file added with
         ``add_robot`` (its world plane facing up, e.g. gymnasium's pusher table at -0.325 m),
         else 0. ``ground``: whether that plane takes part; default yes, unless the scene's
@@ -527,7 +529,10 @@ class Scene:
         ``invweight0=True``: a soft pair's compliance
         scales MuJoCo's approximation of its rows' A_jj, its bodies' ``body_invweight0`` at the
         scene's start (an MJCF file's bodies: MuJoCo's own numbers), as MuJoCo's does
-        (``RigidContact.invweight0``)."""
+        (``RigidContact.invweight0``). ``refsafe``: MuJoCo's refsafe, each time constant at
+        least 2 dt of the simulation's step (``RigidContact.refsafe``); default on for a
+        scene of MJCF files (off where one disables it, ``<flag refsafe="disable"/>``), off
+        for a scene of no file."""
         if height is None:
             height = self._floor.height if self._floor is not None else 0.0
         if ground is None:
@@ -572,6 +577,8 @@ class Scene:
             given.update(solimp=None)
         if "impratio" not in solver and self._impratios:  # the files': the largest
             solver["impratio"] = max(self._impratios)
+        if "refsafe" not in solver and self._refsafe:  # the files': where all have it
+            solver["refsafe"] = all(self._refsafe)
 
         def kept(surface):
             return replace(surface, **given)
@@ -872,8 +879,11 @@ class ShapeContact:
     inverse_weights: tuple = ()
     reference: tuple = None
 
-    def resolve(self, model):
-        resolved = ShapeContactModel(model, self)
+    def resolve(self, model, dt: Optional[float] = None):
+        """The ``ShapeContactModel`` of these shapes on ``model``, in a simulation with the
+        step ``dt`` (s; None: none), at which a refsafe solver takes its time constants
+        (``RigidContact.refsafe``)."""
+        resolved = ShapeContactModel(model, self, dt)
         if not resolved.pairs:
             raise ModelError(f"ShapeContact on model {model.name!r}: no two shapes can touch, "
                              "nor a shape and the ground (their links, exclude, ground=False): "
@@ -885,8 +895,12 @@ class ShapeContactModel(SolvedContact):
     """A ``ShapeContact`` bound to a model: the pairs of shapes that can touch, their candidate
     points, and the solver (``SolvedContact``'s) on their rows."""
 
-    def __init__(self, model, settings):
-        self.model, self.settings, self.ground = model, settings, settings.solver
+    def __init__(self, model, settings, dt=None):
+        """``settings`` (a ``ShapeContact``) bound to ``model``, in a simulation with the step
+        ``dt`` (s; None: none): a refsafe solver's time constants, its own and the pairs',
+        are at least 2 dt (``RigidContact.refsafe``)."""
+        self.model, self.settings = model, settings
+        self.ground = settings.solver.at_step(dt)
         self.nlinks = model.nlinks
         shapes = []
         for s in settings.shapes:
@@ -936,8 +950,14 @@ class ShapeContactModel(SolvedContact):
         per_point = [m for m, K in zip(self._mixed, self.counts) for _ in range(K)]
         #: each point's friction coefficient (a number, or None: ``solver.mu``, an argument)
         self.point_friction = tuple(m.friction for m in per_point)
-        #: each point's stabilisation (k, b) at d = 1, or None: the solver's (arguments)
-        self.point_stabilisation = tuple(m.stabilisation for m in per_point)
+        #: each pair's own stabilisation (k, b) at d = 1 (its solref at the step dt), or None:
+        #: the solver's (arguments)
+        self._pair_stabilisation = [None if m.solref is None else
+                                    stabilisation(m.solref, dt, settings.solver.refsafe)
+                                    for m in self._mixed]
+        #: each point's (its pair's)
+        self.point_stabilisation = tuple(s for s, K in zip(self._pair_stabilisation,
+                                                           self.counts) for _ in range(K))
         #: each point's impedance (an ``Impedance``), or None: the solver's
         self.point_impedance = tuple(m.impedance for m in per_point)
         #: each point's offset (m): its pair holds the surfaces this far apart (their margin)
@@ -1170,9 +1190,8 @@ class ShapeContactModel(SolvedContact):
                     friction=[float(p["mu"]) if m.friction is None else m.friction
                               for m in self._mixed],
                     own_stabilisation=sum(  # pairs whose solref is not the solver's
-                        m.stabilisation is not None
-                        and not np.allclose(m.stabilisation, solver, rtol=1e-12)
-                        for m in self._mixed),
+                        s is not None and not np.allclose(s, solver, rtol=1e-12)
+                        for s in self._pair_stabilisation),
                     own_impedance=sum(m.impedance is not None and m.impedance != imp
                                       for m in self._mixed))
 

@@ -65,7 +65,8 @@ def stiffest_springs(run):
                         M[dof, dof]))
     if system.contact is not None:
         out.extend(system.contact.springs(model, run.params["contact"], q, M))
-    for c in model.constraints:  # the stabilisation: e'' = -k e - b e', per unit mass
+    for c in system.constrained_model.constraints:  # the stabilisation at the run's step:
+        # e'' = -k e - b e', per unit mass
         k, b = c.gains
         out.append((f"the stabilisation of constraint {c.describe()} (timeconst "
                     f"{c.timeconst:g} s)", k, b, 1.0))

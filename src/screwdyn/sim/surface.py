@@ -14,7 +14,7 @@ from typing import NamedTuple, Optional
 
 import numpy as np
 
-from ..model.impedance import Impedance, impedance_of
+from ..model.impedance import Impedance, impedance_of, step_time_constant
 from .checks import positive
 
 
@@ -72,13 +72,13 @@ class Surface:
 
 
 class Mixed(NamedTuple):
-    """A pair's contact parameters: ``friction`` (None: the contact's ``mu``), ``stabilisation``
-    (k 1/s^2, b 1/s at d = 1, ``stabilisation``; None: the contact's), ``offset`` (m): the
-    distance it holds the surfaces apart, ``impedance`` (an ``Impedance``; None: the
-    contact's)."""
+    """A pair's contact parameters: ``friction`` (None: the contact's ``mu``), ``solref``
+    (the pair's (time constant s, damping ratio) or direct (-k, -b), ``stabilisation`` makes
+    its gains; None: the contact's), ``offset`` (m): the distance it holds the surfaces apart,
+    ``impedance`` (an ``Impedance``; None: the contact's)."""
 
     friction: Optional[float]
-    stabilisation: Optional[tuple]
+    solref: Optional[tuple]
     offset: float
     impedance: Optional[Impedance] = None
 
@@ -112,8 +112,7 @@ def mix(a: Surface, b: Surface, mu: float, solref: tuple, impedance: Impedance) 
     else:
         i1, i2 = (impedance if s.solimp is None else s.solimp for s in (a, b))
         imp = i1 if i1 == i2 else i1.mixed(i2, w)
-    return Mixed(friction, None if ref is None else stabilisation(ref),
-                 a.margin + b.margin, imp)
+    return Mixed(friction, ref, a.margin + b.margin, imp)
 
 
 def _weight(m1, m2, tiny=1e-15):
@@ -128,18 +127,19 @@ def _weight(m1, m2, tiny=1e-15):
 
 def own(s: Surface) -> Mixed:
     """A pair's own surface (an MJCF ``<contact><pair>``'s) as its parameters."""
-    return Mixed(0.0 if s.condim == 1 else s.friction,
-                 None if s.solref is None else stabilisation(s.solref), s.margin,
-                 s.solimp)
+    return Mixed(0.0 if s.condim == 1 else s.friction, s.solref, s.margin, s.solimp)
 
 
-def stabilisation(solref):
+def stabilisation(solref, dt: Optional[float] = None, refsafe: bool = False):
     """(k 1/s^2, b 1/s) of a solref: (time constant, damping ratio) gives
-    k = 1 / (timeconst dampratio)^2, b = 2 / timeconst (``RigidContact``'s); the direct
-    (-k, -b) gives them as they are."""
+    k = 1 / (timeconst dampratio)^2, b = 2 / timeconst (``RigidContact``'s), the time
+    constant at least 2 dt where ``refsafe`` in a simulation with the step ``dt`` (s; None:
+    none) (MuJoCo's refsafe, ``impedance.step_time_constant``); the direct (-k, -b) gives
+    them as they are (never refsafe, as MuJoCo's)."""
     if solref[0] < 0:
         return (-float(solref[0]), -float(solref[1]))
-    return (1.0 / (solref[0] * solref[1]) ** 2, 2.0 / solref[0])
+    timeconst = step_time_constant(solref[0], dt, refsafe)
+    return (1.0 / (timeconst * solref[1]) ** 2, 2.0 / timeconst)
 
 
 def _solref(value):

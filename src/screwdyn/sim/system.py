@@ -74,7 +74,9 @@ class System:
         """``assembly``: None, or what simulates in the model's stead (a
         ``screwdyn.composition.Assembly``: its own forward dynamics across the connection
         points; ``model`` is then its configuration layout). ``dt`` (s): the step, with which
-        semi-implicit Euler integrates the joints' damping implicitly (module docstring)."""
+        semi-implicit Euler integrates the joints' damping implicitly (module docstring), and
+        at which the refsafe constraints and limits take their time constants (at least
+        2 dt: ``Model.at_step``, ``impedance.step_time_constant``)."""
         self.model, self.settings, self.assembly = model, settings, assembly
         if assembly is not None and (settings.contact is not None
                                      or settings.external is not None):
@@ -87,18 +89,20 @@ class System:
                                 else model.gravity, dtype=float)
         self.algebra = settings.algebra
         self.kinematics_algebra = "spatial" if settings.algebra == "vector" else settings.algebra
-        self.contact = None if settings.contact is None else settings.contact.resolve(model)
+        self.contact = None if settings.contact is None \
+            else settings.contact.resolve(model, dt)
         self.solves_contact = getattr(self.contact, "solves", False)
         self.limits = None
         if settings.joint_limits is not None:
-            limits = (LimitRows if isinstance(settings.joint_limits, RigidLimits) else Limits)(
-                model, settings.joint_limits)
+            limits = LimitRows(model, settings.joint_limits, dt) \
+                if isinstance(settings.joint_limits, RigidLimits) \
+                else Limits(model, settings.joint_limits)
             self.limits = limits if limits else None
         #: whether the joint limits are constraints, solved with the dynamics (and the
         #: contact's, where it solves too: one ``solve_rows``)
         self.solves_limits = getattr(self.limits, "solves", False)
         self.friction = None
-        self.fd_model = model
+        self.fd_model = model = model if dt is None else model.at_step(dt)
         if model.coulomb.any() and settings.joint_friction.model == "stick_slip":
             self.friction = StickSlip(model, settings.joint_friction)
             self.fd_model = model.with_joint_parameters(coulomb=0.0)  # the springs replace it
