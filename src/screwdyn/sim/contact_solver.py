@@ -663,7 +663,7 @@ class SolvedContact(Contact):
                 curve = sum(w[k] * sum(G[k][m] * w[m] for m in range(3)) for k in range(3))
                 return [w[k] * xp.maximum(-along / curve, 0.0) for k in range(3)]
 
-            x, best = f0, objective(f0)  # the lowest of four starts
+            x, best = f0, 0.0 * f0[0]  # the lowest of four starts (the objective: 0 at f0)
             for guess in (project(free), ray(free[1], free[2]), ray(f0[1], f0[2])):
                 value = objective(guess)
                 lower = value < best
