@@ -387,6 +387,15 @@ def _close(a, b):
     return np.abs(a - b).max() < 1e-12
 
 
+def _stepped(m, d, steps):
+    """(steps + 1, nq): mj_step's qpos, ``steps`` steps of ``m`` from ``d``'s state."""
+    qpos = [d.qpos.copy()]
+    for _ in range(steps):
+        mujoco.mj_step(m, d)
+        qpos.append(d.qpos.copy())
+    return np.array(qpos)
+
+
 @pytest.mark.parametrize("package,name,iterations,atol", [
     ("gymnasium", "ant", 200, 1e-9), ("gymnasium", "half_cheetah", 200, 1e-9),
     ("gymnasium", "walker2d_v5", 200, 1e-9), ("dm_control", "cheetah", 200, 1e-9),
@@ -416,12 +425,7 @@ def test_mujocos_models_as_mujoco_models_them(package, name, iterations, atol):
     m = mujoco.MjModel.from_xml_path(path)
     cone = "pyramidal" if m.opt.cone == mujoco.mjtCone.mjCONE_PYRAMIDAL else "convex"
     m.opt.timestep, m.opt.integrator = 1e-3, mujoco.mjtIntegrator.mjINT_EULER
-    d = mujoco.MjData(m)
-    qpos = [d.qpos.copy()]
-    for _ in range(1000):
-        mujoco.mj_step(m, d)
-        qpos.append(d.qpos.copy())
-    qpos = np.array(qpos)
+    qpos = _stepped(m, mujoco.MjData(m), 1000)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # deprecations in the files, MuJoCo's own
         robot = sd.load_mjcf(path, joint_damping=True, joint_springs=True, joint_friction=True)
@@ -452,12 +456,7 @@ def test_quadrupeds_coupled_legs_land_as_mujocos_at_another_step():
     assert m.opt.timestep == 0.005 and np.all(m.eq_solref[:, 0] == 0.005)
     m.opt.timestep, m.opt.integrator = 1e-3, mujoco.mjtIntegrator.mjINT_EULER
     m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_ACTUATION  # its servos: no control
-    d = mujoco.MjData(m)
-    qpos = [d.qpos.copy()]
-    for _ in range(650):
-        mujoco.mj_step(m, d)
-        qpos.append(d.qpos.copy())
-    qpos = np.array(qpos)
+    qpos = _stepped(m, mujoco.MjData(m), 650)
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # its ellipsoid and height field, not collided
         robot = sd.load_mjcf(path, joint_damping=True, joint_springs=True,
@@ -504,11 +503,7 @@ def test_contact_refsafe_takes_the_simulations_step(tmp_path, file_dt, dt, flag,
     m.opt.timestep = dt
     d = mujoco.MjData(m)
     d.qvel[0] = 0.5
-    qpos = [d.qpos.copy()]
-    for _ in range(int(round(1.0 / dt))):
-        mujoco.mj_step(m, d)
-        qpos.append(d.qpos.copy())
-    qpos = np.array(qpos)
+    qpos = _stepped(m, d, int(round(1.0 / dt)))
     assert qpos[:, 2].min() < 0.1  # it lands
     scene = sd.Scene("ball")
     scene.add_robot(sd.load_mjcf(str(path)))
