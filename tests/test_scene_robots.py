@@ -537,7 +537,7 @@ def test_an_mjcf_files_world_geoms_are_shapes_fixed_to_the_world(tmp_path):
             walls[wall, other] = max(walls.get((wall, other), -1.0), -c.dist)
     assert len(walls) == 6 and min(walls.values()) > 0.1
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # its ellipsoids and its height field are skipped
+        warnings.simplefilter("ignore")  # its height field is skipped
         robot = sd.load_mjcf(path)
         for self_collision in (True, False):
             scene = sd.Scene("quadruped")

@@ -14,9 +14,9 @@ URDF ``<collision>`` elements are read from the file (``<origin>`` and ``<geomet
 (``geom_pos``, ``geom_quat``, ``geom_size``; geoms with ``contype`` and ``conaffinity`` both 0
 collide with nothing and are skipped, as MuJoCo does; the world body's geoms are shapes of the
 link ``"world"``, which carries no contact points, its planes facing up are
-``CollisionGeometry.floors``). Meshes (and MJCF ellipsoids and height fields) have no points
-here: they are skipped with a ``UserWarning`` naming their links; declare points on those links
-instead.
+``CollisionGeometry.floors``). Meshes, MJCF ellipsoids (a ``Scene`` collides them:
+``collision.ellipsoid``) and height fields have no points here: they are skipped with a
+``UserWarning`` naming their links; declare points on those links instead.
 """
 import os
 import warnings
@@ -120,9 +120,10 @@ def _declared(model, points):
 @dataclass(frozen=True)
 class CollisionShape:
     """One primitive collision element of a model's file: on link ``link`` (a name of the file,
-    the model's link name), ``kind`` ('sphere', 'capsule', 'box', 'cylinder', or 'plane': an
-    MJCF plane of the world, a wall, the half-space z <= 0 of its frame), ``size`` (m: sphere
-    (r,), capsule and cylinder (r, half-length along z), box half-extents (3,), plane ()), at
+    the model's link name), ``kind`` ('sphere', 'capsule', 'box', 'cylinder', 'ellipsoid' (MJCF),
+    or 'plane': an MJCF plane of the world, a wall, the half-space z <= 0 of its frame), ``size``
+    (m: sphere (r,), capsule and cylinder (r, half-length along z), box half-extents (3,),
+    ellipsoid semi-axes (3,), plane ()), at
     ``rotation`` (3, 3) and ``translation`` (3,) (m) in the link's frame; ``name`` the element's
     name in the file ('' if none); ``contype``, ``conaffinity``: MuJoCo's collision bit masks
     (URDF: 1, 1); ``geom``: the MJCF geom's id (URDF: -1); ``surface``: how its contacts
@@ -281,6 +282,9 @@ def _from_source(model, rim_points):
             continue  # a link the model does not keep (never happens for files it loaded)
         if model.links[link].body < 0:
             continue  # fixed to the world (an MJCF world's geoms, its walls): no points
+        if kind == "ellipsoid":  # no sphere holds it exactly: no points
+            skipped = (*skipped, (link_name, kind))
+            continue
         for k, (center, radius) in enumerate(_shape_points(kind, size, rim_points)):
             label = f"{link_name} {kind}" + ("" if kind == "sphere" else f" point {k}")
             out.append((link, R @ center + p, radius, label))
@@ -408,9 +412,9 @@ def _mjcf_shapes(source):
     obj, geom = mujoco.mjtObj, mujoco.mjtGeom
     kinds = {int(geom.mjGEOM_SPHERE): "sphere", int(geom.mjGEOM_CAPSULE): "capsule",
              int(geom.mjGEOM_BOX): "box", int(geom.mjGEOM_CYLINDER): "cylinder",
-             int(geom.mjGEOM_PLANE): "plane"}
-    ignored = {int(geom.mjGEOM_MESH): "mesh", int(geom.mjGEOM_ELLIPSOID): "ellipsoid",
-               int(geom.mjGEOM_HFIELD): "height field", int(geom.mjGEOM_SDF): "sdf"}
+             int(geom.mjGEOM_ELLIPSOID): "ellipsoid", int(geom.mjGEOM_PLANE): "plane"}
+    ignored = {int(geom.mjGEOM_MESH): "mesh", int(geom.mjGEOM_HFIELD): "height field",
+               int(geom.mjGEOM_SDF): "sdf"}
     shapes, skipped, meshes, floors = [], [], [], []
     def surface(friction, condim, solref, margin, gap, solimp, solmix=1.0, priority=0):
         return Surface(float(friction[0]), int(condim), tuple(float(x) for x in solref),

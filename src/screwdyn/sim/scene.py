@@ -102,6 +102,9 @@ def solid_inertia(shape, mass):
         m_s = mass - m_c  # the two half balls: one ball's mass
         side = m_c * (h * h / 12 + r * r / 4) + m_s * (0.4 * r * r + h * h / 4 + 3 * h * r / 8)
         return np.diag([side, side, (0.5 * m_c + 0.4 * m_s) * r * r])
+    if isinstance(shape, collision.Ellipsoid):
+        a2, b2, c2 = (r * r for r in shape.radii)
+        return np.diag([b2 + c2, a2 + c2, a2 + b2]) * 0.2 * mass
     if isinstance(shape, collision.Convex):
         volume, _, second = _polyhedron(shape)
         return (np.trace(second) * np.eye(3) - second) * mass / volume
@@ -187,9 +190,10 @@ class Scene:
         ``add_shape("world", collision.plane(), xyz=(1, 0, 0), rotation=R)`` with R's third
         column (-1, 0, 0) is the wall x <= 1 m facing -x."""
         if not isinstance(shape, (collision.Sphere, collision.Capsule, collision.Box,
-                                  collision.Cylinder, collision.Convex, collision.Plane)):
-            raise ValueError(f"a shape is a collision.sphere, capsule, box, cylinder, convex or "
-                             f"plane, got {shape!r}")
+                                  collision.Cylinder, collision.Ellipsoid, collision.Convex,
+                                  collision.Plane)):
+            raise ValueError(f"a shape is a collision.sphere, capsule, box, cylinder, ellipsoid, "
+                             f"convex or plane, got {shape!r}")
         if surface is not None and not isinstance(surface, Surface):
             raise ValueError(f"the surface of shape {name or link!r} is a screwdyn.sim.Surface, "
                              f"got {surface!r}")
@@ -233,12 +237,15 @@ class Scene:
 
         Shapes (``shapes=True``): the primitive collision geometry of ``model.source``
         (``sim.geometry.collision_geometry``: URDF ``<collision>`` box, sphere, cylinder,
-        capsule; MJCF geoms sphere, capsule, box, cylinder, those with contype = conaffinity =
-        0 left out as MuJoCo does), each a ``Shape`` named ``prefix + link + "/" +`` its name in
-        the file (or its kind and number) at its origin in the link's frame (m). A cylinder
-        capped by two spheres of its radius at its end faces (MoveIt's way of writing a
-        capsule in URDF, e.g. ``panda_collision.urdf``) becomes one capsule. MJCF ellipsoids
-        and height fields are skipped with a ``UserWarning`` naming their links.
+        capsule; MJCF geoms sphere, capsule, box, cylinder, ellipsoid, those with contype =
+        conaffinity = 0 left out as MuJoCo does), each a ``Shape`` named ``prefix + link + "/"
+        +`` its name in the file (or its kind and number) at its origin in the link's frame
+        (m). A cylinder capped by two spheres of its radius at its end faces (MoveIt's way of
+        writing a capsule in URDF, e.g. ``panda_collision.urdf``) becomes one capsule. MJCF
+        height fields are skipped with a ``UserWarning`` naming their links; an ellipsoid
+        collides with planes, spheres and capsules only (``collision.supported``: its pairs
+        with boxes, cylinders, polytopes and ellipsoids are left out with a ``UserWarning``
+        naming them when the contact is bound to the model).
         ``links``: only the shapes on these links (robot link names). ``shapes=False``: none
         (declare them with ``add_shape(prefix + link, ...)``).
 
@@ -669,6 +676,7 @@ _KINDS = {"sphere": lambda s: collision.sphere(s[0]),
           "capsule": lambda s: collision.capsule(s[0], s[1]),
           "box": lambda s: collision.box(s[:3]),
           "cylinder": lambda s: collision.cylinder(s[0], s[1]),
+          "ellipsoid": lambda s: collision.ellipsoid(s[:3]),
           "plane": lambda s: collision.plane()}
 
 
@@ -733,8 +741,8 @@ def _robot_shapes(model, links, where, meshes="capsule", corners=24):
                 else "no collision element" + (" that can be used" if unread else ""))
         raise ModelError(f"{where}: {geometry.source} has {what}"
                          f"{'' if links is None else ' on links ' + repr(list(links))}: no "
-                         "primitive (sphere, capsule, box, cylinder) or mesh to collide with; "
-                         + _NO_SHAPES_HINT)
+                         "primitive (sphere, capsule, box, cylinder, ellipsoid) or mesh to "
+                         "collide with; " + _NO_SHAPES_HINT)
     if skipped:
         names = sorted({l for l, _ in skipped})
         kinds = sorted({k for _, k in skipped})
@@ -916,18 +924,31 @@ class ShapeContactModel(SolvedContact):
         ground = ("plane", np.array([0.0, 0.0, 1.0]),
                   np.array([0.0, 0.0, settings.solver.height]))
         self.pairs = []  # (shape a, link a, shape b or None (the ground), link b or -1)
+        unsupported = []  # pairs that may touch, of kinds ``collision`` has no method for
         for i, (a, la) in enumerate(shapes):
             for j, (b, lb) in enumerate(shapes[i + 1:], i + 1):
                 names = frozenset((a.name, b.name))
                 if (self._may_touch(la, lb, names in settings.touch_parent)
                         and names not in exclude
                         and _within_reach(bounds[i], bounds[j])):
+                    if not collision.supported(a.shape, b.shape):
+                        unsupported.append(f"{a.name} ({a.shape.kind}) and {b.name} "
+                                           f"({b.shape.kind})")
+                        continue
                     plane_first = isinstance(a.shape, collision.Plane)  # a plane goes second
                     self.pairs.append((b, lb, a, la) if plane_first else (a, la, b, lb))
             if (settings.ground and model.links[la].body >= 0  # a fixed shape: no contact
                     and frozenset((a.name, "ground")) not in exclude
                     and _within_reach(bounds[i], ground)):
                 self.pairs.append((a, la, None, -1))
+        if unsupported:
+            warnings.warn(f"ShapeContact on model {model.name!r}: {len(unsupported)} pair(s) "
+                          f"of shapes can touch but are not collided, there is no method for "
+                          f"their kinds (collision.supported): {'; '.join(unsupported[:4])}"
+                          f"{'; ...' if len(unsupported) > 4 else ''}. They pass through each "
+                          "other; exclude them to silence this, or give one of each pair "
+                          "another shape (a capsule or box for an ellipsoid)", UserWarning,
+                          stacklevel=3)
         self.counts = [collision.contact_count(a.shape, collision.plane() if b is None
                                                else b.shape) for a, _, b, _ in self.pairs]
         self.links = tuple(sorted({l for _, la, _, lb in self.pairs for l in (la, lb)
@@ -1250,6 +1271,8 @@ def _extent(shape):
         return float(np.linalg.norm(shape.half_sizes))
     if isinstance(shape, collision.Cylinder):
         return float(np.hypot(shape.radius, shape.half_length))
+    if isinstance(shape, collision.Ellipsoid):
+        return max(shape.radii)
     return float(np.max(np.linalg.norm(np.array(shape.vertices), axis=1)))
 
 
