@@ -420,6 +420,41 @@ def test_a_full_disk_stops_with_the_shards_so_far_intact(tmp_path):
     assert report["rollouts"] == 8 * report["shards"]
 
 
+NATIVE_THREADS = """
+import json, os, sys, threading
+sys.path[:0] = {paths!r}
+import pyarrow
+import screwdyn as sd
+from rollout_helpers import DT, FAST, T_FINAL, pendulum
+from screwdyn.rollouts import Dataset, RandomStates
+
+
+def native():  # threads of this process that Python did not start (Arrow's pools among them)
+    return len(os.listdir("/proc/self/task")) - threading.active_count()
+
+
+model = pendulum()
+sd.rollouts(model, RandomStates(model, 1.0), None, None, T_FINAL, DT, n=16, out={out!r}, **FAST)
+before = native()
+ds = Dataset({out!r})
+ds.verify(), ds.arrays(), ds.table(), ds.rollouts(), list(ds.iter_shards()), ds.to_pandas()
+print(json.dumps([before, native()]))
+"""
+
+
+@pytest.mark.skipif(not os.path.isdir("/proc/self/task"), reason="counts threads in /proc")
+def test_reading_a_dataset_starts_no_arrow_thread(tmp_path):
+    """Arrow's thread pools, once started, can abort the process at exit (apache/arrow#34314:
+    "terminate called without an active exception", seen once in the full-disk test above).
+    Every read of a dataset stays on the calling thread, so none is started."""
+    script = NATIVE_THREADS.format(paths=[TESTS] + sys.path, out=str(tmp_path / "ds"))
+    run = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True,
+                         timeout=300)
+    assert run.returncode == 0, run.stderr
+    before, after = json.loads(run.stdout.strip().splitlines()[-1])
+    assert after == before, f"reading the dataset started {after - before} native threads"
+
+
 def test_an_unwritable_folder_is_a_clear_error(model, tmp_path):
     a_file = tmp_path / "file"
     a_file.write_text("not a folder")

@@ -492,12 +492,13 @@ class Dataset:
             if problem is not None:
                 raise ValueError(f"{path}: {problem}; the shard is corrupted (rerun the call that "
                                  "made the dataset to redo it)")
-        # one thread, no pre-buffering: Arrow's CPU and IO thread pools, once started, can
-        # abort the process at exit (apache/arrow#34314: "terminate called without an active
-        # exception", seen here once in a full-disk test); a shard is read in memory anyway
-        table = pq.read_table(pa.BufferReader(data), columns=columns,
-                              page_checksum_verification=True, use_threads=False,
-                              pre_buffer=False)
+        # the file reader, on this thread: Arrow's thread pools, once started, can abort the
+        # process at exit (apache/arrow#34314: "terminate called without an active
+        # exception", seen here in a full-disk test). ``pq.read_table`` goes through Arrow's
+        # dataset scanner, which starts a pool thread even with use_threads=False
+        reader = pq.ParquetFile(pa.BufferReader(data), page_checksum_verification=True,
+                                pre_buffer=False)
+        table = reader.read(columns=columns, use_threads=False)
         self._check_footer(entry, table.schema.metadata)
         self._check_rows(entry, table)
         return table
@@ -537,8 +538,9 @@ class Dataset:
                 [f"qdd:{n}" for n in m["v_names"]], [f"tau:{n}" for n in m["v_names"]])
 
     def to_pandas(self, columns=None):
-        """``table(columns)`` as a pandas DataFrame."""
-        return self.table(columns).to_pandas()
+        """``table(columns)`` as a pandas DataFrame (converted on this thread, like every read
+        here, so that no Arrow thread pool is left to abort the process at exit)."""
+        return self.table(columns).to_pandas(use_threads=False)
 
     def rollouts(self):
         """One row per rollout: rollout, seed, ok, error, failed_step, failed_time,
