@@ -1067,3 +1067,30 @@ def test_a_scene_keeps_its_robots_gravity(tmp_path):
     for bad in ((0, -9.81), (0, 0, float("nan")), "down"):
         with pytest.raises(ValueError, match="gravity must be 3 finite numbers"):
             sd.Scene("bad", gravity=bad)
+
+
+def test_a_robots_pairs_with_no_method_go_in_with_a_warning(tmp_path):
+    """A robot whose links carry shapes ``collision`` has no method for (an ellipsoid and a
+    cylinder: dm_control's dog and its target; its ellipsoids against each other on the CMU
+    humanoid, the rodent, the fruit fly) goes into a scene: the overlap check at its q skips
+    them (it raised "collision between 'ellipsoid' and 'cylinder' is not supported" from
+    add_robot), and build leaves them out with one warning naming them."""
+    path = tmp_path / "arm.xml"
+    path.write_text(
+        '<mujoco><worldbody><geom type="plane" size="5 5 0.1"/>'
+        '<body name="upper" pos="0 0 1.2"><joint name="shoulder" axis="0 1 0"/>'
+        '<geom type="ellipsoid" size="0.1 0.05 0.3" pos="0 0 -0.3"/>'
+        '<body name="middle" pos="0 0 -0.6"><joint name="elbow" axis="0 1 0"/>'
+        '<geom type="capsule" size="0.03 0.1" pos="0 0 -0.1"/>'
+        '<body name="lower" pos="0 0 -0.2"><joint name="wrist" axis="0 1 0"/>'
+        '<geom type="cylinder" size="0.04 0.25" pos="0 0 -0.25"/></body></body></body>'
+        '</worldbody></mujoco>')
+    scene = sd.Scene("arm")
+    scene.add_robot(sd.load_mjcf(str(path)))
+    with pytest.warns(UserWarning, match=r"1 pair\(s\) of shapes can touch but are not "
+                                         r"collided.*upper/.* \(ellipsoid\) and lower/.* "
+                                         r"\(cylinder\)"):
+        model, contact, q0 = scene.build()
+    assert contact is not None  # the floor against the three links
+    traj = sd.simulate(model, q0 + 0.5, t_final=0.01, dt=1e-3, contact=contact)
+    assert np.all(np.isfinite(traj.q))

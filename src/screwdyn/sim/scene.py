@@ -774,11 +774,13 @@ _MESH_MODES = ("capsule", "hull", "skip")
 
 def _overlap(model, T, a, b):
     """Whether two of a robot's shapes (``_robot_shapes``'s entries) on two links overlap where
-    its links are at poses T (nlinks, 4, 4)."""
+    its links are at poses T (nlinks, 4, 4); False for a pair ``collision`` has no method for
+    (``ShapeContactModel`` leaves it out, with a warning)."""
     if isinstance(a[1], collision.Plane):
         a, b = b, a
     (link_a, shape_a, Ra, pa, *_), (link_b, shape_b, Rb, pb, *_) = a, b  # _FileShapes
-    if link_a == link_b or isinstance(shape_a, collision.Plane):
+    if (link_a == link_b or isinstance(shape_a, collision.Plane)
+            or not collision.supported(shape_a, shape_b)):
         return False
     poses = [_world_pose(np, T[None, model.link_index(link)], R, p)
              for link, R, p in ((link_a, Ra, pa), (link_b, Rb, pb))]
