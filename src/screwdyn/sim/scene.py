@@ -949,7 +949,7 @@ class ShapeContactModel(SolvedContact):
                           f"their kinds (collision.supported): {'; '.join(unsupported[:4])}"
                           f"{'; ...' if len(unsupported) > 4 else ''}. They pass through each "
                           "other; exclude them to silence this, or give one of each pair "
-                          "another shape (a capsule or box for an ellipsoid)", UserWarning,
+                          "another shape", UserWarning,
                           stacklevel=3)
         self.counts = [collision.contact_count(a.shape, collision.plane() if b is None
                                                else b.shape) for a, _, b, _ in self.pairs]
