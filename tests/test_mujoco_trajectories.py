@@ -523,6 +523,35 @@ def test_bodies_on_a_free_ellipsoid_follow_mujoco(tmp_path, shape):
     np.testing.assert_allclose(traj.q, qpos, rtol=0, atol=2e-5)
 
 
+@pytest.mark.parametrize("shape,bound", [('type="ellipsoid" size="0.15 0.1 0.08"', 1e-6),
+                                         ('type="box" size="0.12 0.1 0.08"', 1e-5),
+                                         ('type="cylinder" size="0.1 0.08"', 1e-6)],
+                         ids=["ellipsoid", "box", "cylinder"])
+def test_solids_on_a_free_ellipsoid_follow_mujoco(tmp_path, shape, bound):
+    """An ellipsoid, a box or a cylinder dropped on a free ellipsoid that falls on the floor:
+    their contact is the direction of least overlap (one contact, as MuJoCo's general convex
+    solver gives). Against mj_step with that solver run to 1e-12 (ccd_tolerance; 1,000
+    iterations), 1 s to 1e-6, the box to 1e-5 (1.3e-7, 2.0e-6, 6.5e-8 measured); MuJoCo at
+    its default tolerance (1e-6) leaves its own tight run by 1.2e-4, 9.3e-3 and 2.6e-3."""
+    path = tmp_path / "ellipsoid.xml"
+    path.write_text(ON_ELLIPSOID.format(shape=shape))
+    m = mujoco.MjModel.from_xml_path(str(path))
+    m.opt.ccd_tolerance, m.opt.ccd_iterations = 1e-12, 1000
+    qpos = _stepped(m, mujoco.MjData(m), 1000)
+    assert qpos[:, 9].min() < 0.45  # it lands on the ellipsoid
+    scene = sd.Scene("ellipsoid")
+    scene.add_robot(sd.load_mjcf(str(path)))
+    model, contact, q0 = scene.build(cone="pyramidal", invweight0=True, margin=0.0,
+                                     iterations=200)
+    kinds = {tuple(sorted(x.shape.kind for x in (a, b) if x is not None))
+             for a, _, b, _ in contact.resolve(model).pairs}
+    dropped = shape.split('"')[1]
+    assert tuple(sorted(("ellipsoid", dropped))) in kinds
+    traj = sd.simulate(model, q0, t_final=1.0, dt=1e-3, contact=contact,
+                       integrator="semi_implicit_euler")
+    np.testing.assert_allclose(traj.q, qpos, rtol=0, atol=bound)
+
+
 REFSAFE_BALL = """<mujoco><option timestep="{file_dt}" integrator="Euler">{flag}</option>
   <worldbody><geom name="floor" type="plane" size="5 5 0.1" solref="0.002 1"/>
     <body name="ball" pos="0 0 0.3"><freejoint/>
