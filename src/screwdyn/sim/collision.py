@@ -1139,9 +1139,10 @@ def _ellipsoid_solid(xp, a, Ra, pa, b, Rb, pb):
     support function of a plus the feature: smooth), which is f's minimum where it lies in
     the directions that feature supports: a corner's, a's inward normal at the point nearest
     to it (``_ellipsoid_sdf``: exact); an edge's (a cylinder's side line's), over the circle
-    of directions across it (``_least_support`` from a's centre's direction); a rim's, over
-    the sphere (``_least_support`` with the disc's term, from 4 starts); a face's (an end
-    face's), its normal. Apart, each part has one minimum: the distance, exact. Overlapping,
+    of directions across it (``_least_support`` from a's centre's direction); a rim's, a's
+    inward normal nearest to the rim's point of least signed distance
+    (``_on_circle_by_slope``); a face's (an end face's), its normal. Apart, each part has one
+    minimum: the distance, exact. Overlapping,
     exact wherever the feature that touches is no deeper in a than the centre of curvature
     of a's surface nearest to it (a depth below min(radii)^2 / max(radii) always); deeper, an
     upper bound (the overlap along a direction that does separate them)."""
@@ -1156,13 +1157,14 @@ def _ellipsoid_solid(xp, a, Ra, pa, b, Rb, pb):
 
     if b.kind == "cylinder":
         k, r, L = Rab[..., :, 2], b.radius, b.half_length
-        e1, e2_ = Rab[..., :, 0], Rab[..., :, 1]
+        x_axis, y_axis = Rab[..., :, 0], Rab[..., :, 1]
         side, _ = _least_support(xp, e2, None, c, away(c), axis=k)
         candidates = [k, -k, side]
         for end in (1.0, -1.0):
             centre = c + k * (end * L)
-            t = _on_circle_by_slope(xp, _search_sdf(a), centre, e1, e2_, r)
-            candidates.append(-_ellipsoid_sdf(xp, centre + r * _rim(xp, t, e1, e2_), a.radii)[1])
+            t = _on_circle_by_slope(xp, _search_sdf(a), centre, x_axis, y_axis, r)
+            rim = centre + r * _rim(xp, t, x_axis, y_axis)
+            candidates.append(-_ellipsoid_sdf(xp, rim, a.radii)[1])
         n = xp.stack(candidates, axis=1)
         along = _dot(xp, n, k[:, None, :])
         across = _norm(xp, n - k[:, None, :] * along[..., None])  # not sqrt(1 - along^2)
