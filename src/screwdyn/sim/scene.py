@@ -243,9 +243,7 @@ class Scene:
         (m). A cylinder capped by two spheres of its radius at its end faces (MoveIt's way of
         writing a capsule in URDF, e.g. ``panda_collision.urdf``) becomes one capsule. MJCF
         height fields are skipped with a ``UserWarning`` naming their links; an ellipsoid
-        collides with planes, spheres and capsules only (``collision.supported``: its pairs
-        with boxes, cylinders, polytopes and ellipsoids are left out with a ``UserWarning``
-        naming them when the contact is bound to the model).
+        collides with every kind (``collision``'s pairs).
         ``links``: only the shapes on these links (robot link names). ``shapes=False``: none
         (declare them with ``add_shape(prefix + link, ...)``).
 
