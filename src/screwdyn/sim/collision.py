@@ -799,9 +799,8 @@ def _polytope_plane(xp, a, Ra, pa, b, Rb, pb):
 def _ellipsoid_plane(xp, a, Ra, pa, b, Rb, pb):
     """An ellipsoid's support point along -normal (its deepest point) against the plane:
     exact (MuJoCo's mjc_PlaneConvex for an ellipsoid)."""
-    e2 = np.asarray(a.radii, dtype=float) ** 2
-    d = _rot_t(xp, Ra, -_col(Rb, 2))  # towards the plane, a's frame
-    x = e2 * d / xp.sqrt(xp.sum(e2 * d * d, axis=-1))[..., None]
+    up = _rot_t(xp, Ra, _col(Rb, 2))  # the plane's normal, a's frame
+    _, x = _ellipsoid_lowest(xp, np.asarray(a.radii, dtype=float) ** 2, up)
     return _spheres_plane(xp, (pa + _rot(xp, Ra, x))[:, None, :], 0.0, Rb, pb)
 
 
