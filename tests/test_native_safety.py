@@ -17,7 +17,9 @@ import numpy as np
 import pytest
 
 import screwdyn as sd
+from conftest import erd_urdf
 from screwdyn.execution import cache, llvm, native, plan
+from screwdyn.sim import collision
 
 ENV = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p))
 
@@ -408,3 +410,154 @@ def test_the_configuration_checks_its_settings_and_takes_effect():
         assert all(f.last[0] is None for f in plan._FUNCTIONS if f.name != "inverse_dynamics")
     finally:
         config.native = True
+
+
+# -- deep stacks -----------------------------------------------------------------------------------
+_PILE = """
+    import sys, threading
+    import numpy as np
+    import screwdyn as sd
+    from screwdyn.execution import cache, rollout
+    from screwdyn.sim import collision
+
+    cache.set_directory(sys.argv[1])  # empty: the first code (level 0), the deepest frame
+    scene = sd.Scene("pile")
+    for i in range(8):
+        scene.add_object(f"ball{i}", collision.sphere(0.05), mass=0.5,
+                         position=(0.02 * (i % 3), 0.02 * (i % 2), 0.06 + 0.11 * i))
+    model, contact, q0 = scene.build(mu=0.5)
+    runs = []
+
+    def simulate():
+        runs.append(sd.simulate(model, q0, None, None, 0.05, 1e-3, contact=contact).q)
+
+    simulate()  # on the main thread, whose stack is the ulimit
+    if sys.argv[2] == "thread":  # and on a thread with a small stack
+        threading.stack_size(1 << 18)
+        worker = threading.Thread(target=simulate)
+        worker.start()
+        worker.join()
+    bound = max(r.stack for r in rollout._ROLLOUTS.values())
+    print(bound, [q.tobytes().hex() for q in runs])
+"""
+
+
+def _pile(tmp_path, stack, where):
+    """The pile's run in a new Python whose main thread has ``stack`` bytes of stack."""
+    import resource
+
+    def limit():
+        resource.setrlimit(resource.RLIMIT_STACK,
+                           (stack, resource.getrlimit(resource.RLIMIT_STACK)[1]))
+
+    try:
+        run = subprocess.run([sys.executable, "-c", textwrap.dedent(_PILE),
+                              str(tmp_path / where), where], capture_output=True, text=True,
+                             timeout=300, env=ENV, preexec_fn=limit)
+    except subprocess.TimeoutExpired as e:
+        pytest.fail(f"the child hung: {e.stderr}")
+    assert run.returncode == 0, (run.returncode, run.stderr[-3000:])
+    bound, runs = run.stdout.split(" ", 1)
+    return int(bound), eval(runs)  # noqa: S307  (our own child's list of hex strings)
+
+
+@pytest.mark.skipif(sys.platform == "win32", reason="no ulimit")
+def test_a_step_deeper_than_the_stack_runs_on_a_thread_with_room(tmp_path):
+    """Eight balls in a pile: the contact solver's sweeps are one loop of machine code whose
+    frame (291 kB at level 0) is more than a 256 kB stack; that was a segmentation fault, the
+    end of the process (1,132 pairs of a humanoid's shapes passed the usual 8 MB). The step
+    runs on a thread with the stack its bound asks (``stack.deep_call``), from the main thread
+    and from a thread of 256 kB alike, in the same bits as on an 8 MB main thread."""
+    bound, small = _pile(tmp_path, 256 << 10, "thread")
+    assert bound > 256 << 10
+    _, roomy = _pile(tmp_path, 8 << 20, "main")
+    assert small == roomy * 2  # the main thread and the small thread: the same bits
+
+
+def test_ctrl_c_during_a_deep_call_waits_for_it_then_stops():
+    """A call on a thread of its own is not abandoned to run on in the background: Ctrl-C
+    lets it finish, as a call on the main thread would, then raises ``KeyboardInterrupt``."""
+    run = _python("""
+        import os, signal, threading, time
+        from screwdyn.execution.stack import deep_call
+        finished = []
+
+        def call():
+            time.sleep(1.0)
+            finished.append(threading.current_thread().name)
+
+        threading.Timer(0.2, os.kill, (os.getpid(), signal.SIGINT)).start()
+        try:
+            deep_call(1 << 26, call)
+        except KeyboardInterrupt:
+            print("stopped after", finished)
+    """)
+    assert run.stdout.strip() == "stopped after ['screwdyn-deep-call']", run.stderr
+
+
+def test_a_stack_no_thread_can_have_is_a_memory_error():
+    from screwdyn.execution.stack import deep_call
+
+    assert deep_call(1 << 30, lambda x: x + 1, 1) == 2  # virtual: a gigabyte is only reserved
+    with pytest.raises(MemoryError, match=r"needs a stack of 4,611,686,018,42\d,\d{3},\d{3} "
+                                          r"bytes .* no thread could have one"):
+        deep_call(1 << 62, lambda: None)
+
+
+def _frames(assembly):
+    """{function: bytes of its frame} from x86-64 assembly (AT&T): its pushes and the largest
+    ``subq $N, %rsp``, and 32 bytes for a realignment of the stack pointer."""
+    import re
+
+    frames, name = {}, None
+    for line in assembly.splitlines():
+        label = re.match(r"^([\w.$]+):", line)
+        if label and not label.group(1).startswith(".L"):
+            name = label.group(1)
+            frames[name] = 8  # the return address
+        elif name is not None:
+            sub = re.search(r"\bsubq\s+\$(\d+), %rsp", line)
+            if sub:
+                frames[name] += int(sub.group(1))
+            elif re.search(r"\bpushq\b", line):
+                frames[name] += 8
+            elif re.search(r"\bandq\s+\$-\d+, %rsp", line):
+                frames[name] += 32
+    return frames
+
+
+@pytest.mark.skipif(__import__("platform").machine() not in ("x86_64", "AMD64"),
+                    reason="reads x86-64 assembly")
+def test_the_stack_bound_holds_the_frames_llvm_makes(cache_dir, monkeypatch):
+    """``llvm.stack_bound`` against LLVM's own frames, read from the assembly it writes for a
+    scene's step (a contact solve: a loop of the program) and a batch of Talos's forward
+    dynamics (segments, maps, vector lanes), at both levels of code: the entry points' frames
+    plus the largest segment's, never more than the bound."""
+    import llvmlite.binding as binding
+
+    seen = []
+    compile_object = llvm.compile_object
+    monkeypatch.setattr(llvm, "compile_object",
+                        lambda ir, opt=2: seen.append(ir) or compile_object(ir, opt))
+    scene = sd.Scene("bound")
+    for i in range(6):
+        scene.add_object(f"ball{i}", collision.sphere(0.049), mass=0.5,
+                         position=(0.02 * (i % 3), 0.02 * (i % 2), 0.06 + 0.11 * i))
+    model, contact, q0 = scene.build(mu=0.5)
+    sd.simulate(model, q0, None, None, 0.002, 1e-3, contact=contact)
+    step = next(ir for ir in seen if "@rollout" in ir)
+    talos = sd.load_urdf(erd_urdf("talos_data/robots/talos_reduced.urdf"),
+                         floating_base=True, joint_order="name")
+    function = plan.lookup("forward_dynamics")
+    program = native.trace_program(function, talos, "spatial", function.inputs, {}, ())
+    batch = llvm.with_stack_bound(llvm.kernel_ir(program, width=llvm.vector_width()))
+    for ir in (step, batch):
+        bound = llvm.stack_bound(ir.rsplit("@stack_bound", 1)[0])
+        assert f"@stack_bound = constant i64 {bound}\n" in ir
+        for level in (0, 2):
+            module = binding.parse_assembly(ir)
+            frames = _frames(llvm._target_machine(level).emit_assembly(module))
+            inner = [f for name, f in frames.items() if ".seg" in name]
+            depth = sum(f for name, f in frames.items() if ".seg" not in name) + max(inner)
+            assert 0 < depth <= bound, (level, depth, bound, sorted(frames.items())[:8])
+            print(f"level {level}: frames {depth:,} bytes deep, bound {bound:,}")

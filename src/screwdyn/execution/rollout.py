@@ -20,11 +20,12 @@ import time
 import numpy as np
 
 from . import cache, llvm, native, trace
+from .stack import deep_call
 from .store import Store
 
 _ROLLOUTS = Store("native simulation programs")
 _LOCK = threading.Lock()
-VERSION = 3  # 3: the disk cache holds the optimised code (level 2) only
+VERSION = 4  # 3: the disk cache holds the optimised code (level 2) only; 4: @stack_bound
 
 
 def driver_ir(ns, nr, table, params, local):
@@ -150,7 +151,9 @@ class NativeRollout:
     """A compiled step program with its loop (see the module docstring). ``compile_time``
     (seconds to trace and compile the first code, or to load the optimised code from the disk
     cache), ``source``, ``level`` (LLVM's code generation level of the code in use: 0 or 2),
-    ``optimise_time`` (seconds to compile level 2 in this process, None until done).
+    ``optimise_time`` (seconds to compile level 2 in this process, None until done), ``stack``
+    (bytes of stack a call may take, ``llvm.stack_bound``: more than the calling thread has,
+    ``stack.room``, and each call runs on a thread with a stack that large, ``stack.deep_call``).
 
     Tiers, as a function's code (``native.NativeProgram``): a freshly traced step program is
     first compiled at level 0 (ANYmal with its 492 collision points: 3 s, where level 2 takes
@@ -173,7 +176,7 @@ class NativeRollout:
         library = llvm.Library(obj)
         driver = _DRIVER(library.address("rollout"))
         self._libraries.append(library)
-        self._driver, self.level = driver, level
+        self._driver, self.level, self.stack = driver, level, library.stack_bound()
 
     def optimise(self, wait=True):
         """Compile the optimised code (level 2) and use it from the next call: now (``wait``)
@@ -218,9 +221,9 @@ class NativeRollout:
                   for a in (table, params, local)]
         pointer = (lambda a: None if a is None else a.ctypes.data)
         start = time.perf_counter()
-        self._driver(N, k0, records, every, float(dt), s.ctypes.data, pointer(arrays[0]),
-                     tstride, pointer(arrays[1]), pointer(arrays[2]), tmp.ctypes.data,
-                     rec.ctypes.data, bad_step.ctypes.data, bad_code.ctypes.data)
+        deep_call(self.stack, self._driver, N, k0, records, every, float(dt), s.ctypes.data,
+                  pointer(arrays[0]), tstride, pointer(arrays[1]), pointer(arrays[2]),
+                  tmp.ctypes.data, rec.ctypes.data, bad_step.ctypes.data, bad_code.ctypes.data)
         if not self._queued:  # the first code: optimise once it has run as long as it took
             self.running += time.perf_counter() - start
             if self.running >= self.compile_time:
@@ -272,7 +275,8 @@ def get(key, memory_key, ns, nr, table, params, local, step, vector=True):
             if program.output_shape != (ns + nr + 1,):
                 raise ValueError(f"the step program returns shape {program.output_shape}, "
                                  f"expected ({ns + nr + 1},)")
-            ir = llvm.kernel_ir(program, width=width) + driver_ir(ns, nr, table, params, local)
+            ir = llvm.with_stack_bound(llvm.kernel_ir(program, width=width)
+                                       + driver_ir(ns, nr, table, params, local))
             rollout = NativeRollout(llvm.compile_object(ir, 0), 0, ns, nr, table, params, local,
                                     "compiled", time.perf_counter() - start, ir=ir,
                                     store=None if not disk_key
