@@ -903,15 +903,23 @@ def _on_line_by_slope(xp, sdf_of, x0, u, L):
     zero = xp.zeros_like(x0[..., 0])
     if L <= 0:
         return zero
+    lo, hi = _bisect_on_slope(
+        xp, lambda t: _dot(xp, sdf_of(xp, x0 + u * t[..., None])[1], u) > 0.0, zero - L,
+        zero + L)
+    return xp.where(hi >= L, L, xp.where(lo <= -L, -L, 0.5 * (lo + hi)))  # an end, exactly
+
+
+def _bisect_on_slope(xp, rising, lo, hi):
+    """The bracket (lo, hi) (N,) of a minimum after ``_BISECTIONS`` halvings on the sign of
+    the slope: ``rising(t)`` (N,) says where the function rises at t, the minimum below it."""
 
     def halve(_, bracket):
         lo, hi = bracket
         mid = 0.5 * (lo + hi)
-        rising = _dot(xp, sdf_of(xp, x0 + u * mid[..., None])[1], u) > 0.0
-        return xp.where(rising, lo, mid), xp.where(rising, mid, hi)
+        up = rising(mid)
+        return xp.where(up, lo, mid), xp.where(up, mid, hi)
 
-    lo, hi = loop(xp, _BISECTIONS, halve, (zero - L, zero + L), indexed=False)
-    return xp.where(hi >= L, L, xp.where(lo <= -L, -L, 0.5 * (lo + hi)))  # an end, exactly
+    return loop(xp, _BISECTIONS, halve, (lo, hi), indexed=False)
 
 
 def _sublevel_ends(xp, sdf_of, x0, u, t, L, level):
@@ -945,14 +953,11 @@ def _on_circle_by_slope(xp, sdf_of, c, e1, e2, r):
     best = xp.min(f, axis=-1)
     t = xp.min(xp.where(f <= best[..., None], samples, 10.0), axis=-1)
 
-    def halve(_, bracket):
-        lo, hi = bracket
-        mid = 0.5 * (lo + hi)
-        tangent = _rim(xp, mid + 0.5 * np.pi, e1, e2)
-        rising = _dot(xp, sdf_of(xp, c + r * _rim(xp, mid, e1, e2))[1], tangent) > 0.0
-        return xp.where(rising, lo, mid), xp.where(rising, mid, hi)
+    def rising(a):
+        tangent = _rim(xp, a + 0.5 * np.pi, e1, e2)
+        return _dot(xp, sdf_of(xp, c + r * _rim(xp, a, e1, e2))[1], tangent) > 0.0
 
-    lo, hi = loop(xp, _BISECTIONS, halve, (t - 0.25 * np.pi, t + 0.25 * np.pi), indexed=False)
+    lo, hi = _bisect_on_slope(xp, rising, t - 0.25 * np.pi, t + 0.25 * np.pi)
     return 0.5 * (lo + hi)
 
 
@@ -1023,10 +1028,16 @@ def _capsule_ellipsoid(xp, a, Ra, pa, b, Rb, pb):
 # (< 0), the minimiser the normal, and the middle of the overlap is a's support point along -n
 # moved by f/2 along n (b's support point along n is f n from it there).
 
+def _ellipsoid_support(xp, e2, n):
+    """An ellipsoid's support function h(n) = sqrt(n^T diag(e^2) n) (...), for directions n
+    (..., 3) in its frame."""
+    return xp.sqrt(xp.sum(e2 * n * n, axis=-1))
+
+
 def _ellipsoid_lowest(xp, e2, n):
     """An ellipsoid's support function h(n) (...) and its lowest point along n, -e^2 n / h
     (its frame), for directions n (..., 3)."""
-    h = xp.sqrt(xp.sum(e2 * n * n, axis=-1))
+    h = _ellipsoid_support(xp, e2, n)
     return h, -e2 * n / h[..., None]
 
 
@@ -1177,8 +1188,7 @@ def _ellipsoid_solid(xp, a, Ra, pa, b, Rb, pb):
                             _least_support(xp, e2, None, middles, away(middles), axis=u)[0],
                             in_a(_polytope(b)[1][:, :3])], axis=1)
         h_b = xp.max(xp.sum(n[:, :, None, :] * corners[:, None, :, :], axis=-1), axis=-1)
-    h_a, _ = _ellipsoid_lowest(xp, e2, n)
-    n, depth = _pick_least(xp, h_a + h_b, n)
+    n, depth = _pick_least(xp, _ellipsoid_support(xp, e2, n) + h_b, n)
     return _least_overlap_point(xp, a, Ra, pa, n, depth)
 
 
