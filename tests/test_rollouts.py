@@ -356,6 +356,10 @@ def test_memory_stays_bounded_while_streaming(model, tmp_path):
 
     peaks = []
     sampler = RandomStates(model)
+    # only this test's programs in memory: optimising an earlier test's (a large scene's
+    # step) took 15 minutes once
+    native_rollout._ROLLOUTS.clear()
+    native._PROGRAMS.clear()
     sd.rollouts(model, sampler, None, None, T_FINAL, DT, n=8, out=tmp_path / "warm", **FAST)
     # every optimised code made now, not in the background thread while memory is traced (a
     # compilation's allocations counted in a peak: 218 kB, then 484 kB, in one CI run)
