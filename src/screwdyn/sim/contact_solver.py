@@ -913,9 +913,9 @@ def solve_rows(xp, model, M, J_eq, qdd0, blocks, iterations, regularization,
     R = xp.concatenate(scales, axis=-1) * xp.concatenate([b.compliance for b in blocks],
                                                          axis=-1)
     # traced (native code, every operation code): each row's updates only its trees'
-    spans = tree_spans(model, blocks) if getattr(xp, "traced", False) and J_eq is None \
+    trees = tree_spans(model, blocks) if getattr(xp, "traced", False) and J_eq is None \
         else None
-    S = Sweep(xp, J, MinvJT, bias, A_diag * (1.0 + regularization) + R + 1e-30, R, spans)
+    S = Sweep(xp, J, MinvJT, bias, A_diag * (1.0 + regularization) + R + 1e-30, R, trees)
     spans = [(first, stop) for b, first, stop in zip(blocks, firsts, firsts[1:])
              if b.neighbours]
     if spans:
