@@ -7,6 +7,7 @@ Structure: results do not depend on the batch size in any bit; the fast entry re
 silently (every wrong input gets the public ValueError); the disk cache detects corrupted
 entries, survives concurrent writers and read-only directories."""
 import os
+import re
 import subprocess
 import sys
 import textwrap
@@ -654,12 +655,14 @@ def _looped_numpy(x, y):
 
 def _compiled_alike(program, unrolled, x, y):
     """The outputs (states, size) of ``program`` and of ``unrolled`` compiled whole and in
-    segments of 5 nodes, in one lane and in four, on the states x, y: checked to be the same
-    bits; the first."""
+    segments of 5 nodes, in one lane and in four, with LLVM's basic blocks as long as usual and
+    ended every 2 lines, on the states x, y: checked to be the same bits; the first."""
     outs = []
     for p in (program, unrolled):
-        for segment, width in ((10 ** 9, 1), (5, 1), (10 ** 9, 4), (5, 4)):
-            ir = llvm.kernel_ir(p, segment=segment, width=width)
+        for segment, width, block in ((10 ** 9, 1, llvm.BLOCK), (5, 1, llvm.BLOCK),
+                                      (10 ** 9, 4, llvm.BLOCK), (5, 4, llvm.BLOCK),
+                                      (10 ** 9, 1, 2), (5, 4, 2)):
+            ir = llvm.kernel_ir(p, segment=segment, width=width, block=block)
             library = llvm.Library(llvm.compile_object(ir, 0 if width == 1 else 2))
             out = np.empty((len(x), len(p.outputs)))
             entry.caller(library.address("kernel"))([x, y], out, len(x))
@@ -884,6 +887,72 @@ def test_a_loop_body_may_hold_a_map():
     assert not any("%mp" in f for f in functions if f.startswith("internal void @kernel.w4"))
     assert any("%lp" in f for f in functions if f.startswith("internal void @kernel.w4"))
     _agrees(program, unrolled, _loop_of_maps_numpy, seed=10)
+
+
+def _blocks(ir):
+    """The basic blocks of LLVM IR text: (function, label, instruction lines), in order."""
+    blocks, function = [], None
+    for line in ir.splitlines():
+        if line.startswith("define "):
+            function = line.split("@")[1].split("(")[0]
+        elif function and re.fullmatch(r"[\w.]+:", line):
+            blocks.append((function, line[:-1], []))
+        elif function and line.startswith("  ") and blocks and blocks[-1][0] == function:
+            blocks[-1][2].append(line.strip())
+    return blocks
+
+
+def _long_body(x, y):
+    """A loop (3 iterations) whose body is about 1,000 nodes: a chain of selects on
+    comparisons, sines and an ``and`` of two conditions, then a map over the carry's columns
+    with a value from outside."""
+    xp = trace.xp
+    outside = y[0] * 0.25
+
+    def body(_, c):
+        a, b = c[0], c[1]
+        for k in range(120):
+            hot = (a > 0.1 * (k % 5)) & (b < 2.0)
+            a, b = xp.where(hot, xp.sin(a) * 0.9 + b * 0.01, a * 0.5 + 0.3), b + a * 1e-3
+        r = trace.map_columns(lambda d: [d[0] * d[1] + outside], [[a, b], [b, a], [a, a]])
+        return xp.stack([a + r[0][0], b - r[1][0], c[2] + r[2][0]], axis=0)
+
+    c = trace.fori_loop(3, body, xp.stack([x[0], x[1], y[0]], axis=0))
+    return xp.concatenate([c, x * 2.0], axis=0)
+
+
+def test_a_long_loop_body_is_cut_into_short_blocks():
+    """A loop body is one function, but its basic blocks end every ``block`` lines and a map's
+    vector broadcasts of outside values have a block of their own: at level 0 LLVM hands the
+    whole block above an instruction its fast selector cannot take (a broadcast) to the slow
+    selector, and splits a block at each select whose condition it cannot fuse, each at a cost
+    that grows with the block (six stacked boxes' step, three blocks of 130,000 to 190,000
+    lines, compiled in 91 s; in blocks of 1,000 lines, 3 s). The cut changes no bit."""
+    program = trace.trace(_long_body, {"x": 2, "y": 1})
+    loop = next(i for i in program.schedule() if program.graph.op[i] == "loop")
+    assert len(program.graph.value[loop].order) > 900
+    sincos = 80  # the most lines one node emits here (a sine: reduction, polynomial, libm)
+    for block in (200, llvm.BLOCK):
+        blocks = _blocks(llvm.kernel_ir(program, block=block))
+        assert max(len(lines) for *_, lines in blocks) <= block + sincos
+        assert sum(len(lines) for *_, lines in blocks) > 3 * 200
+        splats = [lines for _, label, lines in blocks
+                  if any(line.split(" = ")[-1].startswith("shufflevector") for line in lines)]
+        assert splats and all(len(lines) <= 2 * 3 + 1 for lines in splats)
+    rng = np.random.default_rng(14)
+    x, y = rng.normal(size=(9, 2)), rng.normal(size=(9, 1))
+    x[3, 0] = np.nan
+    outs = []
+    for block in (10 ** 9, 200, 7):
+        ir = llvm.kernel_ir(program, block=block)
+        library = llvm.Library(llvm.compile_object(ir, 0))
+        out = np.empty((len(x), len(program.outputs)))
+        entry.caller(library.address("kernel"))([x, y], out, len(x))
+        outs.append(out)
+        assert np.array_equal(out, outs[0], equal_nan=True)
+    for k in range(9):  # the graph's own evaluation (numpy's sine: to an ulp or two)
+        np.testing.assert_allclose(outs[0][k], program.evaluate(x=x[k], y=y[k]), rtol=1e-12,
+                                   atol=1e-12)
 
 
 # -- whens: a body run only where a condition holds ------------------------------------------

@@ -43,6 +43,7 @@ _INPUT_LIKE = ("const", "bool_const", "input")
 SEGMENT = 4000  # nodes per function of LLVM IR (see kernel_ir)
 STACK_TABLE = 1 << 16  # bytes: a larger table of a function (a map's) is on the heap
 STACK_SLOTS = 2  # stack slots per value of IR that ``stack_bound`` allows
+BLOCK = 1000  # lines of IR after which a node starts a new basic block (see _Segment.node)
 
 # sine and cosine (see _Segment.sincos_of): Cody-Waite reduction by pi/2 in three parts of 33
 # bits and a tail, and FreeBSD msun's kernels __kernel_sin and __kernel_cos on [-pi/4, pi/4]
@@ -102,7 +103,7 @@ class _Types:
         return f"select {self.b} {v}, {self.f} {self.const(1.0)}, {self.f} {self.const(0.0)}"
 
 
-def kernel_ir(program, name="kernel", segment=SEGMENT, width=1):
+def kernel_ir(program, name="kernel", segment=SEGMENT, width=1, block=BLOCK):
     """The LLVM IR (text) of ``program`` as the batched kernel described in the module
     docstring. ``width`` > 1: a vector loop runs ``width`` states at once in SIMD lanes (the same
     operations lane by lane, so the same bits as one state alone), and a scalar loop the rest.
@@ -112,6 +113,8 @@ def kernel_ir(program, name="kernel", segment=SEGMENT, width=1):
     to a later one kept in a scratch array: LLVM's compile time grows faster than linearly with
     the length of one function (a 100-link chain's mass matrix, 86,000 nodes in one function,
     did not compile in 3 minutes). The split changes no result: each node is the same operation.
+    Within a function, a basic block ends after about ``block`` lines (``_Segment.node``), which
+    changes no result either.
 
     The vector loop runs ``program`` with its maps unrolled (``graph.unroll_maps``: lanes hold
     states, and the unrolled columns fold their constants again, as the sparse columns of
@@ -127,7 +130,7 @@ def kernel_ir(program, name="kernel", segment=SEGMENT, width=1):
         segments, slots, outputs_of, tables = layouts[w][1:5]
         for s, part in enumerate(segments):
             body = _Segment(g, part, inputs, slots, outputs_of.get(s, ()), declared,
-                            _Types(w), tables).ir()
+                            _Types(w), tables, block).ir()
             functions.append(
                 f"define internal void @{name}.w{w}.seg{s}(ptr noalias nocapture readonly %rows, "
                 f"ptr noalias nocapture %scratch, ptr noalias nocapture %orows) nounwind "
@@ -392,19 +395,26 @@ class _Segment:
     ``width`` doubles per output that the kernel then copies to the rows (with one vector store
     per output instead of one store per lane, a 38-DoF mass matrix compiled 3x faster)."""
 
-    def __init__(self, g, part, inputs, slots, outputs, declared, types, tables=None):
+    def __init__(self, g, part, inputs, slots, outputs, declared, types, tables=None,
+                 block=BLOCK):
         self.g, self.part, self.inputs, self.slots = g, part, inputs, slots
+        self.longest = block  # lines of a basic block before a node starts the next
         self.tables = tables or {}  # map -> {"in"/"out": first slot of that table in %scratch}
         self.outputs, self.declared, self.t = outputs, declared, types
         self.lines, self.value, self.rows = [], {}, {}
         self.sincos = {}
-        self.block = "entry"
+        self.block, self.opened = "entry", 0  # the current block, the line it starts at
         self.count = 0
         self.allocas = []  # the maps' tables, at the top of the entry block
         self.frees = []  # the tables on the heap, freed before the return
 
     def emit(self, line):
         self.lines.append(line)
+
+    def label(self, name):
+        """Start the basic block ``name`` (the block before it ends with its own branch)."""
+        self.emit(f"{name}:")
+        self.block, self.opened = name, len(self.lines)
 
     def table(self, name, doubles, align):
         """``name``: a table of ``doubles`` for this call of the function (``_table_ir``: on
@@ -572,13 +582,11 @@ class _Segment:
         label = f"sc{self.count}"
         before = self.block
         self.emit(f"  br i1 {all_ok}, label %{label}.join, label %{label}.libm")
-        self.emit(f"{label}.libm:")
-        self.block = f"{label}.libm"
+        self.label(f"{label}.libm")
         sin_l, cos_l = self.call_libm("sin", [x]), self.call_libm("cos", [x])
         sin_f, cos_f = self.select(ok, sin, sin_l), self.select(ok, cos, cos_l)
         self.emit(f"  br label %{label}.join")
-        self.emit(f"{label}.join:")
-        self.block = f"{label}.join"
+        self.label(f"{label}.join")
         sin_out, cos_out = self.tmp(), self.tmp()
         self.emit(f"  {sin_out} = phi {t.f} [ {sin}, %{before} ], [ {sin_f}, %{label}.libm ]")
         self.emit(f"  {cos_out} = phi {t.f} [ {cos}, %{before} ], [ {cos_f}, %{label}.libm ]")
@@ -661,8 +669,7 @@ class _Segment:
             self.emit(f"  {test} = call i1 @{reduce}({t.b} {condition})")
         before = self.block
         self.emit(f"  br i1 {test}, label %{label}.body, label %{label}.join")
-        self.emit(f"{label}.body:")
-        self.block = f"{label}.body"
+        self.label(f"{label}.body")
         for p, v in zip(spec.params, values):
             self.value[p] = v
         for b in spec.order:
@@ -672,11 +679,11 @@ class _Segment:
         if t.width > 1:
             outs = [self.select(condition, x, v) for x, v in zip(outs, values)]
         self.emit(f"  br label %{label}.join")
-        self.emit(f"{label}.join:")
+        body = self.block
+        self.label(f"{label}.join")
         for o, x, v in zip(g.loop_outs[i], outs, values):
-            self.emit(f"  %v{o} = phi {t.f} [ {x}, %{self.block} ], [ {v}, %{before} ]")
+            self.emit(f"  %v{o} = phi {t.f} [ {x}, %{body} ], [ {v}, %{before} ]")
             self.value[o] = f"%v{o}"
-        self.block = f"{label}.join"
 
     def loop(self, i):
         """A loop node: its operands (initial carries, outside values) before it; a header
@@ -689,8 +696,7 @@ class _Segment:
             self.ref(a)
         before, label = self.block, f"lp{i}"
         self.emit(f"  br label %{label}.head")
-        self.emit(f"{label}.head:")
-        self.block = f"{label}.head"
+        self.label(f"{label}.head")
         heads = len(self.lines)
         self.lines += [None] * (1 + len(spec.carries))  # the phis, once the latch is known
         for c in spec.carries:
@@ -710,8 +716,7 @@ class _Segment:
         for k, (c, x0, x1) in enumerate(zip(spec.carries, init, nexts)):
             self.lines[heads + 1 + k] = (f"  %v{c} = phi {t.f} [ {x0}, %{before} ], "
                                          f"[ {x1}, %{latch} ]")
-        self.emit(f"{label}.exit:")
-        self.block = f"{label}.exit"
+        self.label(f"{label}.exit")
         for o, x in zip(g.loop_outs[i], nexts):
             self.value[o] = x
 
@@ -759,9 +764,14 @@ class _Segment:
                     continue  # stored there by the segment that made it
                 v = self.ref(a)
                 self.emit(f"  store {t.f} {v}, ptr {element('in', index)}, align 8")
-        inside = {}
-        for a in args[C * K:]:  # values from outside: each in every lane
-            v = self.ref(a)
+        inside = {a: self.ref(a) for a in args[C * K:]}  # values from outside: in every lane
+        if t.width == 1 and inside:
+            # the broadcasts in a block of their own: LLVM's level 0 (FastISel) has no code
+            # for them, and where it fails it hands the whole rest of the block, up to its top,
+            # to the slow selector (six stacked boxes: 85 of a first step's 90 s)
+            self.emit(f"  br label %{label}.splat")
+            self.label(f"{label}.splat")
+        for a, v in list(inside.items()):
             if t.width == 1:
                 kind = vt.b if g.kind(a) == "b" else vt.f
                 scalar = "i1" if g.kind(a) == "b" else "double"
@@ -773,10 +783,9 @@ class _Segment:
             inside[a] = v
         before = self.block
         self.emit(f"  br label %{label}.head")
-        self.emit(f"{label}.head:")
+        self.label(f"{label}.head")
         self.emit(f"  %{label}.k = phi i64 [ 0, %{before} ], [ %{label}.k.next, "
                   f"%{label}.latch ]")
-        self.block = f"{label}.head"
         outer = (self.t, self.value)
         self.t, self.value = vt, inside
         for k, item in enumerate(spec.items):
@@ -789,12 +798,11 @@ class _Segment:
                       f"align {8 * lanes}")
         self.t, self.value = outer
         self.emit(f"  br label %{label}.latch")
-        self.emit(f"{label}.latch:")
+        self.label(f"{label}.latch")
         self.emit(f"  %{label}.k.next = add i64 %{label}.k, 1")
         self.emit(f"  %{label}.done = icmp eq i64 %{label}.k.next, {groups}")
         self.emit(f"  br i1 %{label}.done, label %{label}.exit, label %{label}.head")
-        self.emit(f"{label}.exit:")
-        self.block = f"{label}.exit"
+        self.label(f"{label}.exit")
         if "out" in tables:  # read where used (``ref``), as a value of an earlier segment
             return
         outs = g.loop_outs[i]
@@ -806,7 +814,15 @@ class _Segment:
                 self.value[outs[c * R + o]] = v
 
     def node(self, i):
-        """Emit node i (its operands emitted already) and return its IR value."""
+        """Emit node i (its operands emitted already) and return its IR value. A block longer
+        than ``self.longest`` lines ends first, with a branch to the next. At level 0 LLVM
+        expands each select it cannot make an SSE select (its condition from another block,
+        or an ``and``) by splitting its block in two, at a cost that grows with the block: six
+        stacked boxes' step, a loop of 440,000 lines in mostly three blocks, spent 15 s of
+        a 21 s compilation there, and 0.06 s in blocks of 1,000 lines. No operation changes."""
+        if len(self.lines) - self.opened > self.longest:
+            self.emit(f"  br label %bk{i}")
+            self.label(f"bk{i}")
         g, t = self.g, self.t
         op, args = g.op[i], g.args[i]
         a = [self.ref(x) for x in args]
