@@ -79,6 +79,65 @@ def test_a_fork_while_the_optimiser_compiles_never_hangs(tmp_path):
     assert mid >= 1, "no fork happened while the optimiser compiled: the test proves nothing"
 
 
+_EXIT = """
+    import atexit, os, sys, time
+    dropped = []
+    atexit.register(lambda: print("job:", dropped, flush=True))  # after screwdyn's handlers
+    from screwdyn.execution import compiler, llvm, native, trace
+    xp = trace.xp
+
+    def chain(x):
+        def body(_, c):
+            a, b = c[0], c[1]
+            for k in range(3000):
+                a, b = xp.where(a > 0.1 * (k % 5), xp.sin(a) * 0.9 + b, a * 0.5), b + a * 1e-3
+            return xp.stack([a, b], axis=0)
+        return trace.fori_loop(2, body, x)
+
+    ir = llvm.kernel_ir(trace.trace(chain, {"x": 2}))  # level 2: 10 to 30 s
+
+    def job():
+        try:
+            compiler.optimised_object(ir)
+            dropped.append(False)
+        except compiler.CompilerError:
+            dropped.append(True)
+
+    native.in_background(job)
+    while compiler._CHILD["process"] is None:
+        time.sleep(0.01)
+    time.sleep(1.0)
+    print("child", compiler._CHILD["process"].pid, flush=True)
+"""
+
+
+def test_the_exit_never_waits_for_optimised_code():
+    """A process that ends while its optimised code compiles (a large simulation step takes
+    minutes at level 2) ends at once: the compilation runs in a child process
+    (``execution.compiler``), which the exit kills; the job in progress ends with a
+    ``CompilerError`` and no child is left behind."""
+    run = _python(_EXIT, timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "job: [True]" in run.stdout, run.stdout + run.stderr
+    child = int(run.stdout.split("child")[1].split()[0])
+    with pytest.raises(ProcessLookupError):
+        os.kill(child, 0)
+
+
+def test_optimised_code_from_the_child_is_the_code_compiled_here():
+    """``compiler.optimised_object`` (the child process) gives the bytes that
+    ``llvm.compile_object(ir, 2)`` gives in this process; LLVM's errors come back as a
+    ``CompilerError`` naming them, and the child keeps serving."""
+    from screwdyn.execution import compiler, trace
+
+    program = trace.trace(lambda x: trace.xp.sin(x) * x[::-1], {"x": 3})
+    ir = llvm.kernel_ir(program, width=llvm.vector_width())
+    assert compiler.optimised_object(ir) == llvm.compile_object(ir, 2)
+    with pytest.raises(compiler.CompilerError, match="expected"):
+        compiler.optimised_object("define void @f( {")
+    assert compiler.optimised_object(ir) == llvm.compile_object(ir, 2)
+
+
 _START_METHODS = """
     import multiprocessing, sys
     import numpy as np

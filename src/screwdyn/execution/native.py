@@ -29,7 +29,7 @@ import weakref
 
 import numpy as np
 
-from . import cache, entry, graph, llvm, trace
+from . import cache, compiler, entry, graph, llvm, trace
 from .store import Store
 from ..model.model import TracedParameters
 from .call import Call, core_shape
@@ -137,7 +137,7 @@ class NativeProgram:
             return
         start = time.perf_counter()
         try:
-            obj = llvm.compile_object(self._source_ir(vector=True), LEVELS[-1])
+            obj = compiler.optimised_object(self._source_ir(vector=True))
             cache.store_object(_level_key(self.key, LEVELS[-1]), obj,
                                self.description(LEVELS[-1]), folder=self._folder)
             self._install(obj, LEVELS[-1])
@@ -344,9 +344,11 @@ def wait_for_optimisation():
 
 @atexit.register
 def _stop():
-    """At exit, let a compilation in progress finish (LLVM must not be torn down under it)
-    and drop the rest of the queue."""
+    """At exit, drop the queue and a compilation in progress (``compiler.stop``: the child
+    that compiles it is killed), then let the worker finish the job it is in (installing
+    code: LLVM must not be torn down under it)."""
     _WORKER["stopping"] = True
+    compiler.stop()
     with _WORKER["busy"]:
         pass
 

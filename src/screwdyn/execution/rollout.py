@@ -19,7 +19,7 @@ import time
 
 import numpy as np
 
-from . import cache, llvm, native, trace
+from . import cache, compiler, llvm, native, trace
 from .stack import deep_call
 from .store import Store
 
@@ -194,7 +194,7 @@ class NativeRollout:
                 return
             start = time.perf_counter()
             try:
-                obj = llvm.compile_object(self._ir, 2)
+                obj = compiler.optimised_object(self._ir)
                 if self._store is not None:
                     key, about, folder = self._store
                     cache.store_object(key, obj, about, folder=folder)
