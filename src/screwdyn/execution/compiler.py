@@ -6,9 +6,10 @@ in the background (``native.in_background``) and may take minutes for a large si
 (six stacked boxes: 7 minutes). LLVM cannot be stopped inside a compilation, so a compilation in
 this process held the exit, a fork and the end of the process's work until it was done. The
 child (``serve``: one per process, started at the first optimisation, ``sys.executable`` with
-this process's ``sys.path``) compiles one program at a time; at exit it is killed, and a fork's
-copy of this process starts its own. It ignores Ctrl-C (this process decides whether to stop),
-and reads its IR from a pipe: when this process dies it reads the end of the pipe and ends.
+this process's ``sys.path``, at nice 10 as the background thread) compiles one program at a
+time; at exit it is killed, and a fork's copy of this process starts its own. It ignores Ctrl-C
+(this process decides whether to stop), and reads its IR from a pipe: when this process dies it
+reads the end of the pipe and ends.
 
 ``optimised_object(ir)`` is ``llvm.compile_object(ir, 2)``: the same LLVM, the same host, the
 same object code. Where no child can be started (an interpreter that cannot run itself), the
@@ -87,6 +88,8 @@ def serve(out: int):
     write the object code (or LLVM's error) to the file descriptor ``out``; end at the end of
     the input."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    if hasattr(os, "setpriority"):  # behind the parent's own work, as its background thread
+        os.setpriority(os.PRIO_PROCESS, 0, max(os.getpriority(os.PRIO_PROCESS, 0), 10))
     source, sink = sys.stdin.buffer, os.fdopen(out, "wb")
     while True:
         head = source.read(8)
