@@ -49,7 +49,7 @@ _LOCK = threading.RLock()
 #: derivative programs of at most this many nodes get their optimised code too (in the
 #: background, as every function's own program does): the Panda's are 10,000 to 150,000 (twice
 #: as fast optimised); a 100-link chain's Jacobian of ID, 1.5 million, would keep the background
-#: thread busy for minutes (and a process's exit waits for a compilation in progress)
+#: compiler (``compiler``: a child process) busy for minutes
 OPTIMISE_DERIVATIVES_UP_TO = 200_000
 _COUNTER = itertools.count()
 #: what every registered FFI target calls into: its handler's library, the handler and the

@@ -10,10 +10,10 @@ Two levels of code, the same results in every bit (``llvm.compile_object``): lev
 at a time, compiles about ten times faster; level 2 runs about twice as fast for one state and,
 with its vector loop (``llvm.kernel_ir``), four to five times as fast per state in batches. A
 new program is compiled at level 0 and used at once; when it has run ``entry.HOT_STATES``
-states through its fast entry, level 2 is compiled in a background thread and replaces it
-(``NativeProgram.optimise``, or ``optimise=True`` to compile level 2 before returning, as
-``sd.compile`` and ``Plan.compile`` do). Both levels go to the disk cache; a new process loads
-the best one there.
+states through its fast entry, level 2 is compiled (by a child process, ``compiler``) for a
+background thread, which replaces it (``NativeProgram.optimise``, or ``optimise=True`` to
+compile level 2 before returning, as ``sd.compile`` and ``Plan.compile`` do). Both levels go
+to the disk cache; a new process loads the best one there.
 
 The program's key holds everything its code depends on (see ``cache``), so programs are never
 reused across models, library sources, LLVM versions or CPUs.
@@ -356,8 +356,9 @@ def _stop():
 # -- fork: the child gets no thread but the one that forked -----------------------------------
 def _before_fork():
     """Wait until no other thread is inside LLVM or installing code, and keep it so until the
-    fork is done: the copy then holds no lock taken by a thread it will not have. A fork made
-    while the worker compiles waits for its current call into LLVM to return."""
+    fork is done: the copy then holds no lock taken by a thread it will not have. The worker's
+    compilations run in a child process (``compiler``), so a fork waits at most for code to be
+    installed or a first code (level 0) to be compiled."""
     _LOCK.acquire()
     llvm.hold()
 

@@ -158,8 +158,9 @@ class NativeRollout:
     Tiers, as a function's code (``native.NativeProgram``): a freshly traced step program is
     first compiled at level 0 (ANYmal with its 492 collision points: 3 s, where level 2 takes
     30 s), and once the rollout has run as long as that first code took to make (``running``
-    reaches ``compile_time``), level 2 (up to 1.6x faster steps) is compiled in the background
-    thread and used from the next call on; the disk cache keeps level 2. Both levels compute
+    reaches ``compile_time``), level 2 (up to 1.6x faster steps) is compiled (by a child
+    process, ``compiler``) for the background thread and used from the next call on; the disk
+    cache keeps level 2. Both levels compute
     the same bits (no fast-math), so the switch changes no result."""
 
     def __init__(self, obj, level, ns, nr, table, params, local, source, seconds, ir=None,
