@@ -926,8 +926,8 @@ def test_a_long_loop_body_is_cut_into_short_blocks():
     vector broadcasts of outside values have a block of their own: at level 0 LLVM hands the
     whole block above an instruction its fast selector cannot take (a broadcast) to the slow
     selector, and splits a block at each select whose condition it cannot fuse, each at a cost
-    that grows with the block (six stacked boxes' step, three blocks of 130,000 to 190,000
-    lines, compiled in 91 s; in blocks of 1,000 lines, 3 s). The cut changes no bit."""
+    that grows with the block (six stacked boxes' step, mostly three blocks of 60,000 to
+    190,000 lines, compiled in 91 s; in blocks of 1,000 lines, 3 s). The cut changes no bit."""
     program = trace.trace(_long_body, {"x": 2, "y": 1})
     loop = next(i for i in program.schedule() if program.graph.op[i] == "loop")
     assert len(program.graph.value[loop].order) > 900
@@ -936,7 +936,7 @@ def test_a_long_loop_body_is_cut_into_short_blocks():
         blocks = _blocks(llvm.kernel_ir(program, block=block))
         assert max(len(lines) for *_, lines in blocks) <= block + sincos
         assert sum(len(lines) for *_, lines in blocks) > 3 * 200
-        splats = [lines for _, label, lines in blocks
+        splats = [lines for *_, lines in blocks
                   if any(line.split(" = ")[-1].startswith("shufflevector") for line in lines)]
         assert splats and all(len(lines) <= 2 * 3 + 1 for lines in splats)
     rng = np.random.default_rng(14)
