@@ -307,6 +307,34 @@ def test_large_scenes_warn_at_build(monkeypatch):
     assert traj.meta["backend"] == "native"
 
 
+def test_the_dofs_that_move_a_point_are_its_jacobians_columns_on_a_coupled_model():
+    """``point_dofs`` (the native size, and the sweeps' ``Rows.dofs``) from the tree's paths,
+    through the coupling's G for mimic joints: per candidate point, exactly the columns of its
+    pair's links' Jacobians that are nonzero at a random configuration (Panda with its fingers
+    coupled, 8 coordinates, and a free box: 14). A coupled model's rows keep no ``dofs``."""
+    from conftest import erd_urdf
+
+    panda = sd.load_urdf(erd_urdf("panda_description/urdf/panda.urdf"), mimic="couple")
+    scene = sd.Scene("coupled")
+    scene.add_robot(panda)
+    scene.add_object("box", collision.box((0.05, 0.05, 0.05)), 0.2, position=(0.4, 0, 0.05))
+    model, contact, _ = scene.build()
+    assert model.coupled and model.nv == 14
+    resolved = contact.resolve(model)
+    q = sd.random_configuration(model, 3)
+    moved = {l: set(np.flatnonzero(np.any(np.asarray(sd.jacobian(model, q, l)) != 0.0,
+                                          axis=0)).tolist()) for l in resolved.links}
+    expected = [set().union(*(moved[l] for l in links)) for links in resolved.point_links()]
+    assert [set(d) for d in resolved.point_dofs] == expected
+    names = [tuple(model.links[l].name for l in links) for links in resolved.point_links()]
+    sizes = {n: len(d) for n, d in zip(names, expected)}
+    assert sizes[("panda_leftfinger", "panda_rightfinger")] == 8  # one finger coordinate
+    assert sizes[("panda_link2",)] == 2 and sizes[("box",)] == 6
+    assert sizes[("panda_leftfinger", "box")] == 14
+    assert resolved.native_size == sum(map(len, expected))
+    assert resolved._row_dofs(3) is None
+
+
 CHAIN = """<robot name="chain3"><link name="base"/>{links}</robot>"""
 LINK = """<link name="l{i}"><inertial><mass value="1"/><inertia ixx="0.01" iyy="0.01" izz="0.01"
 ixy="0" ixz="0" iyz="0"/></inertial></link><joint name="j{i}" type="revolute"><parent link="{parent}"/><child

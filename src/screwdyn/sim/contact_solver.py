@@ -318,23 +318,27 @@ class SolvedContact(Contact):
 
     @cached_property
     def point_dofs(self):
-        """Per candidate point, the velocity coordinates its rows read: those of its links'
-        paths to the root (``Rows.dofs``); None for a coupled model (its coordinates are not
-        the tree's)."""
+        """Per candidate point, the velocity coordinates (of v) whose velocity can move it:
+        those of its links' paths to the root, and for a coupled model the coordinates that
+        drive them (the nonzero columns of ``coupling``'s G on their rows)."""
         model = self.model
-        if model.coupled:
-            return None
+        tree, G = model.tree, (model.coupling[3] if model.coupled else None)
         out = []
         for links in self.point_links():
-            bodies = {a for l in links for a in model.ancestors[model.links[l].body]}
-            out.append(tuple(sorted(k for b in bodies for k in range(model.v_slices[b].start,
-                                                                     model.v_slices[b].stop))))
+            bodies = {a for l in links for a in tree.ancestors[tree.links[l].body]}
+            dofs = [k for b in bodies for k in range(tree.v_slices[b].start,
+                                                     tree.v_slices[b].stop)]
+            if G is not None:
+                dofs = np.flatnonzero(np.any(G[dofs] != 0.0, axis=0)).tolist()
+            out.append(tuple(sorted(dofs)))
         return tuple(out)
 
     def _row_dofs(self, width):
-        """``Rows.dofs`` of ``width`` rows a point."""
-        dofs = self.point_dofs
-        return None if dofs is None else tuple(d for d in dofs for _ in range(width))
+        """``Rows.dofs`` of ``width`` rows a point; None for a coupled model (the sweeps
+        treat its coordinates as one block)."""
+        if self.model.coupled:
+            return None
+        return tuple(d for d in self.point_dofs for _ in range(width))
 
     @cached_property
     def point_weights(self):

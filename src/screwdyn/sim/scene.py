@@ -1049,21 +1049,8 @@ class ShapeContactModel(SolvedContact):
     @property
     def native_size(self):
         """The size of the scene's native program (``LARGE_SCENE``): per candidate point, the
-        degrees of freedom that move it (its pair's moving links)."""
-        moves = self._moved_by
-        return sum(len(set().union(*(moves[l] for l in links))) for links in self.point_links())
-
-    @cached_property
-    def _moved_by(self):
-        """{link: the degrees of freedom whose velocity moves it}: the nonzero columns of its
-        Jacobian at a random configuration (an analytic function of q that vanishes at a random
-        q vanishes everywhere, almost surely)."""
-        from ..dynamics import jacobian
-        from ..model.model import random_configuration
-
-        q = random_configuration(self.model, seed=12345)
-        return {l: set(np.flatnonzero(np.any(np.asarray(jacobian(self.model, q, l)) != 0.0,
-                                             axis=0)).tolist()) for l in self.links}
+        degrees of freedom that move it (``point_dofs``: its pair's moving links')."""
+        return sum(len(dofs) for dofs in self.point_dofs)
 
     def params(self, xp=np):
         return self.solver_params(xp)
