@@ -124,6 +124,34 @@ def test_the_exit_never_waits_for_optimised_code():
         os.kill(child, 0)
 
 
+_EXIT_WHILE_TRACING = """
+    import atexit, sys
+    ran = []
+    atexit.register(lambda: print("job:", ran, flush=True))  # after screwdyn's handlers
+    from screwdyn.execution import native, trace
+    started = __import__("threading").Event()
+
+    def prepare():  # tracing again for level 2, here without end
+        started.set()
+        while True:
+            trace.trace(lambda x: trace.xp.sin(x) * x[::-1], {"x": 50})
+
+    native.in_background(ran.append, prepare)
+    started.wait()
+    print("tracing", flush=True)
+"""
+
+
+def test_the_exit_never_waits_for_a_program_traced_again():
+    """Where a first code came from the disk cache, its level 2 needs the program traced
+    again, in the background thread (``native.in_background``'s ``prepare``): pure Python,
+    which the exit does not wait for. A process that ends while it traces (here, for ever)
+    ends, and its job never runs."""
+    run = _python(_EXIT_WHILE_TRACING, timeout=120)
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "tracing" in run.stdout and "job: []" in run.stdout, run.stdout + run.stderr
+
+
 def test_optimised_code_from_the_child_is_the_code_compiled_here():
     """``compiler.optimised_object`` (the child process) gives the bytes that
     ``llvm.compile_object(ir, 2)`` gives in this process; LLVM's errors come back as a

@@ -698,3 +698,44 @@ def test_native_rollouts_switch_to_optimised_code_in_the_same_bits(tmp_path, mon
     (compiled,) = native_rollout._ROLLOUTS.values()
     assert (compiled.level, compiled.source) == (2, "disk cache")  # the optimised code kept
     assert np.array_equal(loaded.q, first.q)
+
+
+def test_a_process_that_ends_before_level_2_leaves_its_first_code(tmp_path, monkeypatch):
+    """Until level 2 is made, the disk cache holds the first code (level 0): the next process
+    loads it instead of tracing and compiling (the same bits), traces the program again only
+    to make level 2, and the process after that loads level 2."""
+    from screwdyn.execution import cache, llvm, native, trace
+    from screwdyn.execution import rollout as native_rollout
+
+    native.wait_for_optimisation()
+    monkeypatch.setattr(cache, "_STATE", dict(cache._STATE, directory=str(tmp_path)))
+    model = arm3()
+    pd = controllers.JointPD(model, kp=[20.0, 30.0, 10.0], kd=2.0, q_ref=[0.2, 0.1, 0.3])
+    q0 = [[0.3, 0.2, 0.1], [-0.2, 0.4, 0.0]]
+
+    def process():  # a new process's memory: the program is found on disk or made again
+        monkeypatch.setattr(native_rollout, "_ROLLOUTS", native_rollout.Store("a process"))
+        run = simulate(model, q0, None, pd, 0.2, 1e-3, backend="native")
+        (compiled,) = native_rollout._ROLLOUTS.values()
+        return run, compiled
+
+    with monkeypatch.context() as ends_early:  # ends before level 2 is made
+        ends_early.setattr(native_rollout.NativeRollout, "optimise", lambda self, wait=True: self)
+        first, compiled = process()
+    assert (compiled.level, compiled.source) == (0, "compiled")
+    traced, compiled_here = [], []
+    trace_program, compile_object = trace.trace, llvm.compile_object
+    monkeypatch.setattr(trace, "trace", lambda f, shapes: traced.append("s" in shapes)
+                        or trace_program(f, shapes))  # "s": a step program, not a function
+    monkeypatch.setattr(llvm, "compile_object",
+                        lambda ir, opt=2: compiled_here.append(opt) or compile_object(ir, opt))
+    again, compiled = process()  # from the first code (level 2 may be queued meanwhile)
+    assert compiled.source == "disk cache" and compiled_here == []
+    compiled.optimise(wait=True)  # level 2, in the child, from the program traced again
+    assert compiled.level == 2 and compiled.error is None
+    assert sum(traced) == 1  # for level 2 only: the first code was loaded, not traced
+    optimised, compiled = process()
+    assert (compiled.level, compiled.source) == (2, "disk cache") and sum(traced) == 1
+    for run in (again, optimised):
+        for name in ("q", "qd", "qdd", "tau", "work_in"):
+            assert np.array_equal(getattr(run, name), getattr(first, name)), name

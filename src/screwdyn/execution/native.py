@@ -129,16 +129,20 @@ class NativeProgram:
             else:
                 self._compile_optimised()
         elif not queued:
-            in_background(self._compile_optimised)
+            in_background(self._compile_optimised, lambda: self._source_ir(vector=True))
         return self
 
-    def _compile_optimised(self):
+    def _compile_optimised(self, ir=None):
+        """Compile level 2 from ``ir`` (the kernel's IR with its vector loop, or the error
+        that making it raised; None: make it now) and use it."""
         if self._optimised.is_set():
             return
         start = time.perf_counter()
         try:
-            obj = compiler.optimised_object(self._source_ir(vector=True))
-            cache.store_object(_level_key(self.key, LEVELS[-1]), obj,
+            if isinstance(ir, Exception):
+                raise ir
+            obj = compiler.optimised_object(self._source_ir(vector=True) if ir is None else ir)
+            cache.store_object(level_key(self.key, LEVELS[-1]), obj,
                                self.description(LEVELS[-1]), folder=self._folder)
             self._install(obj, LEVELS[-1])
             self.optimise_time = time.perf_counter() - start
@@ -182,7 +186,9 @@ def _set_kernel(f, address):
         entry.set_kernel(f, address)
 
 
-def _level_key(key, level):
+def level_key(key, level):
+    """The disk cache's key of a program's code at ``level``: ``key`` for the optimised code,
+    ``key-0`` for the first."""
     return key if level == LEVELS[-1] else f"{key}-{level}"
 
 
@@ -230,7 +236,7 @@ def _make(k, function, model, algebra, inputs, bound, static, derivatives):
     program = NativeProgram(k, names, sizes, output, function, model, algebra, bound, static,
                             derivatives)
     for level in reversed(LEVELS):  # the best code on disk
-        obj = cache.load_object(_level_key(k, level), program.description(level))
+        obj = cache.load_object(level_key(k, level), program.description(level))
         if obj is not None:
             program._install(obj, level)
             program.source = "disk cache"
@@ -242,7 +248,7 @@ def _make(k, function, model, algebra, inputs, bound, static, derivatives):
                                  f"expected {output}")
         program.nodes = traced.count()
         obj = llvm.compile_object(llvm.kernel_ir(traced), LEVELS[0])
-        cache.store_object(_level_key(k, LEVELS[0]), obj, program.description(LEVELS[0]))
+        cache.store_object(level_key(k, LEVELS[0]), obj, program.description(LEVELS[0]))
         program._install(obj, LEVELS[0])
         program.source = "compiled"
     program.compile_time = time.perf_counter() - start
@@ -307,16 +313,19 @@ def trace_program(function, model, algebra, inputs, bound=None, static=(), deriv
 _WORKER = {"thread": None, "queue": queue.Queue(), "stopping": False, "busy": threading.Lock()}
 
 
-def in_background(job):
+def in_background(job, prepare=None):
     """Run ``job()`` (a compilation of optimised code: ``NativeProgram``'s, a rollout's) in the
-    background thread, behind the process's own work and one at a time."""
+    background thread, behind the process's own work and one at a time; with ``prepare``,
+    ``job(prepare())`` (or ``job(the exception prepare raised)``), where ``prepare`` is pure
+    Python (tracing a program again, writing its IR) that the process's exit does not wait
+    for, as it does not wait for the child's compilation."""
     with _LOCK:
         if _WORKER["thread"] is None:
             thread = threading.Thread(target=_work, args=(_WORKER["queue"],),
                                       name="screwdyn-optimise", daemon=True)
             _WORKER["thread"] = thread
             thread.start()
-        _WORKER["queue"].put(job)
+        _WORKER["queue"].put((job, prepare))
 
 
 def _work(jobs):
@@ -326,12 +335,18 @@ def _work(jobs):
         except OSError:
             pass
     while True:
-        job = jobs.get()
+        job, prepare = jobs.get()
         try:
+            made = ()
+            if prepare is not None and not _WORKER["stopping"]:
+                try:
+                    made = (prepare(),)
+                except Exception as error:  # noqa: BLE001  (the job records it)
+                    made = (error,)
             with _WORKER["busy"]:
                 if _WORKER["stopping"]:
                     return
-                job()
+                job(*made)
         finally:
             jobs.task_done()
 

@@ -25,7 +25,8 @@ from .store import Store
 
 _ROLLOUTS = Store("native simulation programs")
 _LOCK = threading.Lock()
-VERSION = 4  # 3: the disk cache holds the optimised code (level 2) only; 4: @stack_bound
+VERSION = 5  # 3: the disk cache holds the optimised code (level 2) only; 4: @stack_bound;
+#               5: and the first code (level 0) until level 2 is made
 
 
 def driver_ir(ns, nr, table, params, local):
@@ -159,9 +160,12 @@ class NativeRollout:
     first compiled at level 0 (ANYmal with its 492 collision points: 3 s, where level 2 takes
     30 s), and once the rollout has run as long as that first code took to make (``running``
     reaches ``compile_time``), level 2 (up to 1.6x faster steps) is compiled (by a child
-    process, ``compiler``) for the background thread and used from the next call on; the disk
-    cache keeps level 2. Both levels compute
-    the same bits (no fast-math), so the switch changes no result."""
+    process, ``compiler``) for the background thread and used from the next call on. The disk
+    cache keeps the first code until level 2 is made, then level 2: a process that ends
+    before then leaves the next one its first code, which it loads instead of tracing and
+    compiling, and traces the program again only to make level 2 (``ir``: a function that
+    returns the program's IR; ``store``: (key, description, folder) of level 2's entry). Both
+    levels compute the same bits (no fast-math), so the switch changes no result."""
 
     def __init__(self, obj, level, ns, nr, table, params, local, source, seconds, ir=None,
                  store=None):
@@ -169,8 +173,9 @@ class NativeRollout:
         self.source, self.compile_time = source, seconds
         self.optimise_time, self.error, self.running = None, None, 0.0
         self._libraries = []  # every code loaded stays loaded: a call may be running it
-        self._ir, self._store = ir, store  # for level 2 (dropped once it is made)
-        self._queued, self._compiling = ir is None, threading.Lock()
+        self._ir = ir if level < 2 else None  # for level 2: dropped once it is made
+        self._store = store
+        self._queued, self._compiling = self._ir is None, threading.Lock()
         self._install(obj, level)
 
     def _install(self, obj, level):
@@ -186,16 +191,25 @@ class NativeRollout:
             self._compile_optimised()
         elif not self._queued:
             self._queued = True
-            native.in_background(self._compile_optimised)
+            native.in_background(self._compile_optimised, self._source)
         return self
 
-    def _compile_optimised(self):
+    def _source(self):
+        """The program's IR for level 2 (None once level 2 is made)."""
+        with self._compiling:
+            return None if self._ir is None else self._ir()
+
+    def _compile_optimised(self, ir=None):
+        """Compile level 2 from ``ir`` (``_source``'s IR, or the error it raised; None: make it
+        now), keep it in the disk cache and use it."""
         with self._compiling:
             if self._ir is None:  # made already (or loaded optimised)
                 return
             start = time.perf_counter()
             try:
-                obj = compiler.optimised_object(self._ir)
+                if isinstance(ir, Exception):
+                    raise ir
+                obj = compiler.optimised_object(self._ir() if ir is None else ir)
                 if self._store is not None:
                     key, about, folder = self._store
                     cache.store_object(key, obj, about, folder=folder)
@@ -242,7 +256,7 @@ def optimise_all():
 def get(key, memory_key, ns, nr, table, params, local, step, vector=True):
     """The ``NativeRollout`` of ``step``: from memory (``memory_key``, any hashable), from the
     disk cache (``key``, a content description valid in every process, or None where there is
-    none: a plain Python controller), or by tracing ``step(**inputs)`` (a function of SymArrays
+    none: a plain Python controller; its optimised code, else its first), or by tracing ``step(**inputs)`` (a function of SymArrays
     s (ns, 1), time (2, 1), tau (table, 1) if ``table`` (the width of a table row, 0: none),
     params (params, 1) if ``params`` > 0, local (local, 1) if ``local`` > 0, returning the
     output row (ns + nr + 1, 1)) and compiling it. ``vector``: with the kernel's vector loop
@@ -262,12 +276,9 @@ def get(key, memory_key, ns, nr, table, params, local, step, vector=True):
             except TypeError:  # something in the key has no content hash (a plain function)
                 disk_key = None
         about = {"program": "rollout", "state": ns, "record": nr, "table": table,
-                 "params": params, "local": local, "width": width, "level": 2}
-        obj = cache.load_object(disk_key, about) if disk_key else None
-        if obj is not None:
-            rollout = NativeRollout(obj, 2, ns, nr, table, params, local, "disk cache",
-                                    time.perf_counter() - start)
-        else:
+                 "params": params, "local": local, "width": width}
+
+        def source():  # the program's IR: traced now, or for level 2 if loaded
             shapes = {"s": (ns,), "time": (2,)}
             for name, size in (("tau", table), ("params", params), ("local", local)):
                 if size:
@@ -276,10 +287,23 @@ def get(key, memory_key, ns, nr, table, params, local, step, vector=True):
             if program.output_shape != (ns + nr + 1,):
                 raise ValueError(f"the step program returns shape {program.output_shape}, "
                                  f"expected ({ns + nr + 1},)")
-            ir = llvm.with_stack_bound(llvm.kernel_ir(program, width=width)
-                                       + driver_ir(ns, nr, table, params, local))
-            rollout = NativeRollout(llvm.compile_object(ir, 0), 0, ns, nr, table, params, local,
-                                    "compiled", time.perf_counter() - start, ir=ir,
+            return llvm.with_stack_bound(llvm.kernel_ir(program, width=width)
+                                         + driver_ir(ns, nr, table, params, local))
+
+        for level in (2, 0) if disk_key else ():  # the best code on disk
+            obj = cache.load_object(native.level_key(disk_key, level), dict(about, level=level))
+            if obj is not None:
+                rollout = NativeRollout(obj, level, ns, nr, table, params, local, "disk cache",
+                                        time.perf_counter() - start, ir=source,
+                                        store=(disk_key, dict(about, level=2), cache.directory()))
+                break
+        else:
+            ir = source()
+            obj = llvm.compile_object(ir, 0)
+            if disk_key:
+                cache.store_object(native.level_key(disk_key, 0), obj, dict(about, level=0))
+            rollout = NativeRollout(obj, 0, ns, nr, table, params, local, "compiled",
+                                    time.perf_counter() - start, ir=lambda: ir,
                                     store=None if not disk_key
-                                    else (disk_key, about, cache.directory()))
+                                    else (disk_key, dict(about, level=2), cache.directory()))
         return _ROLLOUTS.put(memory_key, rollout)
