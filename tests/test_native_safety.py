@@ -79,6 +79,51 @@ def test_a_fork_while_the_optimiser_compiles_never_hangs(tmp_path):
     assert mid >= 1, "no fork happened while the optimiser compiled: the test proves nothing"
 
 
+_FORK_ROLLOUT = """
+    import os, sys, time
+    import numpy as np
+    import screwdyn as sd
+    from screwdyn import controllers
+    from screwdyn.execution import cache, compiler, native
+    from screwdyn.execution import rollout as native_rollout
+    cache.set_directory(sys.argv[1])
+    model = sd.robots.load("panda")
+    pd = controllers.JointPD(model, kp=20.0, kd=2.0, q_ref=model.neutral)
+    q0 = np.tile(model.neutral, (3, 1))
+    first = sd.simulate(model, q0, None, pd, 0.05, 1e-3, backend="native")
+    (rollout,) = native_rollout._ROLLOUTS.values()
+    rollout.optimise(wait=False)  # level 2 in the background
+    while compiler._CHILD["process"] is None:
+        time.sleep(0.001)
+    print("compiling at the fork:", rollout._compiling.locked(), flush=True)
+    pid = os.fork()
+    if pid == 0:  # the child makes its own level 2, and runs it in the same bits
+        native_rollout.optimise_all()
+        again = sd.simulate(model, q0, None, pd, 0.05, 1e-3, backend="native")
+        assert rollout.level == 2 and np.array_equal(again.q, first.q)
+        sys.exit(0)
+    deadline = time.monotonic() + 120
+    while not os.waitpid(pid, os.WNOHANG)[0]:
+        if time.monotonic() > deadline:
+            os.kill(pid, 9)
+            print("HUNG", flush=True)
+            sys.exit(3)
+        time.sleep(0.01)
+    native.wait_for_optimisation()
+    print("parent level", rollout.level)
+"""
+
+
+def test_a_fork_while_a_rollout_optimises_can_optimise_in_the_child(tmp_path):
+    """A fork while a rollout's level 2 compiles in the background: the child's
+    ``optimise_all()`` makes its own level 2 (it waited for ever on the lock of a compilation
+    it did not have) and runs the same bits; the parent's level 2 arrives."""
+    run = _python(_FORK_ROLLOUT, tmp_path / "cache")
+    assert run.returncode == 0, run.stdout + run.stderr
+    assert "compiling at the fork: True" in run.stdout, "no fork during the compilation"
+    assert "parent level 2" in run.stdout, run.stdout + run.stderr
+
+
 _EXIT = """
     import atexit, os, sys, time
     dropped = []

@@ -14,6 +14,7 @@ every ``every``-th step, and keeps each rollout's first failing step and code; P
 for a chunk of samples at a time.
 """
 import ctypes
+import os
 import threading
 import time
 
@@ -244,6 +245,21 @@ class NativeRollout:
             if self.running >= self.compile_time:
                 self.optimise(wait=False)
         return rec, bad_step, bad_code
+
+
+def _after_fork_in_child():
+    """The child has no worker thread (``native``): a rollout whose level 2 was being made
+    there keeps its first code (the same bits), with a fresh lock that no thread holds, and
+    ``optimise`` makes level 2 again in the child. Before, a child's ``optimise_all()`` waited
+    for ever on the lock of a compilation it did not have."""
+    for rollout in _ROLLOUTS.values():
+        rollout._compiling = threading.Lock()
+        if rollout._ir is not None:
+            rollout._queued = False
+
+
+if hasattr(os, "register_at_fork"):  # POSIX
+    os.register_at_fork(after_in_child=_after_fork_in_child)
 
 
 def optimise_all():
