@@ -272,11 +272,12 @@ def optimise_all():
 def get(key, memory_key, ns, nr, table, params, local, step, vector=True):
     """The ``NativeRollout`` of ``step``: from memory (``memory_key``, any hashable), from the
     disk cache (``key``, a content description valid in every process, or None where there is
-    none: a plain Python controller; its optimised code, else its first), or by tracing ``step(**inputs)`` (a function of SymArrays
-    s (ns, 1), time (2, 1), tau (table, 1) if ``table`` (the width of a table row, 0: none),
-    params (params, 1) if ``params`` > 0, local (local, 1) if ``local`` > 0, returning the
-    output row (ns + nr + 1, 1)) and compiling it. ``vector``: with the kernel's vector loop
-    (for batches of rollouts; one rollout needs none, and compiles in half the time without)."""
+    none: a plain Python controller; its optimised code, else its first), or by tracing
+    ``step(**inputs)`` (a function of SymArrays s (ns, 1), time (2, 1), tau (table, 1) if
+    ``table`` (the width of a table row, 0: none), params (params, 1) if ``params`` > 0, local
+    (local, 1) if ``local`` > 0, returning the output row (ns + nr + 1, 1)) and compiling it.
+    ``vector``: with the kernel's vector loop (for batches of rollouts; one rollout needs none,
+    and compiles in half the time without)."""
     width = llvm.vector_width() if vector else 1
     memory_key = (memory_key, width)
     with _LOCK:
@@ -306,12 +307,12 @@ def get(key, memory_key, ns, nr, table, params, local, step, vector=True):
             return llvm.with_stack_bound(llvm.kernel_ir(program, width=width)
                                          + driver_ir(ns, nr, table, params, local))
 
+        store = disk_key and (disk_key, dict(about, level=2), cache.directory())  # level 2's
         for level in (2, 0) if disk_key else ():  # the best code on disk
             obj = cache.load_object(native.level_key(disk_key, level), dict(about, level=level))
             if obj is not None:
                 rollout = NativeRollout(obj, level, ns, nr, table, params, local, "disk cache",
-                                        time.perf_counter() - start, ir=source,
-                                        store=(disk_key, dict(about, level=2), cache.directory()))
+                                        time.perf_counter() - start, ir=source, store=store)
                 break
         else:
             ir = source()
@@ -319,7 +320,5 @@ def get(key, memory_key, ns, nr, table, params, local, step, vector=True):
             if disk_key:
                 cache.store_object(native.level_key(disk_key, 0), obj, dict(about, level=0))
             rollout = NativeRollout(obj, 0, ns, nr, table, params, local, "compiled",
-                                    time.perf_counter() - start, ir=lambda: ir,
-                                    store=None if not disk_key
-                                    else (disk_key, dict(about, level=2), cache.directory()))
+                                    time.perf_counter() - start, ir=lambda: ir, store=store)
         return _ROLLOUTS.put(memory_key, rollout)
