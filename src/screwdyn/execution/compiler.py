@@ -3,7 +3,7 @@ waits for it.
 
 A program's first code is LLVM's level 0, compiled here in seconds; its optimised code follows
 in the background (``native.in_background``) and may take minutes for a large simulation step
-(six stacked boxes: 7 to 9 minutes). LLVM cannot be stopped inside a compilation, so a
+(six stacked boxes: 4 to 9 minutes). LLVM cannot be stopped inside a compilation, so a
 compilation in this process held the process's exit, and any fork, until it was done. The
 child (``serve``: one per process, started at the first optimisation, ``sys.executable`` with
 this process's ``sys.path``, at nice 10 as the background thread) compiles one program at a

@@ -416,6 +416,13 @@ class _Segment:
         self.emit(f"{name}:")
         self.block, self.opened = name, len(self.lines)
 
+    def keep_short(self, name):
+        """End the current block with a branch to a new one, ``name``, where it is longer than
+        ``self.longest`` lines (``node``; a map's table stores and loads, ``map``)."""
+        if len(self.lines) - self.opened > self.longest:
+            self.emit(f"  br label %{name}")
+            self.label(name)
+
     def table(self, name, doubles, align):
         """``name``: a table of ``doubles`` for this call of the function (``_table_ir``: on
         the stack, or on the heap where larger than ``STACK_TABLE`` bytes)."""
@@ -764,6 +771,7 @@ class _Segment:
                     continue  # stored there by the segment that made it
                 v = self.ref(a)
                 self.emit(f"  store {t.f} {v}, ptr {element('in', index)}, align 8")
+                self.keep_short(f"{label}.in{index}")
         inside = {a: self.ref(a) for a in args[C * K:]}  # values from outside: in every lane
         if t.width == 1 and inside:
             # the broadcasts in a block of their own: LLVM's level 0 (FastISel) has no code
@@ -812,6 +820,7 @@ class _Segment:
                 v = f"%v{outs[c * R + o]}"
                 self.emit(f"  {v} = load {t.f}, ptr {element('out', index)}, align 8")
                 self.value[outs[c * R + o]] = v
+                self.keep_short(f"{label}.out{index}")
 
     def node(self, i):
         """Emit node i (its operands emitted already) and return its IR value. A block longer
@@ -819,10 +828,9 @@ class _Segment:
         expands each select it cannot make an SSE select (its condition from another block,
         or an ``and``) by splitting its block in two, at a cost that grows with the block: six
         stacked boxes' step, a loop of 440,000 lines in mostly three blocks, spent 15 s of
-        a 21 s compilation there, and 0.06 s in blocks of 1,000 lines. No operation changes."""
-        if len(self.lines) - self.opened > self.longest:
-            self.emit(f"  br label %bk{i}")
-            self.label(f"bk{i}")
+        a 21 s compilation there, and 0.06 s in blocks of 1,000 lines (``keep_short``). No
+        operation changes."""
+        self.keep_short(f"bk{i}")
         g, t = self.g, self.t
         op, args = g.op[i], g.args[i]
         a = [self.ref(x) for x in args]
