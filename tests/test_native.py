@@ -931,8 +931,8 @@ def test_a_long_loop_body_is_cut_into_short_blocks():
     selector, and splits a block at each select whose condition it cannot fuse, each at a cost
     that grows with the block (six stacked boxes' step, mostly three blocks of 60,000 to
     190,000 lines, compiled in 91 s; in blocks of 1,000 lines, 3 s). A map's table stores and
-    loads are cut too (the boxes' level 2 took minutes on its two blocks of 37,000). The cut
-    changes no bit."""
+    loads are cut too (the boxes' step had two blocks of 37,000 lines of them; its level 2
+    ran 6.9 ms a step, and 5.2 ms cut). The cut changes no bit."""
     program = trace.trace(_long_body, {"x": 2, "y": 1})
     loop = next(i for i in program.schedule() if program.graph.op[i] == "loop")
     assert len(program.graph.value[loop].order) > 900

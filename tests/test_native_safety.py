@@ -103,12 +103,16 @@ _FORK_ROLLOUT = """
         assert rollout.level == 2 and np.array_equal(again.q, first.q)
         sys.exit(0)
     deadline = time.monotonic() + 120
-    while not os.waitpid(pid, os.WNOHANG)[0]:
+    while True:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done:
+            break
         if time.monotonic() > deadline:
             os.kill(pid, 9)
             print("HUNG", flush=True)
             sys.exit(3)
         time.sleep(0.01)
+    print("child exit code", os.waitstatus_to_exitcode(status), flush=True)
     native.wait_for_optimisation()
     print("parent level", rollout.level)
 """
@@ -121,6 +125,7 @@ def test_a_fork_while_a_rollout_optimises_can_optimise_in_the_child(tmp_path):
     run = _python(_FORK_ROLLOUT, tmp_path / "cache")
     assert run.returncode == 0, run.stdout + run.stderr
     assert "compiling at the fork: True" in run.stdout, "no fork during the compilation"
+    assert "child exit code 0" in run.stdout, run.stdout + run.stderr
     assert "parent level 2" in run.stdout, run.stdout + run.stderr
 
 
@@ -170,11 +175,11 @@ def test_the_exit_never_waits_for_optimised_code():
 
 
 _EXIT_WHILE_TRACING = """
-    import atexit, sys
+    import atexit, threading
     ran = []
     atexit.register(lambda: print("job:", ran, flush=True))  # after screwdyn's handlers
     from screwdyn.execution import native, trace
-    started = __import__("threading").Event()
+    started = threading.Event()
 
     def prepare():  # tracing again for level 2, here without end
         started.set()
