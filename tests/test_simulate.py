@@ -701,9 +701,10 @@ def test_native_rollouts_switch_to_optimised_code_in_the_same_bits(tmp_path, mon
 
 
 def test_a_process_that_ends_before_level_2_leaves_its_first_code(tmp_path, monkeypatch):
-    """Until level 2 is made, the disk cache holds the first code (level 0): the next process
-    loads it instead of tracing and compiling (the same bits), traces the program again only
-    to make level 2, and the process after that loads level 2."""
+    """Until level 2 is made, the disk cache holds the first code (level 0) and the seconds it
+    took to make: the next process loads it instead of tracing and compiling (the same bits),
+    queues level 2 once it has run that long, traces the program again only to make level 2,
+    and the process after that loads level 2."""
     from screwdyn.execution import cache, llvm, native, trace
     from screwdyn.execution import rollout as native_rollout
 
@@ -723,6 +724,7 @@ def test_a_process_that_ends_before_level_2_leaves_its_first_code(tmp_path, monk
         ends_early.setattr(native_rollout.NativeRollout, "optimise", lambda self, wait=True: self)
         first, compiled = process()
     assert (compiled.level, compiled.source) == (0, "compiled")
+    made_in = compiled.compile_time
     traced, compiled_here = [], []
     trace_program, compile_object = trace.trace, llvm.compile_object
     monkeypatch.setattr(trace, "trace", lambda f, shapes: traced.append("s" in shapes)
@@ -731,6 +733,7 @@ def test_a_process_that_ends_before_level_2_leaves_its_first_code(tmp_path, monk
                         lambda ir, opt=2: compiled_here.append(opt) or compile_object(ir, opt))
     again, compiled = process()  # from the first code (level 2 may be queued meanwhile)
     assert compiled.source == "disk cache" and compiled_here == []
+    assert compiled.made_in == made_in and compiled.compile_time != made_in
     compiled.optimise(wait=True)  # level 2, in the child, from the program traced again
     assert compiled.level == 2 and compiled.error is None
     assert sum(traced) == 1  # for level 2 only: the first code was loaded, not traced

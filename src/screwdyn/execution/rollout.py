@@ -15,6 +15,7 @@ for a chunk of samples at a time.
 """
 import ctypes
 import os
+import struct
 import threading
 import time
 
@@ -26,8 +27,9 @@ from .store import Store
 
 _ROLLOUTS = Store("native simulation programs")
 _LOCK = threading.Lock()
-VERSION = 5  # 3: the disk cache holds the optimised code (level 2) only; 4: @stack_bound;
-#               5: and the first code (level 0) until level 2 is made
+_MADE_IN = struct.Struct("<d")  # a first code's entry: the seconds it took to make, then it
+VERSION = 6  # 3: the disk cache holds the optimised code (level 2) only; 4: @stack_bound;
+#               5: and the first code (level 0) until level 2 is made; 6: with ``made_in``
 
 
 def driver_ir(ns, nr, table, params, local):
@@ -151,8 +153,8 @@ _DRIVER = ctypes.CFUNCTYPE(None, ctypes.c_int64, ctypes.c_int64, ctypes.c_int64,
 
 class NativeRollout:
     """A compiled step program with its loop (see the module docstring). ``compile_time``
-    (seconds to trace and compile the first code, or to load the optimised code from the disk
-    cache), ``source``, ``level`` (LLVM's code generation level of the code in use: 0 or 2),
+    (seconds to trace and compile the first code, or to load code from the disk cache),
+    ``source``, ``level`` (LLVM's code generation level of the code in use: 0 or 2),
     ``optimise_time`` (seconds to compile level 2 in this process, None until done), ``stack``
     (bytes of stack a call may take, ``llvm.stack_bound``: more than the calling thread has,
     ``stack.room``, and each call runs on a thread with a stack that large, ``stack.deep_call``).
@@ -160,7 +162,8 @@ class NativeRollout:
     Tiers, as a function's code (``native.NativeProgram``): a freshly traced step program is
     first compiled at level 0 (ANYmal with its 492 collision points: 3 s, where level 2 takes
     30 s), and once the rollout has run as long as that first code took to make (``running``
-    reaches ``compile_time``), level 2 (up to 1.6x faster steps) is compiled (by a child
+    reaches ``made_in``: ``compile_time``, or for a first code from the disk cache the seconds
+    it took in the process that made it), level 2 (up to 1.6x faster steps) is compiled (by a child
     process, ``compiler``) for the background thread and used from the next call on. The disk
     cache keeps the first code until level 2 is made, then level 2: a process that ends
     before then leaves the next one its first code, which it loads instead of tracing and
@@ -169,9 +172,10 @@ class NativeRollout:
     levels compute the same bits (no fast-math), so the switch changes no result."""
 
     def __init__(self, obj, level, ns, nr, table, params, local, source, seconds, ir=None,
-                 store=None):
+                 store=None, made_in=None):
         self.ns, self.nr, self.table, self.params, self.local = ns, nr, table, params, local
         self.source, self.compile_time = source, seconds
+        self.made_in = seconds if made_in is None else made_in
         self.optimise_time, self.error, self.running = None, None, 0.0
         self._libraries = []  # every code loaded stays loaded: a call may be running it
         self._ir = ir if level < 2 else None  # for level 2: dropped once it is made
@@ -242,7 +246,7 @@ class NativeRollout:
                   tmp.ctypes.data, rec.ctypes.data, bad_step.ctypes.data, bad_code.ctypes.data)
         if not self._queued:  # the first code: optimise once it has run as long as it took
             self.running += time.perf_counter() - start
-            if self.running >= self.compile_time:
+            if self.running >= self.made_in:
                 self.optimise(wait=False)
         return rec, bad_step, bad_code
 
@@ -311,14 +315,20 @@ def get(key, memory_key, ns, nr, table, params, local, step, vector=True):
         for level in (2, 0) if disk_key else ():  # the best code on disk
             obj = cache.load_object(native.level_key(disk_key, level), dict(about, level=level))
             if obj is not None:
+                made_in = None
+                if level == 0:  # the seconds it took to make, then the code
+                    (made_in,), obj = _MADE_IN.unpack_from(obj), obj[_MADE_IN.size:]
                 rollout = NativeRollout(obj, level, ns, nr, table, params, local, "disk cache",
-                                        time.perf_counter() - start, ir=source, store=store)
+                                        time.perf_counter() - start, ir=source, store=store,
+                                        made_in=made_in)
                 break
         else:
             ir = source()
             obj = llvm.compile_object(ir, 0)
+            seconds = time.perf_counter() - start
             if disk_key:
-                cache.store_object(native.level_key(disk_key, 0), obj, dict(about, level=0))
-            rollout = NativeRollout(obj, 0, ns, nr, table, params, local, "compiled",
-                                    time.perf_counter() - start, ir=lambda: ir, store=store)
+                cache.store_object(native.level_key(disk_key, 0), _MADE_IN.pack(seconds) + obj,
+                                   dict(about, level=0))
+            rollout = NativeRollout(obj, 0, ns, nr, table, params, local, "compiled", seconds,
+                                    ir=lambda: ir, store=store)
         return _ROLLOUTS.put(memory_key, rollout)
