@@ -34,7 +34,23 @@ def _python(code, *args, timeout=240, env=None):
 
 
 # -- fork ----------------------------------------------------------------------------------------
-_FORK = """
+_WAIT = """
+    import os, sys, time
+
+    def wait(pid, seconds, *about):  # the child's exit code; past seconds, kill it and end
+        deadline = time.monotonic() + seconds
+        while True:
+            done, status = os.waitpid(pid, os.WNOHANG)
+            if done:
+                return os.waitstatus_to_exitcode(status)
+            if time.monotonic() > deadline:
+                os.kill(pid, 9)
+                print("HUNG", *about, flush=True)
+                sys.exit(3)
+            time.sleep(0.01)
+"""
+
+_FORK = _WAIT + """
     import os, sys, time
     import numpy as np
     import screwdyn as sd
@@ -54,17 +70,8 @@ _FORK = """
             again = sd.forward_dynamics(model, q, q * 0, q * 0)
             assert np.array_equal(again, want) and m.shape == (3, 9, 9)
             sys.exit(0)  # atexit runs (native._stop)
-        deadline = time.monotonic() + 60
-        while True:
-            done, status = os.waitpid(pid, os.WNOHANG)
-            if done:
-                break
-            if time.monotonic() > deadline:
-                os.kill(pid, 9)
-                print("HUNG", delay, flush=True)
-                sys.exit(3)
-            time.sleep(0.01)
-        assert os.waitstatus_to_exitcode(status) == 0, (delay, status)
+        code = wait(pid, 60, delay)
+        assert code == 0, (delay, code)
     native.wait_for_optimisation()
     print("mid-compile forks:", mid_compile)
 """
@@ -79,7 +86,7 @@ def test_a_fork_while_the_optimiser_compiles_never_hangs(tmp_path):
     assert mid >= 1, "no fork happened while the optimiser compiled: the test proves nothing"
 
 
-_FORK_ROLLOUT = """
+_FORK_ROLLOUT = _WAIT + """
     import os, sys, time
     import numpy as np
     import screwdyn as sd
@@ -102,17 +109,7 @@ _FORK_ROLLOUT = """
         again = sd.simulate(model, q0, None, pd, 0.05, 1e-3, backend="native")
         assert rollout.level == 2 and np.array_equal(again.q, first.q)
         sys.exit(0)
-    deadline = time.monotonic() + 120
-    while True:
-        done, status = os.waitpid(pid, os.WNOHANG)
-        if done:
-            break
-        if time.monotonic() > deadline:
-            os.kill(pid, 9)
-            print("HUNG", flush=True)
-            sys.exit(3)
-        time.sleep(0.01)
-    print("child exit code", os.waitstatus_to_exitcode(status), flush=True)
+    print("child exit code", wait(pid, 120), flush=True)
     native.wait_for_optimisation()
     print("parent level", rollout.level)
 """
