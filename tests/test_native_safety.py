@@ -51,7 +51,6 @@ _WAIT = """
 """
 
 _FORK = _WAIT + """
-    import os, sys, time
     import numpy as np
     import screwdyn as sd
     from screwdyn.execution import cache, native
@@ -87,7 +86,6 @@ def test_a_fork_while_the_optimiser_compiles_never_hangs(tmp_path):
 
 
 _FORK_ROLLOUT = _WAIT + """
-    import os, sys, time
     import numpy as np
     import screwdyn as sd
     from screwdyn import controllers

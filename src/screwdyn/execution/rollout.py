@@ -14,6 +14,7 @@ every ``every``-th step, and keeps each rollout's first failing step and code; P
 for a chunk of samples at a time.
 """
 import ctypes
+import functools
 import os
 import struct
 import threading
@@ -319,8 +320,9 @@ def get(key, memory_key, ns, nr, table, params, local, step, vector=True):
                 if level == 0:  # the seconds it took to make, then the code
                     (made_in,), obj = _MADE_IN.unpack_from(obj), obj[_MADE_IN.size:]
                 rollout = NativeRollout(obj, level, ns, nr, table, params, local, "disk cache",
-                                        time.perf_counter() - start, ir=source, store=store,
-                                        made_in=made_in)
+                                        time.perf_counter() - start,
+                                        ir=functools.cache(source),  # traced once, if at all
+                                        store=store, made_in=made_in)
                 break
         else:
             ir = source()
