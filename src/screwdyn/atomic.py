@@ -4,14 +4,10 @@ existing file is either replaced whole or left as it was. The file gets the mode
 give it: 0o666 less the process's umask."""
 import contextlib
 import os
-import signal
 import tempfile
-import threading
 from typing import IO, Callable
 
-#: the signals whose Python handlers (Ctrl-C's KeyboardInterrupt, a command's SIGTERM handler)
-#: wait while the temporary file is created or removed
-_HELD = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM") if hasattr(signal, name))
+from . import interrupts
 
 
 def atomic_write(path, write: Callable[[IO], object], binary: bool) -> str:
@@ -24,7 +20,7 @@ def atomic_write(path, write: Callable[[IO], object], binary: bool) -> str:
     up). Returns ``path``."""
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
-    with _Interrupts() as interrupts:
+    with interrupts.held():  # SIGINT and SIGTERM wait while the temporary file is made or removed
         fd, temporary = tempfile.mkstemp(prefix=".screwdyn-", suffix=".part", dir=folder)
         try:
             _open_up(fd)
@@ -75,51 +71,3 @@ _UMASK_AT_IMPORT = _umask_at_import()
 def _open(fd, binary):
     return os.fdopen(fd, "wb" if binary else "w",
                      **({} if binary else {"newline": "", "encoding": "utf-8"}))
-
-
-class _Interrupts:
-    """Inside ``with``: SIGINT and SIGTERM, where Python handles them (in the main thread), are
-    noted instead of handled; the first noted is handled when the block ends (Ctrl-C raises
-    KeyboardInterrupt there), or as soon as ``let_through()`` lets them through again. A
-    signal that Python does not handle (ignored, or SIGTERM's default: the process ends) is
-    left alone."""
-
-    def __init__(self):
-        self.handlers, self.noted = {}, []
-
-    def __enter__(self):
-        if threading.current_thread() is threading.main_thread():
-            for signum in _HELD:
-                handler = signal.getsignal(signum)
-                if callable(handler):
-                    self.handlers[signum] = handler
-        self._hold()
-        return self
-
-    def __exit__(self, *exc):
-        self._release()
-
-    def _note(self, signum, frame):
-        self.noted.append((signum, frame))
-
-    def _hold(self):
-        for signum in self.handlers:
-            signal.signal(signum, self._note)
-
-    def _release(self):
-        """The handlers back, and the first signal noted handled by its own."""
-        for signum, handler in self.handlers.items():
-            signal.signal(signum, handler)
-        if self.noted:
-            signum, frame = self.noted[0]
-            self.noted.clear()
-            self.handlers[signum](signum, frame)
-
-    @contextlib.contextmanager
-    def let_through(self):
-        """Signals handled as usual for a while (one noted before is handled now)."""
-        try:
-            self._release()
-            yield
-        finally:
-            self._hold()

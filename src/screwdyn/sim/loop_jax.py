@@ -7,6 +7,7 @@ from collections import OrderedDict
 
 import numpy as np
 
+from .. import interrupts
 from .failures import Interrupted, bad_flags, finish, first_failure
 from .pacing import Paced, chunk_length
 from .policy import BadOutput
@@ -75,18 +76,20 @@ def run_jax(run, progress):
         interrupted = None
         paced = Paced(chunk)  # samples per call: bounded in memory and in time
         try:
-            while done < total:
-                n = paced.take(total - done)
-                new_carry, out = compiled(carry, params, dt_arg, jnp.asarray(n, jnp.int64))
-                outputs.append(tuple(np.asarray(o[:n]) for o in out))
-                paced.took(n)
-                carry = new_carry
-                done += n
-                if progress is not None:
-                    progress(min(done * run.record_every, n_steps), n_steps)
-                if done < total and first_failure(np.asarray(carry[5]), np.asarray(carry[6]),
-                                                   n_steps) is not None:
-                    break  # a rollout failed: stop here, keep what came before
+            with interrupts.held():
+                while done < total:
+                    n = paced.take(total - done)
+                    new_carry, out = compiled(carry, params, dt_arg, jnp.asarray(n, jnp.int64))
+                    outputs.append(tuple(np.asarray(o[:n]) for o in out))
+                    paced.took(n)
+                    carry = new_carry
+                    done += n
+                    if progress is not None:
+                        progress(min(done * run.record_every, n_steps), n_steps)
+                    if done < total and first_failure(np.asarray(carry[5]), np.asarray(carry[6]),
+                                                       n_steps) is not None:
+                        break  # a rollout failed: stop here, keep what came before
+                    interrupts.stop_if_noted()  # Ctrl-C: between two calls, samples kept
         except KeyboardInterrupt:
             # the samples kept say where it stopped (Ctrl-C may land between two lines)
             interrupted = Interrupted(sum(len(o[0]) for o in outputs) * run.record_every)

@@ -3,6 +3,7 @@ import time as _time
 
 import numpy as np
 
+from .. import interrupts
 from .failures import Interrupted, bad_flags, flagged, raised
 from .record import empty_samples
 from .run import all_params
@@ -27,29 +28,31 @@ def run_numpy(run, progress):
     t_start = last_report = _time.perf_counter()
     k = 0
     try:
-        for k in range(n_steps + 1):
-            try:
-                with np.errstate(all="ignore"):
-                    (q1, qd1, hybrid1, energy1), sample, tau_ok = step_fn(params, k, q, qd,
-                                                                         hybrid, energy)
-            except Exception as e:  # the controller's, the external wrenches', the dynamics'
-                failure = raised(e, k)
-                break
-            qdd, tau = sample[2], sample[3]
-            code = bad_flags(np, tau_ok, qdd, q1, qd1, run.settings.divergence_limit)
-            if k == n_steps:  # the last sample: only its own joint forces and acceleration count
-                code = bad_flags(np, np.all(np.isfinite(tau), axis=-1), qdd, qdd, qdd, None)
-            failure = flagged(code, k, run.batch)
-            if failure is not None:
-                break
-            if k % record_every == 0:
-                samples.append(sample)
-            q, qd, hybrid, energy = q1, qd1, hybrid1, energy1
-            if progress is not None and _time.perf_counter() - last_report > PROGRESS_PERIOD:
-                progress(k, n_steps)
-                last_report = _time.perf_counter()
-        if progress is not None and failure is None:
-            progress(n_steps, n_steps)
+        with interrupts.held():
+            for k in range(n_steps + 1):
+                interrupts.stop_if_noted()  # Ctrl-C: before step k, k steps kept
+                try:
+                    with np.errstate(all="ignore"):
+                        (q1, qd1, hybrid1, energy1), sample, tau_ok = step_fn(params, k, q, qd,
+                                                                             hybrid, energy)
+                except Exception as e:  # the controller's, the external wrenches', the dynamics'
+                    failure = raised(e, k)
+                    break
+                qdd, tau = sample[2], sample[3]
+                code = bad_flags(np, tau_ok, qdd, q1, qd1, run.settings.divergence_limit)
+                if k == n_steps:  # the last sample: only its joint forces and acceleration count
+                    code = bad_flags(np, np.all(np.isfinite(tau), axis=-1), qdd, qdd, qdd, None)
+                failure = flagged(code, k, run.batch)
+                if failure is not None:
+                    break
+                if k % record_every == 0:
+                    samples.append(sample)
+                q, qd, hybrid, energy = q1, qd1, hybrid1, energy1
+                if progress is not None and _time.perf_counter() - last_report > PROGRESS_PERIOD:
+                    progress(k, n_steps)
+                    last_report = _time.perf_counter()
+            if progress is not None and failure is None:
+                progress(n_steps, n_steps)
     except KeyboardInterrupt:
         failure = Interrupted(k)
     wall = _time.perf_counter() - t_start

@@ -21,6 +21,7 @@ import time as _time
 
 import numpy as np
 
+from .. import interrupts
 from ..execution import cache, plan
 from ..execution import rollout as native_rollout
 from ..execution import trace
@@ -330,7 +331,7 @@ def run_native(run, progress):
     k, done = 0, 0  # steps run, samples recorded
     stopped = None
     try:
-        with np.errstate(all="ignore"):
+        with np.errstate(all="ignore"), interrupts.held():
             while done < total:
                 budget = steps.take(total * every - k)
                 rec, m, step, code = _call(compiled, s, k, done, total, every, budget, run.dt,
@@ -344,6 +345,7 @@ def run_native(run, progress):
                     progress(min(k, n_steps), n_steps)
                 if done < total and np.any((bad_step >= 0) & (bad_step < n_steps)):
                     break  # a rollout failed: stop here, keep what came before
+                interrupts.stop_if_noted()  # Ctrl-C: between two calls, the samples kept
     except KeyboardInterrupt:
         stopped = Interrupted(min(k, sum(len(r) for r in outputs) * every))
     flat = np.concatenate(outputs) if outputs else np.zeros((0, N, program.sample.size))
