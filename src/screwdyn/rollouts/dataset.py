@@ -34,6 +34,7 @@ import os
 
 import numpy as np
 
+from .. import interrupts
 from ..atomic import atomic_write
 
 from .job import sample_times
@@ -201,11 +202,13 @@ class DatasetWriter:
                                    f"({os.path.basename(path)}: {e.strerror or e})") from e
 
     def record(self, entry):
-        """Append a finished shard to the manifest, flushed to disk."""
+        """Append a finished shard to the manifest, flushed to disk: a whole line, Ctrl-C and
+        SIGTERM waiting until it is written."""
         try:
-            self._manifest.write(json.dumps(entry) + "\n")
-            self._manifest.flush()
-            os.fsync(self._manifest.fileno())
+            with interrupts.held():
+                self._manifest.write(json.dumps(entry) + "\n")
+                self._manifest.flush()
+                os.fsync(self._manifest.fileno())
         except OSError as e:
             raise OSError(e.errno, f"cannot append to {self.folder}/{MANIFEST} "
                                    f"({e.strerror or e}); the shards recorded before are "

@@ -19,6 +19,7 @@ import threading
 import traceback
 import uuid
 
+from .. import interrupts
 from .job import RolloutError
 from .worker import execute, prepare
 
@@ -98,6 +99,10 @@ class SerialEngine(Engine):
 # ============================================================================================
 # Worker processes of this machine
 # ============================================================================================
+#: seconds between two looks for a Ctrl-C while the driver waits on its workers
+_POLL = 0.1
+
+
 class ProcessEngine(Engine):
     """``workers`` processes of this machine (default: one per available CPU), started with
     ``start_method`` ("spawn" by default: JAX's threads do not survive a fork) and kept until
@@ -141,8 +146,6 @@ class ProcessEngine(Engine):
         return _Worker(process, parent)
 
     def run(self, job, chunks, states):
-        from multiprocessing.connection import wait
-
         uid = uuid.uuid4().hex
         job_bytes = pickle.dumps(job)
         while len(self._procs) < self.workers:
@@ -150,52 +153,67 @@ class ProcessEngine(Engine):
         pending = collections.deque(chunks)
         attempts = collections.Counter()
         try:
-            while pending or any(w.inflight for w in self._procs):
-                for w in round_robin(self._procs, pending, lambda w: len(w.inflight)):
-                    chunk = pending.popleft()
-                    w.inflight.append(chunk)
-                    try:
-                        if uid not in w.jobs:
-                            w.conn.send(("job", uid, None, job_bytes))
-                            w.jobs.add(uid)
-                        w.conn.send(("chunk", uid, chunk, states.chunk(job, chunk)))
-                    except OSError:  # the worker is gone: noticed below by its sentinel
-                        pass
-                waitables = {}
-                for w in self._procs:
-                    waitables[w.conn] = w
-                    waitables[w.process.sentinel] = w
-                for ready in wait(list(waitables)):
-                    w = waitables[ready]
-                    if w.dead:
-                        continue
-                    messages = w.receive()
-                    if w.dead or not w.process.is_alive():  # a result sent before dying counts
-                        messages += w.receive(all_pending=True)
-                    for kind, _, chunk, payload in messages:
-                        if kind == "ready":
-                            w.ready = True
-                            continue
-                        if kind == "error":
-                            raise _in_worker(payload, chunk)
-                        w.inflight.remove(chunk)
-                        yield chunk, payload
-                    if w.dead or not w.process.is_alive():
-                        if not w.ready:
-                            raise RuntimeError(_STARTUP_DIED.format(w.process.exitcode))
-                        lost = w.bury()
-                        for chunk in lost:
-                            attempts[chunk] += 1
-                            if attempts[chunk] >= self.max_attempts:
-                                raise RolloutError(
-                                    f"chunk {chunk} killed {attempts[chunk]} worker processes "
-                                    f"in a row (exit code {w.process.exitcode}); stopped")
-                        pending.extendleft(reversed(lost))
-                        self._procs[self._procs.index(w)] = self._start()
-                        self.replaced += 1
+            with interrupts.held():  # Ctrl-C: the results sent so far are yielded, then it stops
+                yield from self._results(job, states, (uid, job_bytes), pending, attempts)
         except BaseException:
             self.close(kill=True)  # workers may hold chunks of this run: start afresh
             raise
+
+    def _results(self, job, states, job_id, pending, attempts):
+        """(chunk, result) as the workers send them, the ``pending`` chunks handed out two per
+        worker; a dead worker's chunks run again, up to ``max_attempts``. A Ctrl-C noted (run
+        holds it) stops it within ``_POLL`` s, once the results already sent are yielded."""
+        from multiprocessing.connection import wait
+
+        uid, job_bytes = job_id
+        while pending or any(w.inflight for w in self._procs):
+            for w in round_robin(self._procs, pending, lambda w: len(w.inflight)):
+                chunk = pending.popleft()
+                w.inflight.append(chunk)
+                try:
+                    if uid not in w.jobs:
+                        w.conn.send(("job", uid, None, job_bytes))
+                        w.jobs.add(uid)
+                    w.conn.send(("chunk", uid, chunk, states.chunk(job, chunk)))
+                except OSError:  # the worker is gone: noticed below by its sentinel
+                    pass
+            waitables = {}
+            for w in self._procs:
+                waitables[w.conn] = w
+                waitables[w.process.sentinel] = w
+            ready = wait(list(waitables), timeout=_POLL)
+            stopping = interrupts.noted()
+            if stopping:  # Ctrl-C: every result sent so far is recorded before it stops
+                ready = [w.conn for w in self._procs]
+            for r in ready:
+                w = waitables[r]
+                if w.dead:
+                    continue
+                messages = w.receive(all_pending=stopping)
+                if w.dead or not w.process.is_alive():  # a result sent before dying counts
+                    messages += w.receive(all_pending=True)
+                for kind, _, chunk, payload in messages:
+                    if kind == "ready":
+                        w.ready = True
+                        continue
+                    if kind == "error":
+                        raise _in_worker(payload, chunk)
+                    w.inflight.remove(chunk)
+                    yield chunk, payload
+                if not stopping and (w.dead or not w.process.is_alive()):
+                    if not w.ready:
+                        raise RuntimeError(_STARTUP_DIED.format(w.process.exitcode))
+                    lost = w.bury()
+                    for chunk in lost:
+                        attempts[chunk] += 1
+                        if attempts[chunk] >= self.max_attempts:
+                            raise RolloutError(
+                                f"chunk {chunk} killed {attempts[chunk]} worker processes "
+                                f"in a row (exit code {w.process.exitcode}); stopped")
+                    pending.extendleft(reversed(lost))
+                    self._procs[self._procs.index(w)] = self._start()
+                    self.replaced += 1
+            interrupts.stop_if_noted()
 
     def close(self, kill=False):
         """Stop the workers: when their chunks are done, or at once (``kill``)."""
