@@ -10,6 +10,7 @@ import signal
 import subprocess
 import sys
 import textwrap
+import threading
 import time
 
 import numpy as np
@@ -95,6 +96,29 @@ def test_ctrl_c_that_lands_in_a_finaliser_still_stops_the_run(backend):
     traj = stopped.value.trajectory
     assert 0 < traj.n_samples < 20001 and np.all(np.isfinite(traj.q))
     assert len(calls) <= 3 or backend == "numpy"  # native, JAX: the call after the signal's
+
+
+def test_a_second_ctrl_c_stops_a_run_whose_controller_blocks():
+    """The first Ctrl-C waits for the step to end; a Python controller that blocks (waiting on
+    hardware, say) would hold it for ever, so a second Ctrl-C is handled at once."""
+    model, q0 = pendulums()
+    pressed = []
+
+    def controller(t, q, qd):
+        if t >= 0.05 and not pressed:
+            pressed.append(time.monotonic())
+            os.kill(os.getpid(), signal.SIGINT)  # noted: the step goes on
+            threading.Timer(0.5, os.kill, (os.getpid(), signal.SIGINT)).start()
+            time.sleep(60)  # blocks until the second Ctrl-C
+        return np.zeros(1)
+
+    handler = signal.getsignal(signal.SIGINT)
+    with pytest.raises(sd.sim.SimulationInterrupted) as stopped:
+        simulate(model, q0[0], None, controller, 1.0, 1e-3, backend="numpy")
+    assert time.monotonic() - pressed[0] < 30
+    assert signal.getsignal(signal.SIGINT) is handler
+    kept = stopped.value.trajectory.n_samples  # the steps before the blocked one (t = 0.05 s
+    assert stopped.value.step == kept and kept in (49, 50)  # is reached inside step 49 by RK4)
 
 
 # -- real signals ---------------------------------------------------------------------------------

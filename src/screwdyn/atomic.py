@@ -20,7 +20,7 @@ def atomic_write(path, write: Callable[[IO], object], binary: bool) -> str:
     up). Returns ``path``."""
     path = os.fspath(path)
     folder = os.path.dirname(os.path.abspath(path))
-    with interrupts.held():  # SIGINT and SIGTERM wait while the temporary file is made or removed
+    with interrupts.held(whole=True):  # signals wait while the temporary file is made or removed
         fd, temporary = tempfile.mkstemp(prefix=".screwdyn-", suffix=".part", dir=folder)
         try:
             _open_up(fd)

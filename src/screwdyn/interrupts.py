@@ -7,7 +7,10 @@ Why: Python runs a signal's handler at whatever line comes next, and a ``Keyboar
 raised inside a finaliser (``__del__``, a weakref callback, JAX's garbage-collection callback)
 is printed and dropped ("Exception ignored in"): Ctrl-C was then lost and a long simulation ran
 to its end. A noted signal is never lost, and a run stops at the end of a call, with the samples
-so far, rather than half way through one. Blocks nest (one hold, the outermost's)."""
+so far, rather than half way through one. A second signal while one waits is handled at once
+(a run whose Python controller blocks still stops), except in a ``held(whole=True)`` block, which
+must finish (a temporary file made or removed, a manifest line written). Blocks nest (one hold,
+the outermost's)."""
 import contextlib
 import signal
 import threading
@@ -16,11 +19,16 @@ from typing import Iterator
 #: the signals held: Ctrl-C's KeyboardInterrupt, and a command's SIGTERM handler
 SIGNALS = tuple(getattr(signal, name) for name in ("SIGINT", "SIGTERM") if hasattr(signal, name))
 
-_HELD: dict = {"depth": 0, "handlers": {}, "noted": []}
+_HELD: dict = {"depth": 0, "whole": 0, "handlers": {}, "noted": []}
 
 
 def _note(signum, frame):
+    """The held signals' handler: note the signal; a second one, outside a ``whole`` block, is
+    also handled at once by its own handler (the first stays noted: should that handler's
+    exception be dropped in a finaliser, the next ``stop_if_noted`` still stops)."""
     _HELD["noted"].append((signum, frame))
+    if len(_HELD["noted"]) > 1 and not _HELD["whole"]:
+        _HELD["handlers"][signum](signum, frame)
 
 
 def _hold():
@@ -47,11 +55,13 @@ def _in_main_thread():
 
 
 @contextlib.contextmanager
-def held() -> Iterator[None]:
+def held(whole: bool = False) -> Iterator[None]:
     """SIGINT and SIGTERM noted, not handled, inside the block (in the main thread; a signal
     that Python does not handle, ignored or SIGTERM's default, is left alone; elsewhere the block
-    changes nothing). At the end of the outermost block the handlers are put back and the first
-    signal noted is handled by its own handler (Ctrl-C: ``KeyboardInterrupt`` raised there)."""
+    changes nothing). A second signal is handled at once, unless the block (or one around it)
+    is ``whole``: then every signal waits. At the end of the outermost block the handlers are
+    put back and the first signal noted is handled by its own handler (Ctrl-C:
+    ``KeyboardInterrupt`` raised there)."""
     if not _in_main_thread():
         yield
         return
@@ -60,10 +70,12 @@ def held() -> Iterator[None]:
         _HELD["noted"].clear()
         _hold()
     _HELD["depth"] += 1
+    _HELD["whole"] += whole
     try:
         yield
     finally:
         _HELD["depth"] -= 1
+        _HELD["whole"] -= whole
         if _HELD["depth"] == 0:
             _release()
 

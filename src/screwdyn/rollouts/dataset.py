@@ -205,7 +205,7 @@ class DatasetWriter:
         """Append a finished shard to the manifest, flushed to disk: a whole line, Ctrl-C and
         SIGTERM waiting until it is written."""
         try:
-            with interrupts.held():
+            with interrupts.held(whole=True):
                 self._manifest.write(json.dumps(entry) + "\n")
                 self._manifest.flush()
                 os.fsync(self._manifest.fileno())
