@@ -260,6 +260,39 @@ class StopAfter:
             raise KeyboardInterrupt
 
 
+class CtrlCOnceAllAreSent:
+    """A progress callback: at the first chunk recorded, waits until the workers have written
+    every shard (and so sent their results), then presses Ctrl-C."""
+
+    def __init__(self, folder, shards):
+        self.folder, self.shards, self.pressed = folder, shards, False
+
+    def __call__(self, done, total):
+        if self.pressed:
+            return
+        self.pressed = True
+        deadline = time.monotonic() + 120  # a hang guard
+        while len(list(self.folder.glob("shard-*.parquet"))) < self.shards \
+                and time.monotonic() < deadline:
+            time.sleep(0.05)
+        time.sleep(0.5)  # each result follows its file down the pipe
+        os.kill(os.getpid(), signal.SIGINT)
+
+
+def test_ctrl_c_records_the_shards_whose_results_were_sent(model, tmp_path):
+    """Worker processes, two chunks each: a Ctrl-C while the other three chunks' results wait
+    in the pipes records them before the job stops (before, one shard was recorded and the
+    three others, whole on disk, were run again on resume)."""
+    out = tmp_path / "ds"
+    with pytest.raises(KeyboardInterrupt):
+        sd.rollouts(model, states(32), None, None, T_FINAL, DT, out=out, engine="processes",
+                    workers=2, progress=CtrlCOnceAllAreSent(out, 4), **FAST)
+    dataset = Dataset(out)
+    assert len(dataset.entries) == 4 and dataset.verify() == {}
+    again = sd.rollouts(model, states(32), None, None, T_FINAL, DT, out=out, **FAST)
+    assert again.run["chunks"] == 0 and again.run["skipped"] == 32
+
+
 def test_resume_skips_verified_shards_and_redoes_damaged_ones(model, tmp_path):
     kw = dict(FAST, n=48, seed=2)  # 6 chunks
     sampler = RandomStates(model, velocity_std=1.0)

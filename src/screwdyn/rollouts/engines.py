@@ -181,26 +181,15 @@ class ProcessEngine(Engine):
             for w in self._procs:
                 waitables[w.conn] = w
                 waitables[w.process.sentinel] = w
-            ready = wait(list(waitables), timeout=_POLL)
-            stopping = interrupts.noted()
-            if stopping:  # Ctrl-C: every result sent so far is recorded before it stops
-                ready = [w.conn for w in self._procs]
-            for r in ready:
+            for r in wait(list(waitables), timeout=_POLL):
                 w = waitables[r]
                 if w.dead:
                     continue
-                messages = w.receive(all_pending=stopping)
+                messages = w.receive()
                 if w.dead or not w.process.is_alive():  # a result sent before dying counts
                     messages += w.receive(all_pending=True)
-                for kind, _, chunk, payload in messages:
-                    if kind == "ready":
-                        w.ready = True
-                        continue
-                    if kind == "error":
-                        raise _in_worker(payload, chunk)
-                    w.inflight.remove(chunk)
-                    yield chunk, payload
-                if not stopping and (w.dead or not w.process.is_alive()):
+                yield from _results_in(w, messages)
+                if w.dead or not w.process.is_alive():
                     if not w.ready:
                         raise RuntimeError(_STARTUP_DIED.format(w.process.exitcode))
                     lost = w.bury()
@@ -213,13 +202,28 @@ class ProcessEngine(Engine):
                     pending.extendleft(reversed(lost))
                     self._procs[self._procs.index(w)] = self._start()
                     self.replaced += 1
-            interrupts.stop_if_noted()
+            if interrupts.noted():  # Ctrl-C: every result sent so far is recorded, then stop
+                for w in self._procs:
+                    yield from _results_in(w, w.receive(all_pending=True))
+                interrupts.stop_if_noted()
 
     def close(self, kill=False):
         """Stop the workers: when their chunks are done, or at once (``kill``)."""
         for w in self._procs:
             w.stop(kill)
         self._procs = []
+
+
+def _results_in(w, messages):
+    """(chunk, result) of each result among the ``messages`` that worker ``w`` sent."""
+    for kind, _, chunk, payload in messages:
+        if kind == "ready":
+            w.ready = True
+            continue
+        if kind == "error":
+            raise _in_worker(payload, chunk)
+        w.inflight.remove(chunk)
+        yield chunk, payload
 
 
 class _Worker:
