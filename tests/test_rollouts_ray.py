@@ -19,9 +19,9 @@ ray = pytest.importorskip("ray")
 pytest.importorskip("pyarrow")
 from ray.cluster_utils import Cluster  # noqa: E402
 
-from screwdyn.rollouts import RayEngine  # noqa: E402
+from screwdyn.rollouts import Dataset, RayEngine  # noqa: E402
 from screwdyn.rollouts.ray_engine import LOOPBACK, connect_ray, loopback_only  # noqa: E402
-from test_rollouts import assert_same  # noqa: E402
+from test_rollouts import CtrlCOnceAllAreSent, assert_same  # noqa: E402
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
 
@@ -107,6 +107,20 @@ def test_a_killed_actor_is_replaced_and_its_chunks_run_again(model, engine, tmp_
     chunks = [e["chunk"] for e in ds.entries]
     assert chunks == list(range(6))  # nothing lost, nothing twice
     assert_same(ds.arrays(), serial)
+
+
+def test_ctrl_c_records_the_chunks_done_on_ray(model, engine, tmp_path):
+    """Ctrl-C while the other chunks are done on the actors (their shards written): they are
+    recorded before the job stops, and the next run skips them all."""
+    out = tmp_path / "ds"
+    with pytest.raises(KeyboardInterrupt):
+        sd.rollouts(model, states(32), None, None, T_FINAL, DT, engine=engine, out=out,
+                    progress=CtrlCOnceAllAreSent(out, 4), **FAST)
+    dataset = Dataset(out)
+    assert len(dataset.entries) == 4 and dataset.verify() == {}
+    again = sd.rollouts(model, states(32), None, None, T_FINAL, DT, engine=engine, out=out,
+                        **FAST)
+    assert again.run["chunks"] == 0 and again.run["skipped"] == 32
 
 
 def test_an_unpicklable_controller_for_ray(model, engine):

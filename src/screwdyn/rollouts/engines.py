@@ -100,7 +100,7 @@ class SerialEngine(Engine):
 # Worker processes of this machine
 # ============================================================================================
 #: seconds between two looks for a Ctrl-C while the driver waits on its workers
-_POLL = 0.1
+POLL_SECONDS = 0.1
 
 
 class ProcessEngine(Engine):
@@ -162,7 +162,7 @@ class ProcessEngine(Engine):
     def _results(self, job, states, job_id, pending, attempts):
         """(chunk, result) as the workers send them, the ``pending`` chunks handed out two per
         worker; a dead worker's chunks run again, up to ``max_attempts``. A Ctrl-C noted (run
-        holds it) stops it within ``_POLL`` s, once the results already sent are yielded."""
+        holds it) stops it within ``POLL_SECONDS`` s, once the results already sent are yielded."""
         from multiprocessing.connection import wait
 
         uid, job_bytes = job_id
@@ -181,7 +181,7 @@ class ProcessEngine(Engine):
             for w in self._procs:
                 waitables[w.conn] = w
                 waitables[w.process.sentinel] = w
-            for r in wait(list(waitables), timeout=_POLL):
+            for r in wait(list(waitables), timeout=POLL_SECONDS):
                 w = waitables[r]
                 if w.dead:
                     continue

@@ -19,7 +19,8 @@ import os
 import uuid
 import weakref
 
-from .engines import Engine, check_workers, chunk_states, round_robin
+from .. import interrupts
+from .engines import POLL_SECONDS, Engine, check_workers, chunk_states, round_robin
 from .job import RolloutError
 from .worker import execute, prepare
 
@@ -195,40 +196,52 @@ class RayEngine(Engine):
         inflight = {}  # result ref -> (slot, actor, chunk)
         load = collections.Counter()
         try:
-            while pending or inflight:
-                for slot in round_robin(range(self.workers), pending, load.__getitem__):
-                    actor, chunk = self.actors[slot], pending.popleft()
-                    if uid not in self._jobs[slot]:
-                        self._setup(slot, uid, job_ref)
-                    inflight[actor.run.remote(uid, chunk, *arrays)] = (slot, actor, chunk)
-                    load[slot] += 1
-                refs = list(inflight)
-                ready, _ = ray.wait(refs, num_returns=1)
-                if len(refs) > 1:  # and every other that is done by now: one pass for all
-                    ready = ray.wait(refs, num_returns=len(refs), timeout=0)[0] or ready
-                for ref in ready:
-                    slot, actor, chunk = inflight.pop(ref)
-                    load[slot] -= 1
-                    try:
-                        done = ray.get(ref)
-                    except ray.exceptions.RayTaskError as e:  # the job itself raised
-                        raise _cause(e, chunk) from None
-                    except ray.exceptions.RayError as e:  # the actor died or its node was lost
-                        attempts[chunk] += 1
-                        if attempts[chunk] >= self.max_attempts:
-                            raise RolloutError(f"chunk {chunk} was lost with "
-                                               f"{attempts[chunk]} actors in a row; stopped"
-                                               ) from e
-                        pending.appendleft(chunk)
-                        if self.actors[slot] is actor:  # replace it once, not per lost chunk
-                            self.actors[slot] = self._actor_class.remote()
-                            self._jobs[slot] = set()
-                            self.replaced += 1
-                        continue
-                    yield chunk, done
+            with interrupts.held():  # Ctrl-C: the chunks done so far are yielded, then it stops
+                yield from self._results(uid, job_ref, arrays, pending, attempts, inflight,
+                                         load)
         except BaseException:
             self._kill_actors()  # they may hold chunks of this run: start afresh next time
             raise
+
+    def _results(self, uid, job_ref, arrays, pending, attempts, inflight, load):
+        """(chunk, result) as the actors finish them; a Ctrl-C noted (``run`` holds it) stops
+        it within ``POLL_SECONDS`` s, once every chunk done by then is yielded."""
+        ray = self._ray
+        while pending or inflight:
+            stopping = interrupts.noted()
+            for slot in () if stopping else round_robin(range(self.workers), pending,
+                                                        load.__getitem__):
+                actor, chunk = self.actors[slot], pending.popleft()
+                if uid not in self._jobs[slot]:
+                    self._setup(slot, uid, job_ref)
+                inflight[actor.run.remote(uid, chunk, *arrays)] = (slot, actor, chunk)
+                load[slot] += 1
+            refs = list(inflight)
+            ready = [] if stopping else ray.wait(refs, num_returns=1, timeout=POLL_SECONDS)[0]
+            if stopping or (ready and len(refs) > 1):  # every other done by now: one pass
+                ready = ray.wait(refs, num_returns=len(refs), timeout=0)[0] or ready
+            for ref in ready:
+                slot, actor, chunk = inflight.pop(ref)
+                load[slot] -= 1
+                try:
+                    done = ray.get(ref)
+                except ray.exceptions.RayTaskError as e:  # the job itself raised
+                    raise _cause(e, chunk) from None
+                except ray.exceptions.RayError as e:  # the actor died or its node was lost
+                    attempts[chunk] += 1
+                    if attempts[chunk] >= self.max_attempts:
+                        raise RolloutError(f"chunk {chunk} was lost with "
+                                           f"{attempts[chunk]} actors in a row; stopped"
+                                           ) from e
+                    pending.appendleft(chunk)
+                    if self.actors[slot] is actor:  # replace it once, not per lost chunk
+                        self.actors[slot] = self._actor_class.remote()
+                        self._jobs[slot] = set()
+                        self.replaced += 1
+                    continue
+                yield chunk, done
+            if stopping:
+                interrupts.stop_if_noted()
 
     def _setup(self, slot, uid, job_ref):
         self._jobs[slot].add(uid)
