@@ -339,6 +339,7 @@ def test_optimised_code_made_in_the_background_is_kept_where_it_was_asked_for(ca
     native.wait_for_optimisation()
     assert program.level == 2 and program.error is None
     assert f"{program.key}.o" in _entries(cache_dir)
+    assert f"{program.key}-0.o" not in _entries(cache_dir)  # the first code, replaced
     assert not later.exists() or _entries(later) == []
     np.testing.assert_allclose(sd.inverse_dynamics(model, *args), want, atol=1e-12)
 

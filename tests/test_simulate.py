@@ -2,6 +2,7 @@
 the ``screwdyn simulate`` command."""
 import argparse
 import math
+import os
 import warnings
 
 import numpy as np
@@ -668,6 +669,13 @@ def test_screwdyn_command_has_the_simulate_subcommand(tmp_path, capsys):
     assert "dt must be positive" in capsys.readouterr().err
 
 
+def _has_first_code(folder, rollout):
+    """Whether the disk cache in ``folder`` holds ``rollout``'s first code (level 0)."""
+    from screwdyn.execution import native
+
+    return os.path.exists(os.path.join(folder, native.level_key(rollout._store[0], 0) + ".o"))
+
+
 def test_native_rollouts_switch_to_optimised_code_in_the_same_bits(tmp_path, monkeypatch):
     """A fresh step program first runs LLVM's level-0 code; once it has run as long as that
     took to make, level 2 is compiled in the background and used from the next call on, and
@@ -685,10 +693,12 @@ def test_native_rollouts_switch_to_optimised_code_in_the_same_bits(tmp_path, mon
     first = simulate(model, q0, None, pd, 0.2, 1e-3, backend="native")
     (compiled,) = native_rollout._ROLLOUTS.values()
     assert (compiled.level, compiled.source) == (0, "compiled")
+    assert _has_first_code(tmp_path, compiled)
     compiled.running = compiled.compile_time  # as if it had run that long: the next call
     again = simulate(model, q0, None, pd, 0.2, 1e-3, backend="native")  # queues level 2
     native.wait_for_optimisation()
     assert compiled.level == 2 and compiled.optimise_time > 0 and compiled.error is None
+    assert not _has_first_code(tmp_path, compiled)  # level 2 replaced it on disk
     optimised = simulate(model, q0, None, pd, 0.2, 1e-3, backend="native")
     for run in (again, optimised):
         for name in ("q", "qd", "qdd", "tau", "work_in"):
@@ -734,9 +744,11 @@ def test_a_process_that_ends_before_level_2_leaves_its_first_code(tmp_path, monk
     again, compiled = process()  # from the first code (level 2 may be queued meanwhile)
     assert compiled.source == "disk cache" and compiled_here == []
     assert compiled.made_in == made_in and compiled.compile_time != made_in
+    assert _has_first_code(tmp_path, compiled)
     compiled._source()  # the background thread's preparation, as if it ran first
     compiled.optimise(wait=True)  # level 2, in the child, from the program traced again
     assert compiled.level == 2 and compiled.error is None
+    assert not _has_first_code(tmp_path, compiled)  # level 2 replaced it on disk
     assert sum(traced) == 1  # for level 2 only, and once: the first code was loaded
     optimised, compiled = process()
     assert (compiled.level, compiled.source) == (2, "disk cache") and sum(traced) == 1

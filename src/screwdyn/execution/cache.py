@@ -240,12 +240,14 @@ def has(key):
         return data is not None and _parse(key, data) is not None
 
 
-def store_object(key, payload, description=None, folder=None):
+def store_object(key, payload, description=None, folder=None, replaces=None):
     """Write ``payload`` under ``key`` with its ``description`` (atomically, mode 0600), then
-    prune the cache to its size limit; returns ``payload``. ``folder``: the cache directory to
-    write in, else ``directory()`` now (code compiled in the background passes the directory of
-    the call that asked for it, so a later ``set_directory`` does not receive it). A directory
-    that cannot be written, or is not safe, gives one ``CacheWarning`` per process."""
+    remove the entry ``replaces`` (the key of one it makes obsolete: a program's first code,
+    once its optimised code is stored) and prune the cache to its size limit; returns
+    ``payload``. ``folder``: the cache directory to write in, else ``directory()`` now (code
+    compiled in the background passes the directory of the call that asked for it, so a later
+    ``set_directory`` does not receive it). A directory that cannot be written, or is not safe,
+    gives one ``CacheWarning`` per process."""
     payload = bytes(payload)
     folder = directory() if folder is None else folder
     about = _describe(description)
@@ -257,6 +259,9 @@ def store_object(key, payload, description=None, folder=None):
                     raise FileNotFoundError(f"cannot create {folder!r}")
                 return payload  # not safe: warned
             _write(fd, key + ".o", data)
+            if replaces is not None:
+                with contextlib.suppress(OSError):  # gone already: another process's doing
+                    os.unlink(replaces + ".o", dir_fd=fd)
             prune(fd=fd)
     except OSError as error:
         _warn(("write", folder), f"cannot write the program cache in {folder!r} "

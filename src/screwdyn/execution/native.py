@@ -143,7 +143,8 @@ class NativeProgram:
                 raise ir
             obj = compiler.optimised_object(self._source_ir(vector=True) if ir is None else ir)
             cache.store_object(level_key(self.key, LEVELS[-1]), obj,
-                               self.description(LEVELS[-1]), folder=self._folder)
+                               self.description(LEVELS[-1]), folder=self._folder,
+                               replaces=level_key(self.key, LEVELS[0]))
             self._install(obj, LEVELS[-1])
             self.optimise_time = time.perf_counter() - start
             self._program = None

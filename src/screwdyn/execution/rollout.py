@@ -218,7 +218,8 @@ class NativeRollout:
                 obj = compiler.optimised_object(self._ir() if ir is None else ir)
                 if self._store is not None:
                     key, about, folder = self._store
-                    cache.store_object(key, obj, about, folder=folder)
+                    cache.store_object(key, obj, about, folder=folder,
+                                       replaces=native.level_key(key, 0))
                 self._install(obj, 2)
                 self.optimise_time = time.perf_counter() - start
             except Exception as error:  # noqa: BLE001  (the first code stays in use)
