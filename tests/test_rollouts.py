@@ -279,18 +279,24 @@ class CtrlCOnceAllAreSent:
         os.kill(os.getpid(), signal.SIGINT)
 
 
+def assert_ctrl_c_records_every_chunk_sent(model, out, **engine):
+    """Four chunks on ``engine`` (two workers or actors, two chunks each), Ctrl-C once all
+    four shards are written: all four are recorded, and the next run skips them all."""
+    with pytest.raises(KeyboardInterrupt):
+        sd.rollouts(model, states(32), None, None, T_FINAL, DT, out=out,
+                    progress=CtrlCOnceAllAreSent(out, 4), **engine, **FAST)
+    dataset = Dataset(out)
+    assert len(dataset.entries) == 4 and dataset.verify() == {}
+    again = sd.rollouts(model, states(32), None, None, T_FINAL, DT, out=out, **engine, **FAST)
+    assert again.run["chunks"] == 0 and again.run["skipped"] == 32
+
+
 def test_ctrl_c_records_the_shards_whose_results_were_sent(model, tmp_path):
     """Worker processes, two chunks each: a Ctrl-C while the other three chunks' results wait
     in the pipes records them before the job stops (before, one shard was recorded and the
     three others, whole on disk, were run again on resume)."""
-    out = tmp_path / "ds"
-    with pytest.raises(KeyboardInterrupt):
-        sd.rollouts(model, states(32), None, None, T_FINAL, DT, out=out, engine="processes",
-                    workers=2, progress=CtrlCOnceAllAreSent(out, 4), **FAST)
-    dataset = Dataset(out)
-    assert len(dataset.entries) == 4 and dataset.verify() == {}
-    again = sd.rollouts(model, states(32), None, None, T_FINAL, DT, out=out, **FAST)
-    assert again.run["chunks"] == 0 and again.run["skipped"] == 32
+    assert_ctrl_c_records_every_chunk_sent(model, tmp_path / "ds", engine="processes",
+                                           workers=2)
 
 
 def test_resume_skips_verified_shards_and_redoes_damaged_ones(model, tmp_path):

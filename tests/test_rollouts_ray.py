@@ -19,9 +19,9 @@ ray = pytest.importorskip("ray")
 pytest.importorskip("pyarrow")
 from ray.cluster_utils import Cluster  # noqa: E402
 
-from screwdyn.rollouts import Dataset, RayEngine  # noqa: E402
+from screwdyn.rollouts import RayEngine  # noqa: E402
 from screwdyn.rollouts.ray_engine import LOOPBACK, connect_ray, loopback_only  # noqa: E402
-from test_rollouts import CtrlCOnceAllAreSent, assert_same  # noqa: E402
+from test_rollouts import assert_ctrl_c_records_every_chunk_sent, assert_same  # noqa: E402
 
 TESTS = os.path.dirname(os.path.abspath(__file__))
 
@@ -112,15 +112,7 @@ def test_a_killed_actor_is_replaced_and_its_chunks_run_again(model, engine, tmp_
 def test_ctrl_c_records_the_chunks_done_on_ray(model, engine, tmp_path):
     """Ctrl-C while the other chunks are done on the actors (their shards written): they are
     recorded before the job stops, and the next run skips them all."""
-    out = tmp_path / "ds"
-    with pytest.raises(KeyboardInterrupt):
-        sd.rollouts(model, states(32), None, None, T_FINAL, DT, engine=engine, out=out,
-                    progress=CtrlCOnceAllAreSent(out, 4), **FAST)
-    dataset = Dataset(out)
-    assert len(dataset.entries) == 4 and dataset.verify() == {}
-    again = sd.rollouts(model, states(32), None, None, T_FINAL, DT, engine=engine, out=out,
-                        **FAST)
-    assert again.run["chunks"] == 0 and again.run["skipped"] == 32
+    assert_ctrl_c_records_every_chunk_sent(model, tmp_path / "ds", engine=engine)
 
 
 def test_an_unpicklable_controller_for_ray(model, engine):
