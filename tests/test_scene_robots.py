@@ -756,8 +756,10 @@ def test_an_mjcf_files_friction_is_each_pairs_own(tmp_path):
     friction (add_object(surface=Surface(friction=1.2))) meets the others' (DEFAULT_MU, 0.8,
     where none is given): the larger holds. JAX (its loop over the points indexes their
     coefficients) equals native code. Two geoms of condim 1 touch without friction
-    (gymnasium's pusher: every pair); torsional friction (the puck's condim 4) is not
-    modelled, and a warning says so. Bad friction, or a surface not a Surface: ValueError."""
+    (gymnasium's pusher: every pair); the puck's condim 4 gives its pair with the box
+    torsional friction (MuJoCo's: the larger condim, the larger friction[1]), where its own
+    <pair> with the floor has the pair's condim, 3, none. Bad friction, or a surface not a
+    Surface: ValueError."""
     mujoco = pytest.importorskip("mujoco")
     path, m, d = _written(tmp_path / "slide.xml", _SLIDE)
     d.qvel[0] = d.qvel[6] = 2.0
@@ -766,12 +768,13 @@ def test_an_mjcf_files_friction_is_each_pairs_own(tmp_path):
     coulomb = [4.0 / (2 * mu * 9.81) for mu in (0.3, 0.1)]
     for mu, expected in ((None, coulomb), (0.8, [4.0 / (2 * 0.8 * 9.81)] * 2)):
         scene = sd.Scene("slide")
-        with pytest.warns(UserWarning, match=r"the torsional and rolling friction of 1 geom\(s\) "
-                                             r"of .*slide.xml \(condim 4 or 6: puck/puck\) is "
-                                             "not modelled"):
-            scene.add_robot(sd.load_mjcf(path))
+        scene.add_robot(sd.load_mjcf(path))
         model, contact, q0 = scene.build(mu=mu)
         resolved = contact.resolve(model)
+        assert dict(zip((label.split("#")[0] for label in resolved.labels),
+                        resolved.point_twist)) == {"box/box|puck/puck": (0.005, 0.0),
+                                                   "box/box|ground": (0.0, 0.0),
+                                                   "puck/puck|ground": (0.0, 0.0)}
         assert resolved.describe(resolved.params())["friction"] == \
             ([0.2, 0.3, 0.1] if mu is None else [0.8] * 3)  # box|puck, box|ground, puck|ground
         v0 = np.zeros(model.nv)

@@ -83,7 +83,17 @@ J_n +- mu J_t1, J_n +- mu J_t2 are one-sided rows (``SolvedContact._pyramid``), 
 within the rhombus |f_t1| + |f_t2| <= mu f_n, each edge's a_ref = k d - b v_edge, a soft point's
 edges of MuJoCo's compliance 2 mu^2 / impratio (1 - d) / d A_e0.
 
-Limitations (documented choices): one plane; no rolling or torsional friction.
+Torsional and rolling friction (MuJoCo's condim 4 and 6: ``RigidContact.torsion``,
+``rolling``; a scene's pairs' ``Surface``) are the twist rows (``twists``), after the points'
+rows: a point's two bodies' relative angular velocity along its normal (the spin) and its
+tangents (the rolling), each a torque of at most c_w f_n (c_w its coefficient, m), its
+a_ref = -b w, its compliance MuJoCo's, R_w c_w^2 = R_t mu^2. The disc bounds them apart
+(``_twisting``: the spin's torque within +-torsion f_n, the rolling's within the disc of radius
+rolling f_n); ``cone="convex"`` holds them with the friction in MuJoCo's elliptic cone,
+sqrt(|f_t|^2 + sum_w (mu f_w / c_w)^2) <= mu f_n, one block step (``_cone``, in the
+coordinates mu f_w / c_w); ``cone="pyramidal"`` gives each MuJoCo's two edges J_n +- c_w J_w.
+
+Limitations (documented choices): one plane.
 """
 import math
 from dataclasses import dataclass, replace
@@ -162,6 +172,11 @@ class RigidContact:
         least 2 dt, for ``timeconst`` and for a scene's pairs' own solref in the standard form
         (``impedance.step_time_constant``). False by default; ``Scene.build`` sets it for
         MJCF files (as MuJoCo, unless a file disables it).
+    torsion, rolling (m, >= 0): the torsional and rolling friction coefficients of every
+        point (MuJoCo's condim 4 and 6, friction[1] and [2]; a scene's pairs take their
+        surfaces', ``Surface``): a point's torque about its normal is at most torsion f_n,
+        about its tangents at most rolling f_n (the module docstring's twist rows). 0
+        (default): none.
     """
 
     mu: float = 0.8
@@ -181,9 +196,13 @@ class RigidContact:
     links: tuple = None
     rim_points: int = 8
     refsafe: bool = False
+    torsion: float = 0.0
+    rolling: float = 0.0
 
     def __post_init__(self):
         positive(self.mu, "RigidContact.mu", allow_zero=True)
+        positive(self.torsion, "RigidContact.torsion", allow_zero=True)
+        positive(self.rolling, "RigidContact.rolling", allow_zero=True)
         positive(self.timeconst, "RigidContact.timeconst")
         positive(self.dampratio, "RigidContact.dampratio")
         positive(self.regularization, "RigidContact.regularization", allow_zero=True)
@@ -290,7 +309,22 @@ class SolvedContact(Contact):
     @property
     def key(self):
         return ("rigid", self.points.key, self.ground.iterations, self.ground.impedance,
-                self.ground.impratio, self.ground.cone, self.ground.invweight0)
+                self.ground.impratio, self.ground.cone, self.ground.invweight0,
+                self.point_twist)
+
+    @property
+    def point_twist(self):
+        """Per candidate point, (torsion, rolling) (m): its torsional and rolling friction
+        coefficients (constants of the program), 0 for none: the ground's."""
+        return ((float(self.ground.torsion), float(self.ground.rolling)),) * len(self.link)
+
+    @cached_property
+    def twists(self):
+        """The twist rows, ((point, axis, coefficient), ...) in order: axis 0 the spin about
+        the point's normal (where its torsion is > 0), 1 and 2 the rolling about its
+        tangents (where its rolling is > 0)."""
+        return tuple((i, axis, c) for i, (torsion, rolling) in enumerate(self.point_twist)
+                     for axis, c in ((0, torsion), (1, rolling), (2, rolling)) if c > 0.0)
 
     @property
     def groups(self):
@@ -334,11 +368,13 @@ class SolvedContact(Contact):
         return tuple(out)
 
     def _row_dofs(self, width):
-        """``Rows.dofs`` of ``width`` rows a point; None for a coupled model (the sweeps
-        treat its coordinates as one block)."""
+        """``Rows.dofs`` of ``width`` rows a point, then ``width`` / 3 (rounded up) a twist
+        row (``twists``); None for a coupled model (the sweeps treat its coordinates as one
+        block)."""
         if self.model.coupled:
             return None
-        return tuple(d for d in self.point_dofs for _ in range(width))
+        return tuple(d for d in self.point_dofs for _ in range(width)) + tuple(
+            self.point_dofs[i] for i, _, _ in self.twists for _ in range(-(-width // 3)))
 
     @cached_property
     def point_weights(self):
@@ -363,6 +399,10 @@ class SolvedContact(Contact):
         state = {"forces": 0.0 * point, "stiffness": 0.0 * point[..., 0]}
         if self.ground.cone == "pyramidal":  # the edges' forces (N, P, 4)
             state["edges"] = xp.concatenate([0.0 * point, 0.0 * point[..., :1]], axis=-1)
+        if self.twists:  # the twist rows' torques (pyramidal: their edges' forces)
+            width = 2 if self.ground.cone == "pyramidal" else 1
+            state["twists"] = xp.concatenate([0.0 * point[:, 0, :1]]
+                                             * (width * len(self.twists)), axis=-1)
         return state
 
     def project(self, xp, p, T, state):
@@ -384,10 +424,11 @@ class SolvedContact(Contact):
         """(N, P): each point's penetration (m; negative: apart) at link poses T."""
         return self.positions(xp, p, T)[1]
 
-    def rows(self, xp, p, q, T):
+    def rows(self, xp, p, q, T, angular=False):
         """(J (N, 3P, nv): the contact rows [n, t1, t2] of every point, depth (N, P), frames
         (N, P, 3, 3): each point's [n; t1; t2] in the world) at q (N, nq) with link poses T
-        (N, nlinks, 4, 4)."""
+        (N, nlinks, 4, 4); with ``angular``, also (N, P, 3, nv): each point's body's angular
+        velocity (world axes) over its other's (the twist rows')."""
         from ..dynamics import jacobian
 
         point, depth, _, _, origin = self.positions(xp, p, T)
@@ -400,7 +441,10 @@ class SolvedContact(Contact):
             Jp = J[:, :3] - xp.cross(r[:, :, None], J[:, 3:], axis=1)  # v + w x r
             rows.append(xp.einsum("ij,njv->niv", frame, Jp))
         frames = xp.broadcast_to(frame, depth.shape + (3, 3))
-        return xp.concatenate(rows, axis=1), depth, frames
+        out = (xp.concatenate(rows, axis=1), depth, frames)
+        if angular:
+            out += (xp.stack([jac[l][:, 3:] for l in self.link.tolist()], axis=1),)
+        return out
 
     def stiffness(self, xp, p, q, T, M):
         """(N, P): the stabilisation's stiffness k m_i at each point (N/m), m_i = 1 / A_ii its
@@ -449,8 +493,10 @@ class SolvedContact(Contact):
         reads f from column 0)."""
         if self.ground.cone == "pyramidal":
             return self._pyramid(xp, p, q, qd, T, state)
-        J, depth, frames = self.rows(xp, p, q, T)
+        J, depth, frames, *turning = self.rows(xp, p, q, T, angular=bool(self.twists))
         P = depth.shape[-1]
+        if self.twists:  # after the points' rows
+            J = xp.concatenate([J, self._twist_rows(xp, turning[0], frames)], axis=1)
         v = xp.einsum("niv,nv->ni", J, qd)
         touching = depth > -p["margin"]  # (N, P): in the solve
         active = xp.where(touching, 1.0, 0.0)
@@ -463,11 +509,28 @@ class SolvedContact(Contact):
             soft += [normal, friction * normal, friction * normal]
             if "weights" in p:  # MuJoCo's A_jj of the point's three rows
                 weights += [p["weights"][i] + 0.0 * normal] * 3
+        for w, (i, _, c) in enumerate(self.twists):  # damped, of MuJoCo's compliance
+            k, b = self.stabilisation(p, i)          # R_w c^2 = R_t mu^2
+            _, normal = self.impedance(i).terms(xp, k, depth[:, i])
+            mu = self.friction(xp, p, i)
+            a_ref.append(-b * v[:, 3 * P + w])
+            soft.append(friction * normal * (mu / c) ** 2)
+            if "weights" in p:
+                weights.append(p["weights"][i] + 0.0 * normal)
+
+        twisting = sorted({i for i, _, _ in self.twists})
 
         def point(S, i, fi, u):  # one point's three rows, Gauss-Seidel; fi (N, 3): its forces
             n, t1, t2 = 3 * i, 3 * i + 1, 3 * i + 2
             if self.ground.cone == "convex":  # the three together, within the cone
-                return self._cone(xp, S, n, fi, u, self.friction(xp, p, i), touching[:, i])
+                if isinstance(i, (int, np.integer)) and i in twisting:
+                    return fi, u  # with its twist rows, after the points (``_twisting``)
+                new, moved = self._cone(xp, S, (n, t1, t2), fi, u, self.friction(xp, p, i),
+                                        touching[:, i])
+                if not twisting or isinstance(i, (int, np.integer)):
+                    return new, moved
+                keep = xp.asarray(np.isin(np.arange(P), twisting))[i]  # JAX: i traced
+                return xp.where(keep, fi, new), xp.where(keep, u, moved)
             # a point apart keeps f_n = 0 (and so f_t = 0: its cone has no room), where
             # its group is in the solve for another point's sake
             fn, u = S.one_sided(n, fi[:, 0], u, touching[:, i])
@@ -477,19 +540,31 @@ class SolvedContact(Contact):
             return xp.stack([fn, g1, g2], axis=-1), u
 
         def finish(f, diag, _entry):
-            fp = f.reshape(f.shape[:-1] + (P, 3))
+            fp = f[:, :3 * P].reshape(f.shape[:-1] + (P, 3))
             forces = xp.einsum("npj,npjk->npk", fp, frames)
             stiffness = xp.stack([self.stabilisation(p, i)[0] / diag[:, 3 * i]
                                   for i in range(P)], axis=-1)
-            return forces, {"forces": forces, "stiffness": stiffness}
+            out = {"forces": forces, "stiffness": stiffness}
+            if self.twists:
+                out["twists"] = f[:, 3 * P:]
+            return forces, out
 
         start = xp.einsum("npk,npjk->npj", state["forces"], frames)  # (N, P, 3) in the frames
-        start = (start * active[..., None]).reshape(J.shape[:-1])
+        start = (start * active[..., None]).reshape(start.shape[:1] + (3 * P,))
+        if self.twists:
+            start = xp.concatenate([start, state["twists"] * xp.stack(
+                [active[:, i] for i, _, _ in self.twists], axis=-1)], axis=-1)
         # every row's compliance is relative to its point's normal diagonal A_nn (MuJoCo's)
-        normals = tuple(3 * (j // 3) for j in range(3 * P))
-        return Rows(J, xp.stack(a_ref, axis=-1), start, xp.stack(soft, axis=-1),
-                    self._sweep(xp, P, 3, touching, point), finish, normals,
-                    xp.stack(weights, axis=-1) if weights else None,
+        normals = tuple(3 * (j // 3) for j in range(3 * P)) + tuple(
+            3 * i for i, _, _ in self.twists)
+        sweep = self._twisting(xp, self._sweep(xp, P, 3, touching, point), 3 * P, touching,
+                               lambda f, i: f[:, 3 * i], one_sided=False,
+                               cone=self.ground.cone == "convex" and (
+                                   lambda S, i, rows, fi, u, twist: self._cone(
+                                       xp, S, rows, fi, u, self.friction(xp, p, i),
+                                       touching[:, i], twist)))
+        return Rows(J, xp.stack(a_ref, axis=-1), start, xp.stack(soft, axis=-1), sweep,
+                    finish, normals, xp.stack(weights, axis=-1) if weights else None,
                     neighbours=self.ground.cone == "convex", dofs=self._row_dofs(3))
 
     def _pyramid(self, xp, p, q, qd, T, state):
@@ -499,7 +574,7 @@ class SolvedContact(Contact):
         edges' forces f_e >= 0 make the point's f_n = sum f_e, f_t1 = mu (f_0 - f_1),
         f_t2 = mu (f_2 - f_3); the warm start is the previous step's edge forces
         (``state["edges"]``)."""
-        J3, depth, frames = self.rows(xp, p, q, T)
+        J3, depth, frames, *turning = self.rows(xp, p, q, T, angular=bool(self.twists))
         P = depth.shape[-1]
         frames, c, s = self._mujoco_frames(xp, frames, self.tangent_hints(xp, p, T))
         touching = depth > -p["margin"]  # (N, P): in the solve
@@ -522,9 +597,15 @@ class SolvedContact(Contact):
             if "weights" in p:  # MuJoCo's A_e0: (1 + mu^2) the point's inverse weight
                 weights += [p["weights"][i] * (1.0 + mu * mu)] * 4
             mus.append(mu)
+        if self.twists:  # each twist row's two edges J_n +- c J_w (MuJoCo's), after the points'
+            Jw = self._twist_rows(xp, turning[0], frames)
+            for w, (i, _, c_w) in enumerate(self.twists):
+                rows += [J3[:, 3 * i] + c_w * Jw[:, w], J3[:, 3 * i] - c_w * Jw[:, w]]
+                for parts in (springs, dampings, soft) + ((weights,) if weights else ()):
+                    parts += [parts[4 * i]] * 2
         J = xp.stack(rows, axis=1)
         v = xp.einsum("niv,nv->ni", J, qd)
-        a_ref = [springs[j] - dampings[j] * v[:, j] for j in range(4 * P)]
+        a_ref = [springs[j] - dampings[j] * v[:, j] for j in range(len(rows))]
         mu = xp.stack(mus, axis=-1)  # (N, P)
         sliding = touching & (mu > 0.0)  # the other three edges in the solve
 
@@ -537,8 +618,12 @@ class SolvedContact(Contact):
             return xp.stack(out, axis=-1), u
 
         def finish(f, diag, entry):
-            fe = f.reshape(f.shape[:-1] + (P, 4))
-            local = xp.stack([xp.sum(fe, axis=-1), mu * (fe[..., 0] - fe[..., 1]),
+            fe = f[:, :4 * P].reshape(f.shape[:-1] + (P, 4))
+            pushes = [xp.sum(fe[:, i], axis=-1) for i in range(P)]  # twist edges push too
+            for w, (i, _, _) in enumerate(self.twists):
+                pushes[i] = pushes[i] + f[:, 4 * P + 2 * w] + f[:, 4 * P + 2 * w + 1]
+            local = xp.stack([xp.stack(pushes, axis=-1) if P else xp.sum(fe, axis=-1),
+                              mu * (fe[..., 0] - fe[..., 1]),
                               mu * (fe[..., 2] - fe[..., 3])], axis=-1)
             forces = xp.einsum("npj,npjk->npk", local, frames)
             # the normal's apparent mass 1 / (A_nn + R / 4): J_n = (J_e0 + J_e1) / 2, and
@@ -550,14 +635,88 @@ class SolvedContact(Contact):
                 pair = 0.25 * (a00 + entry(e1, e1) + 2.0 * entry(e0, e1) + diag[:, e0] - a00)
                 a_nn = xp.where(mu[:, i] > 0.0, pair, diag[:, e0])
                 stiffness.append(self.stabilisation(p, i)[0] / a_nn)
-            return forces, {"forces": forces, "edges": fe,
-                            "stiffness": xp.stack(stiffness, axis=-1)}
+            out = {"forces": forces, "edges": fe, "stiffness": xp.stack(stiffness, axis=-1)}
+            if self.twists:
+                out["twists"] = f[:, 4 * P:]
+            return forces, out
 
-        start = xp.where(touching[..., None], state["edges"], 0.0).reshape(J.shape[:-1])
-        first_edges = tuple(4 * (j // 4) for j in range(4 * P))
-        return Rows(J, xp.stack(a_ref, axis=-1), start, xp.stack(soft, axis=-1),
-                    self._sweep(xp, P, 4, touching, point), finish, first_edges,
-                    xp.stack(weights, axis=-1) if weights else None, dofs=self._row_dofs(4))
+        start = xp.where(touching[..., None], state["edges"], 0.0)
+        start = start.reshape(start.shape[:1] + (4 * P,))
+        if self.twists:
+            start = xp.concatenate([start, state["twists"] * xp.stack(
+                [active for i, _, _ in self.twists
+                 for active in (xp.where(touching[:, i], 1.0, 0.0),) * 2], axis=-1)], axis=-1)
+        first_edges = tuple(4 * (j // 4) for j in range(4 * P)) + tuple(
+            4 * i for i, _, _ in self.twists for _ in range(2))
+        sweep = self._twisting(xp, self._sweep(xp, P, 4, touching, point), 4 * P, touching,
+                               None, one_sided=True)
+        return Rows(J, xp.stack(a_ref, axis=-1), start, xp.stack(soft, axis=-1), sweep,
+                    finish, first_edges, xp.stack(weights, axis=-1) if weights else None,
+                    dofs=self._row_dofs(4))
+
+    def _twist_rows(self, xp, turning, frames):
+        """(N, W, nv): the twist rows (``twists``): each point's relative angular velocity
+        ``turning`` (N, P, 3, nv) (``rows``' with ``angular``) along its frame's axis
+        (frames (N, P, 3, 3): [n; t1; t2], world)."""
+        return xp.stack([xp.einsum("nj,njv->nv", frames[:, i, axis], turning[:, i])
+                         for i, axis, _ in self.twists], axis=1)
+
+    def _twisting(self, xp, sweep, first, touching, normal_force, one_sided, cone=None):
+        """The sweep ``sweep`` followed by the twist rows' (``twists``, columns ``first`` on),
+        each point's in turn, Gauss-Seidel, skipped where it may not touch (``touching``
+        (N, P)). ``one_sided`` (the pyramid's edges): each pushes, never pulls; ``cone``
+        (the convex cone's ``_cone``, cone(S, i, rows, f_i, u, twist)): the point's three
+        rows and its twist rows in one step, within MuJoCo's elliptic cone (``sweep`` left
+        them); else (the disc's) the spin's torque within torsion f_n, the rolling's within
+        the disc of radius rolling f_n, f_n = ``normal_force(f, i)``, the point's normal
+        force as the sweep left it."""
+        if not self.twists:
+            return sweep
+        width = 2 if one_sided else 1
+        points = {}  # point -> (its first column, its rows' (axis, coefficient))
+        for w, (i, axis, c) in enumerate(self.twists):
+            points.setdefault(i, (first + width * w, []))[1].append((axis, c))
+
+        def twisting(S, first_, f, u):
+            f, u = sweep(S, first_, f, u)
+            for i, (start, rows) in points.items():
+                count = width * len(rows)
+
+                def step(x, i=i, start=start, rows=rows, count=count):
+                    fg, u = x
+                    if cone:  # columns 3i, 3i+1, 3i+2 and its twist rows': fg (N, 3 + count)
+                        return cone(S, i, (3 * i, 3 * i + 1, 3 * i + 2) + tuple(
+                            range(start, start + count)), fg, u, tuple(c for _, c in rows))
+                    if one_sided:
+                        out = []
+                        for k in range(count):
+                            fk, u = S.one_sided(start + k, fg[:, k], u, touching[:, i])
+                            out.append(fk)
+                        return xp.stack(out, axis=-1), u
+                    fn = xp.maximum(normal_force(f, i), 0.0)
+                    out, k = [], 0
+                    if rows[0][0] == 0:  # the spin: a box of half-width torsion f_n
+                        limit, j, fj = rows[0][1] * fn, start, fg[:, 0]
+                        held = fj - (S.residual(j, u) + S.R[:, j] * fj) / S.diag[:, j]
+                        new = xp.minimum(xp.maximum(held, -limit), limit)
+                        out, k, u = [new], 1, S.moved(u, j, new, fj)
+                    if k < len(rows):  # the rolling: a disc of radius rolling f_n
+                        j1, j2 = start + k, start + k + 1
+                        g1, g2 = self._tangents(xp, S, j1, j2, fg[:, k], fg[:, k + 1], u,
+                                                rows[k][1] * fn)
+                        u = S.moved(S.moved(u, j1, g1, fg[:, k]), j2, g2, fg[:, k + 1])
+                        out += [g1, g2]
+                    return xp.stack(out, axis=-1), u
+
+                if cone:
+                    fg, u = when(xp, touching[:, i], step, (xp.concatenate(
+                        [columns(xp, f, 3 * i, 3), columns(xp, f, start, count)], axis=1), u))
+                    f = put_columns(xp, put_columns(xp, f, 3 * i, fg[:, :3]), start, fg[:, 3:])
+                    continue
+                fg, u = when(xp, touching[:, i], step, (columns(xp, f, start, count), u))
+                f = put_columns(xp, f, start, fg)
+            return f, u
+        return twisting
 
     def tangent_hints(self, xp, p, T):
         """(N, P, 3) or None: the direction each point's first tangent takes in MuJoCo's
@@ -627,87 +786,119 @@ class SolvedContact(Contact):
         return sweep
 
     @staticmethod
-    def _cone(xp, S, n, fi, u, mu, active, steps=_CONE_STEPS):
-        """(f_i (N, 3), u): one point's block step for ``cone="convex"`` (MuJoCo's elliptic
-        cone): its forces f = (f_n, f_t1, f_t2), rows n, n+1, n+2, from fi, minimising the
-        problem's objective over them with the other forces held, within the cone
-        |f_t| <= mu f_n (normal and friction together: a sliding point's friction on the
-        cone's surface, its normal force what the one problem gives, not the frictionless
-        one's); zero where ``active`` (N,) is False. The block is G (3, 3) = A + R of its
-        rows (regularised as the sweeps; its off-diagonal ``Sweep.neighbours``), the gradient
-        g = G f + the rows' bias; the unconstrained minimiser where it lies in the cone (a
-        point that sticks: exact in one step), zero where the objective's gradient at zero
-        lies in the dual cone (a point pulled off), else (a point that slides) ``steps``
-        projected-gradient steps in the metric D = s diag(G) (the tangents' the larger;
-        s >= 1 the bound on G's normalised rows that makes D >= G, so that each step lowers
-        the objective), from the lowest of fi, the minimiser's projection and the best
-        points of the cone's surface along the minimiser's friction and along fi's (exact
-        where G is isotropic in the tangents and decoupled: the steps then polish): any fixed
-        point of the sweeps is the problem's optimum, the steps what makes it one. On numpy
-        the steps run only where a point slides (``loops.when``); in native code a point's
-        rows are inside its group's ``when``, so they run at every visit."""
-        rows = (n, n + 1, n + 2)
-        f0 = [fi[:, k] for k in range(3)]
+    def _cone(xp, S, rows, fi, u, mu, active, twist=(), steps=_CONE_STEPS):
+        """(f_i (N, d), u): one point's block step for ``cone="convex"`` (MuJoCo's elliptic
+        cone): its forces f = (f_n, f_t1, f_t2, twist...) on its d ``rows`` (the normal, the
+        two tangents, then its twist rows, ``twists``), from fi, minimising the problem's
+        objective over them with the other forces held, within the cone
+        sqrt(|f_t|^2 + sum_w (mu f_w / c_w)^2) <= mu f_n (MuJoCo's, of the coefficients c_w of
+        ``twist``; normal and friction together: a sliding point's friction on the cone's
+        surface, its normal force what the one problem gives, not the frictionless one's);
+        zero where ``active`` (N,) is False. In the coordinates x_w = mu f_w / c_w the cone
+        is the isotropic |x_t| <= mu x_n. The block is G = A + R of its rows (regularised as
+        the sweeps; its first three rows' off-diagonal ``Sweep.neighbours``, the twist rows'
+        ``Sweep.entry``), the gradient g = G f + the rows' bias; the unconstrained minimiser
+        where it lies in the cone (a point that sticks: exact in one step), zero where the
+        objective's gradient at zero lies in the dual cone (a point pulled off), else (a
+        point that slides) ``steps`` projected-gradient steps in the metric D = s diag(G) (the
+        tangents' the largest; s >= 1 the bound on G's normalised rows that makes D >= G, so
+        that each step lowers the objective), from the lowest of fi, the minimiser's
+        projection and the best points of the cone's surface along the minimiser's friction
+        and along fi's (exact where G is isotropic in the tangents and decoupled: the steps
+        then polish): any fixed point of the sweeps is the problem's optimum, the steps what
+        makes it one. On numpy the steps run only where a point slides (``loops.when``); in
+        native code a point's rows are inside its group's ``when``, so they run at every
+        visit."""
+        d, n = len(rows), rows[0]
+        f0 = [fi[:, k] for k in range(d)]
         g = [S.residual(j, u) + S.R[:, j] * f0[k] for k, j in enumerate(rows)]
-        a, d, f = S.diag[:, n], S.diag[:, n + 1], S.diag[:, n + 2]
-        b, c, e = S.neighbours[0][:, n], S.neighbours[1][:, n], S.neighbours[0][:, n + 1]
-        G = ((a, b, c), (b, d, e), (c, e, f))
-        # the unconstrained minimiser fi - G^-1 g (the adjugate; G positive definite)
-        adj = ((d * f - e * e, c * e - b * f, b * e - c * d),
-               (c * e - b * f, a * f - c * c, b * c - a * e),
-               (b * e - c * d, b * c - a * e, a * d - b * b))
-        det = a * adj[0][0] + b * adj[0][1] + c * adj[0][2]
-        free = [f0[k] - sum(adj[k][m] * g[m] for m in range(3)) / det for k in range(3)]
-        inside = xp.sqrt(free[1] * free[1] + free[2] * free[2]) <= mu * free[0]
+        a, b, c = S.diag[:, n], S.neighbours[0][:, n], S.neighbours[1][:, n]
+        G = [[a, b, c], [b, S.diag[:, n + 1], S.neighbours[0][:, n + 1]],
+             [c, S.neighbours[0][:, n + 1], S.diag[:, n + 2]]]
+        for k in range(3, d):  # the twist rows: entries found here
+            G[k:k] = [[S.entry(rows[k], rows[m]) for m in range(k)] + [S.diag[:, rows[k]]]]
+            for m in range(k):
+                G[m].append(G[k][m])
+        scale = [1.0, 1.0, 1.0] + [c_w / xp.where(mu > 0.0, mu, 1.0) for c_w in twist]
+        if twist:  # to the coordinates of the isotropic cone, f = scale x
+            G = [[scale[k] * G[k][m] * scale[m] for m in range(d)] for k in range(d)]
+            g = [scale[k] * g[k] for k in range(d)]
+            f0 = [f0[k] / scale[k] for k in range(d)]
+        if d == 3:  # the unconstrained minimiser fi - G^-1 g (the adjugate; G positive definite)
+            (a, b, c), e, h, f = G[0], G[1][1], G[1][2], G[2][2]
+            adj = ((e * f - h * h, c * h - b * f, b * h - c * e),
+                   (c * h - b * f, a * f - c * c, b * c - a * h),
+                   (b * h - c * e, b * c - a * h, a * e - b * b))
+            det = a * adj[0][0] + b * adj[0][1] + c * adj[0][2]
+            free = [f0[k] - sum(adj[k][m] * g[m] for m in range(3)) / det for k in range(3)]
+        else:  # by G's factor (a dense one: a chain)
+            chain = list(range(-1, d - 1))
+            step = spd.tree_solve(spd.tree_factor(G, chain), chain, g)
+            free = [f0[k] - step[k] for k in range(d)]
+
+        def norm(x):  # (N,): |x_t|, the friction's length
+            return xp.sqrt(sum(x[k] * x[k] for k in range(1, d)))
+
+        inside = norm(free) <= mu * free[0]
         # zero is the optimum where the objective's gradient there, g - G fi, lies in the
         # dual cone c_n >= mu |c_t| (a point pulled away, or unloaded by its neighbours)
-        g0 = [g[k] - sum(G[k][m] * f0[m] for m in range(3)) for k in range(3)]
-        off = (g0[0] >= mu * xp.sqrt(g0[1] * g0[1] + g0[2] * g0[2])) & ~inside
+        g0 = [g[k] - sum(G[k][m] * f0[m] for m in range(d)) for k in range(d)]
+        off = (g0[0] >= mu * norm(g0)) & ~inside
 
         def objective(x):  # the block's objective relative to fi
-            dx = [x[k] - f0[k] for k in range(3)]
-            return sum(dx[k] * (g[k] + 0.5 * sum(G[k][m] * dx[m] for m in range(3)))
-                       for k in range(3))
+            dx = [x[k] - f0[k] for k in range(d)]
+            return sum(dx[k] * (g[k] + 0.5 * sum(G[k][m] * dx[m] for m in range(d)))
+                       for k in range(d))
 
         def slide(_x):  # on the cone's surface: projected-gradient steps
-            r = [xp.abs(G[k][m]) / xp.sqrt(G[k][k] * G[m][m]) for k, m in ((0, 1), (0, 2),
-                                                                             (1, 2))]
-            s = 1.0 + xp.maximum(xp.maximum(r[0] + r[1], r[0] + r[2]), r[1] + r[2])
-            dn, dt = s * a, s * xp.maximum(d, f)
+            r = {(k, m): xp.abs(G[k][m]) / xp.sqrt(G[k][k] * G[m][m])
+                 for k in range(d) for m in range(k + 1, d)}
+            rows_r = [sum(r[min(k, m), max(k, m)] for m in range(d) if m != k)
+                      for k in range(d)]
+            widest = rows_r[0]
+            for x in rows_r[1:]:
+                widest = xp.maximum(widest, x)
+            s = 1.0 + widest
+            dt = G[1][1]
+            for k in range(2, d):
+                dt = xp.maximum(dt, G[k][k])
+            dn, dt = s * G[0][0], s * dt
 
-            def project(x):  # onto the cone in the metric diag(dn, dt, dt)
-                xn, x1, x2 = x
-                t = xp.sqrt(x1 * x1 + x2 * x2)
-                within = t <= mu * xn
-                on = xp.maximum((dn * xn + mu * dt * t) / (dn + mu * mu * dt), 0.0)
-                scale = xp.where(within, 1.0, mu * on / xp.where(t > 0.0, t, 1.0))
-                return [xp.where(within, xn, on), x1 * scale, x2 * scale]
+            def project(x):  # onto the cone in the metric diag(dn, dt, ...)
+                t = norm(x)
+                within = t <= mu * x[0]
+                on = xp.maximum((dn * x[0] + mu * dt * t) / (dn + mu * mu * dt), 0.0)
+                shrink = xp.where(within, 1.0, mu * on / xp.where(t > 0.0, t, 1.0))
+                return [xp.where(within, x[0], on)] + [x[k] * shrink for k in range(1, d)]
 
-            def ray(t1, t2):  # the best point of the cone's surface along (t1, t2)
-                t = xp.sqrt(t1 * t1 + t2 * t2)
-                w = [1.0 + 0.0 * t, mu * t1 / xp.where(t > 0.0, t, 1.0),
-                     mu * t2 / xp.where(t > 0.0, t, 1.0)]
-                along = sum(g0[k] * w[k] for k in range(3))
-                curve = sum(w[k] * sum(G[k][m] * w[m] for m in range(3)) for k in range(3))
-                return [w[k] * xp.maximum(-along / curve, 0.0) for k in range(3)]
+            def ray(x):  # the best point of the cone's surface along x's friction
+                t = norm(x)
+                w = [1.0 + 0.0 * t] + [mu * x[k] / xp.where(t > 0.0, t, 1.0)
+                                       for k in range(1, d)]
+                along = sum(g0[k] * w[k] for k in range(d))
+                curve = sum(w[k] * sum(G[k][m] * w[m] for m in range(d)) for k in range(d))
+                return [w[k] * xp.maximum(-along / curve, 0.0) for k in range(d)]
 
             x, best = f0, 0.0 * f0[0]  # the lowest of four starts (the objective: 0 at f0)
-            for guess in (project(free), ray(free[1], free[2]), ray(f0[1], f0[2])):
+            for guess in (project(free), ray(free), ray(f0)):
                 value = objective(guess)
                 lower = value < best
-                x = [xp.where(lower, guess[k], x[k]) for k in range(3)]
+                x = [xp.where(lower, guess[k], x[k]) for k in range(d)]
                 best = xp.where(lower, value, best)
             for _ in range(steps):
-                grad = [g[k] + sum(G[k][m] * (x[m] - f0[m]) for m in range(3))
-                        for k in range(3)]
-                x = project([x[0] - grad[0] / dn, x[1] - grad[1] / dt, x[2] - grad[2] / dt])
+                grad = [g[k] + sum(G[k][m] * (x[m] - f0[m]) for m in range(d))
+                        for k in range(d)]
+                x = project([x[0] - grad[0] / dn] + [x[k] - grad[k] / dt
+                                                     for k in range(1, d)])
             return xp.stack(x, axis=-1)
 
-        x = when(xp, active & ~inside & ~off, slide, fi)
+        x = when(xp, active & ~inside & ~off, slide, xp.stack(f0, axis=-1))
         new = [xp.where(active & ~off, xp.where(inside, free[k], x[:, k]), 0.0)
-               for k in range(3)]
+               for k in range(d)]
+        if twist:
+            new = [scale[k] * new[k] for k in range(d)]
         for k, j in enumerate(rows):
-            u = S.moved(u, j, new[k], f0[k])
+            u = S.moved(u, j, new[k], fi[:, k])
         return xp.stack(new, axis=-1), u
 
     @staticmethod
@@ -744,6 +935,7 @@ class SolvedContact(Contact):
                 "timeconst": g.timeconst, "dampratio": g.damping_ratio,
                 "iterations": g.iterations, "impedance": g.impedance.describe(),
                 "impratio": g.impratio, "cone": g.cone, "invweight0": g.invweight0,
+                "torsion": g.torsion, "rolling": g.rolling,
                 "height": float(g.height),
                 "normal": [float(x) for x in np.asarray(p.get("normal", (0.0, 0.0, 1.0)))],
                 "labels": list(self.labels)}

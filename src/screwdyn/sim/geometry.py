@@ -417,8 +417,11 @@ def _mjcf_shapes(source):
                int(geom.mjGEOM_SDF): "sdf"}
     shapes, skipped, meshes, floors = [], [], [], []
     def surface(friction, condim, solref, margin, gap, solimp, solmix=1.0, priority=0):
+        # a geom's friction is (slide, spin, roll), a <pair>'s (slide, slide, spin, roll, roll)
+        spin = 1 if len(friction) == 3 else 2
         return Surface(float(friction[0]), int(condim), tuple(float(x) for x in solref),
-                       float(margin), float(gap), _solimp(solimp), float(solmix), int(priority))
+                       float(margin), float(gap), _solimp(solimp), float(solmix), int(priority),
+                       float(friction[spin]), float(friction[spin + 1]))
 
     pairs = tuple((int(a), int(b), surface(*rest)) for a, b, *rest in
                   zip(m.pair_geom1, m.pair_geom2, m.pair_friction, m.pair_dim, m.pair_solref,

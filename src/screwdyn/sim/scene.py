@@ -283,9 +283,9 @@ class Scene:
         ``<flag filterparent="disable"/>`` every body touches its parent), and its
         ``<contact><pair>``s touch whatever those filters say (``exclude`` and
         ``self_collision=False`` still win; the pair's friction, solref and margin are read); a
-        geom with contype = conaffinity = 0 touches only the pairs that name it. Torsional
-        and rolling friction (``condim`` 4, 6) are not modelled: a ``UserWarning`` names the
-        geoms that have them.
+        geom with contype = conaffinity = 0 touches only the pairs that name it. A geom's
+        condim and its friction's torsional and rolling coefficients hold (``Surface``:
+        condim 4, 6).
 
         Errors: ``ModelError`` when the model has no file (built in code, loaded from a
         string; use ``shapes=False`` and ``add_shape``), when its file (or ``links``) gives no
@@ -401,13 +401,6 @@ class Scene:
                           "\"disable\"/> or constraint=): as in MuJoCo, its geoms touch neither "
                           "each other nor its world (floor, walls); they touch what else the "
                           "scene holds", UserWarning, stacklevel=2)
-        twisting = [f"{f.link}/{f.label}" for f in found if f.surface.condim > 3]
-        if own and twisting:
-            warnings.warn(f"{where}: the torsional and rolling friction of {len(twisting)} "
-                          f"geom(s) of {model.source} (condim 4 or 6: "
-                          f"{', '.join(twisting[:4])}{', ...' if len(twisting) > 4 else ''}) is "
-                          "not modelled: they have sliding friction only", UserWarning,
-                          stacklevel=2)
         return names
 
     def _file_floor(self, geometry, T, where):
@@ -520,10 +513,14 @@ class Scene:
         an MJCF floor's for the ground; a ``<contact><pair>``'s own), unless given here:
         ``mu`` sets every pair's sliding friction (None, the default: each pair's own, and
         ``DEFAULT_MU``, 0.8, for a shape that has none: an object, a URDF link, a ground of no
-        file); ``timeconst``, ``dampratio`` or ``restitution`` set every pair's
-        stabilisation, ``impedance`` every pair's impedance (by default each pair's solimp:
-        an MJCF geom's, MuJoCo's (0.9, 0.95, 0.001, 0.5, 2) unless the file sets one, so that
-        a file's contacts are soft as in MuJoCo; rigid for shapes that have none).
+        file; a pair of condim 1 then slides too, one of condim 4 or 6 keeps its twist);
+        ``torsion`` or ``rolling`` set every pair's torsional and rolling friction
+        (``RigidContact.torsion``, ``rolling``; 0 where only the other is given; by default
+        each pair's, from its surfaces' condim, none below 4); ``timeconst``, ``dampratio``
+        or ``restitution`` set every pair's stabilisation, ``impedance`` every pair's
+        impedance (by default each pair's solimp: an MJCF geom's, MuJoCo's (0.9, 0.95,
+        0.001, 0.5, 2) unless the file sets one, so that a file's contacts are soft as in
+        MuJoCo; rigid for shapes that have none).
         ``impratio``: the soft pairs' friction stiffness relative to their normal's
         (``RigidContact.impratio``); default the MJCF files' ``<option impratio>`` (the largest
         where they differ), MuJoCo's 1 for a scene of no file: a soft pair's friction is as
@@ -575,7 +572,7 @@ class Scene:
         shapes, floor = tuple(self.shapes), self._floor
         given = {}  # what build sets for every pair: the surfaces' own left out
         if mu is not None:
-            given.update(friction=None, condim=3)
+            given.update(friction=None)
         if {"timeconst", "dampratio", "restitution"} & set(solver):
             given.update(solref=None)
         if "impedance" in solver:
@@ -586,7 +583,12 @@ class Scene:
             solver["refsafe"] = all(self._refsafe)
 
         def kept(surface):
-            return replace(surface, **given)
+            condim = surface.condim
+            if {"torsion", "rolling"} & set(solver):  # every pair's twist is the solver's
+                condim = 1 if condim == 1 and mu is None else 3
+            elif mu is not None:  # every pair slides with mu, and keeps its twist
+                condim = max(condim, 3)
+            return replace(surface, condim=condim, **given)
 
         shapes = tuple(replace(shape, surface=kept(shape.surface)) for shape in shapes)
         contact = ShapeContact(
@@ -983,6 +985,16 @@ class ShapeContactModel(SolvedContact):
         self.point_impedance = tuple(m.impedance for m in per_point)
         #: each point's offset (m): its pair holds the surfaces this far apart (their margin)
         self.point_offset = np.array([m.offset for m in per_point], dtype=float)
+        #: each point's (torsion, rolling) (m): its pair's (condim 4, 6), else the solver's
+        self._point_twist = tuple(
+            (float(solver.torsion), float(solver.rolling)) if m.twist is None else m.twist
+            for m in per_point)
+
+    @property
+    def point_twist(self):
+        """Per candidate point, (torsion, rolling) (m): its pair's torsional and rolling
+        friction coefficients (``Surface``: condim 4 and 6), else the solver's."""
+        return self._point_twist
 
     @property
     def labels(self):
@@ -1003,7 +1015,7 @@ class ShapeContactModel(SolvedContact):
                 self.ground.iterations, self.point_friction, self.point_stabilisation,
                 self.ground.impedance, self.point_impedance,  # constants of the program
                 self.ground.impratio, self.ground.cone, self.ground.invweight0,
-                tuple(self.point_offset.tolist()))
+                tuple(self.point_offset.tolist()), self.point_twist)
 
     def friction(self, xp, p, i):
         """Point i's friction coefficient: its pair's own (a constant), else ``p["mu"]``; i an
@@ -1136,18 +1148,20 @@ class ShapeContactModel(SolvedContact):
                              f"the centre of {x.name!r} is inside {y.name!r}")
         return found
 
-    def rows(self, xp, p, q, T):
+    def rows(self, xp, p, q, T, angular=False):
         """(J (N, 3K, nv), depth (N, K), frames (N, K, 3, 3)) of every candidate point: the
         relative velocity of body a's material point over body b's, along the normal (b to a)
-        and two tangents; the depth its pair's solve drives to zero (``held``)."""
+        and two tangents; the depth its pair's solve drives to zero (``held``); with
+        ``angular``, also (N, K, 3, nv): body a's angular velocity over body b's (world
+        axes; the twist rows')."""
         from ..dynamics import jacobian
 
         jac = {l: jacobian(self.model, q, l, frame="world") for l in self.links}
-        rows, depths, frames = [], [], []
+        rows, depths, frames, turning = [], [], [], []
         for (a, la, b, lb), (points, normals, depth) in zip(self.pairs,
                                                            self._contacts(xp, p, T)):
             frame = _frames(xp, normals)  # (N, K, 3, 3)
-            Jrel = 0.0  # one of the two moves (pairs of shapes at rest are not kept)
+            Jrel = Jw = 0.0  # one of the two moves (pairs of shapes at rest are not kept)
             for link, sign in ((la, 1.0), (lb, -1.0)):
                 if link not in jac:
                     continue  # the world, the ground: at rest
@@ -1155,13 +1169,16 @@ class ShapeContactModel(SolvedContact):
                 r = points - T[..., link, None, :3, 3]  # (N, K, 3) from the link's origin
                 Jp = J[:, None, :3] - xp.cross(r[..., None], J[:, None, 3:], axis=2)
                 Jrel = Jrel + sign * Jp  # (N, K, 3, nv)
+                Jw = Jw + sign * J[:, 3:]  # (N, 3, nv)
             rows.append(xp.einsum("nkcj,nkjv->nkcv", frame, Jrel))
             depths.append(depth)
             frames.append(frame)
+            turning.append(xp.broadcast_to(Jw[:, None], Jrel.shape))
         J = xp.concatenate(rows, axis=1)
         N, K = J.shape[0], J.shape[1]
-        return J.reshape((N, 3 * K, J.shape[-1])), self.held(xp.concatenate(depths, axis=-1)), \
-            xp.concatenate(frames, axis=1)
+        out = (J.reshape((N, 3 * K, J.shape[-1])), self.held(xp.concatenate(depths, axis=-1)),
+               xp.concatenate(frames, axis=1))
+        return out + (xp.concatenate(turning, axis=1),) if angular else out
 
     def held(self, depth):
         """The depths (N, K) plus each point's offset: a pair with a margin (``Surface``) holds
@@ -1184,9 +1201,10 @@ class ShapeContactModel(SolvedContact):
         return [tuple(l for l in (la, lb) if l in self.links) for _, la, _, lb in self._pair_of]
 
     def describe(self, p):
-        """``SolvedContact.describe``'s, with the pairs, their friction, and how many have their
-        own solref and solimp; "impedance" is the pairs' where they all have one (an MJCF
-        file's geoms: MuJoCo's default solimp), else the solver's."""
+        """``SolvedContact.describe``'s, with the pairs, their friction and twist (torsion,
+        rolling), and how many have their own solref and solimp; "impedance" is the pairs'
+        where they all have one (an MJCF file's geoms: MuJoCo's default solimp), else the
+        solver's."""
         imp = self.ground.impedance
         solver = np.multiply((float(p["k"]), float(p["b"])), imp.dmax)  # at d = 1
         pairs_imp = {imp if m.impedance is None else m.impedance for m in self._mixed}
@@ -1197,6 +1215,8 @@ class ShapeContactModel(SolvedContact):
                     impedance=imp.describe(),
                     friction=[float(p["mu"]) if m.friction is None else m.friction
                               for m in self._mixed],
+                    twist=[[self.ground.torsion, self.ground.rolling] if m.twist is None
+                           else list(m.twist) for m in self._mixed],
                     own_stabilisation=sum(  # pairs whose solref is not the solver's
                         s is not None and not np.allclose(s, solver, rtol=1e-12)
                         for s in self._pair_stabilisation),

@@ -9,7 +9,7 @@ A field left None takes the contact's own (``RigidContact``'s ``mu``, ``timecons
 ``dampratio``, ``impedance``) where the other shape gives one, and is the contact's own where
 neither does.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import NamedTuple, Optional
 
 import numpy as np
@@ -23,8 +23,9 @@ class Surface:
     """A shape's contact parameters, MuJoCo's names and meanings (an MJCF geom's):
 
     friction: the sliding friction coefficient (>= 0), or None (the contact's ``mu``).
-    condim: 1 (two shapes of condim 1 touch without friction) or 3 (sliding friction); 4 and
-        6 (torsional and rolling friction) are read as 3.
+    condim: 1 (two shapes of condim 1 touch without friction), 3 (sliding friction), 4 (and
+        torsional friction: a torque about the normal, at most ``torsion`` f_n) or 6 (and
+        rolling friction: a torque about the tangents, at most ``rolling`` f_n).
     solref: (time constant s, damping ratio), both > 0, or the direct (-stiffness 1/s^2,
         -damping 1/s), both < 0; None: the contact's (``timeconst``, ``dampratio``).
     solimp: the impedance of the contact's normal rows: a constant d in (0, 1] or
@@ -37,6 +38,10 @@ class Surface:
     margin (m, >= 0): a pair's contact holds its surfaces the sum of their margins apart
         (MuJoCo's ``includemargin``; a ``<contact><pair>``'s own margin): gymnasium's ant, 1 cm
         on each geom, rests on its feet 2 cm above its floor, less the contact's sink.
+    torsion (m, >= 0): the torsional friction coefficient (MuJoCo's friction[1]), used where
+        the pair's condim is 4 or 6; None: MuJoCo's default, 0.005.
+    rolling (m, >= 0): the rolling friction coefficient (MuJoCo's friction[2]), used where the
+        pair's condim is 6; None: MuJoCo's default, 0.0001.
     gap (m, >= 0): MuJoCo's detection buffer beyond the margin: MuJoCo reports a contact
         there but excludes it from the solve, so it exerts no force; read and kept, it changes
         nothing in a simulation.
@@ -50,11 +55,14 @@ class Surface:
     solimp: Optional[Impedance] = None
     solmix: float = 1.0
     priority: int = 0
+    torsion: Optional[float] = None
+    rolling: Optional[float] = None
 
     def __post_init__(self):
-        if self.friction is not None:
-            object.__setattr__(self, "friction", float(positive(
-                self.friction, "Surface.friction", allow_zero=True)))
+        for name in ("friction", "torsion", "rolling"):
+            if getattr(self, name) is not None:
+                object.__setattr__(self, name, float(positive(
+                    getattr(self, name), f"Surface.{name}", allow_zero=True)))
         if self.condim not in (1, 3, 4, 6):
             raise ValueError(f"Surface.condim must be 1, 3, 4 or 6 (MuJoCo's), got "
                              f"{self.condim!r}")
@@ -70,24 +78,45 @@ class Surface:
                              f"{self.priority!r}")
         object.__setattr__(self, "priority", int(self.priority))
 
+    @property
+    def twist(self) -> tuple:
+        """(torsion, rolling) (m): the coefficients this surface gives a pair of its condim,
+        0 where the condim has none (below 4, below 6), MuJoCo's defaults where left None."""
+        return (_given(self.torsion, TORSION) if self.condim >= 4 else 0.0,
+                _given(self.rolling, ROLLING) if self.condim >= 6 else 0.0)
+
+
+#: MuJoCo's default torsional and rolling friction coefficients (m: geom friction[1], [2])
+TORSION, ROLLING = 0.005, 0.0001
+#: the twist of a pair of condim 1 (no friction of any kind)
+_FRICTIONLESS = (0.0, 0.0)
+
+
+def _given(value, default):
+    return default if value is None else value
+
 
 class Mixed(NamedTuple):
     """A pair's contact parameters: ``friction`` (None: the contact's ``mu``), ``solref``
     (the pair's (time constant s, damping ratio) or direct (-k, -b), ``stabilisation`` makes
     its gains; None: the contact's), ``offset`` (m): the distance it holds the surfaces apart,
-    ``impedance`` (an ``Impedance``; None: the contact's)."""
+    ``impedance`` (an ``Impedance``; None: the contact's), ``twist``: (torsion, rolling) (m),
+    the torsional and rolling friction coefficients (0: none; a pair of condim 1 has none), or
+    None where the pair's condim is 3 (the contact's: ``RigidContact.torsion``, ``rolling``)."""
 
     friction: Optional[float]
     solref: Optional[tuple]
     offset: float
     impedance: Optional[Impedance] = None
+    twist: Optional[tuple] = None
 
 
 def mix(a: Surface, b: Surface, mu: float, solref: tuple, impedance: Impedance) -> Mixed:
     """The pair of surfaces a and b, MuJoCo's way (``mj_contactParam``): of two priorities,
     the higher surface's condim, friction, solref and solimp; of one priority, condim and
-    friction the larger of the two (no friction where the condim is 1), solref and solimp
-    their means weighted by solmix (w_a = solmix_a / (solmix_a + solmix_b); solref the
+    friction the larger of the two (no friction where the condim is 1; the larger torsional
+    and rolling coefficients where the larger condim asks for them, ``Surface.twist``), solref
+    and solimp their means weighted by solmix (w_a = solmix_a / (solmix_a + solmix_b); solref the
     elementwise least where one is direct); the margin the sum of the two, whatever the
     priorities (MuJoCo's ``includemargin``). ``mu``, ``solref`` (time constant, damping
     ratio) and ``impedance`` stand for a field left None where the other surface gives one."""
@@ -100,6 +129,10 @@ def mix(a: Surface, b: Surface, mu: float, solref: tuple, impedance: Impedance) 
         friction = None
     else:
         friction = max(mu if s.friction is None else s.friction for s in (a, b))
+    condim = max(a.condim, b.condim)
+    twist = _FRICTIONLESS if condim == 1 else None if condim < 4 else tuple(
+        max(x, y) for x, y in zip(replace(a, condim=condim).twist,
+                                  replace(b, condim=condim).twist))
     w = _weight(a.solmix, b.solmix)
     if a.solref is None and b.solref is None:
         ref = None
@@ -112,7 +145,7 @@ def mix(a: Surface, b: Surface, mu: float, solref: tuple, impedance: Impedance) 
     else:
         i1, i2 = (impedance if s.solimp is None else s.solimp for s in (a, b))
         imp = i1 if i1 == i2 else i1.mixed(i2, w)
-    return Mixed(friction, ref, a.margin + b.margin, imp)
+    return Mixed(friction, ref, a.margin + b.margin, imp, twist)
 
 
 def _weight(m1, m2, tiny=1e-15):
@@ -127,7 +160,8 @@ def _weight(m1, m2, tiny=1e-15):
 
 def own(s: Surface) -> Mixed:
     """A pair's own surface (an MJCF ``<contact><pair>``'s) as its parameters."""
-    return Mixed(0.0 if s.condim == 1 else s.friction, s.solref, s.margin, s.solimp)
+    return Mixed(0.0 if s.condim == 1 else s.friction, s.solref, s.margin, s.solimp,
+                 _FRICTIONLESS if s.condim == 1 else s.twist if s.condim >= 4 else None)
 
 
 def stabilisation(solref, dt: Optional[float] = None, refsafe: bool = False):
