@@ -63,9 +63,9 @@ def test_torsional_friction_stops_a_spinning_ball_as_the_closed_form_says():
 
 def test_rolling_friction_slows_a_rolling_ball_as_the_closed_form_says(tmp_path):
     """A ball rolling at 1 m/s without slipping (condim 6, rolling 0.002 m, rigid contact, the
-    default cone) slows at 5 rolling g / (7 r) (the rolling torque at its bound, rolling f_n, the sliding
-    friction what keeps it rolling): v(t) = v0 - a t at every step, on its radius; the same
-    ball with condim 4 rolls on."""
+    default cone) slows at 5 rolling g / (7 r) (the rolling torque at its bound, rolling f_n,
+    the sliding friction what keeps it rolling): v(t) = v0 - a t at every step, on its
+    radius; the same ball with condim 4 rolls on."""
     a = 5 * 0.002 * G / (7 * R)
     for condim, slowing in ((6, a), (4, 0.0)):
         scene = sd.Scene("roll")
@@ -126,6 +126,15 @@ def test_every_backend_gives_the_same_twist():
             np.testing.assert_allclose(run, runs[0], rtol=0, atol=1e-12)
 
 
+def test_twist_rows_count_in_a_scenes_size():
+    """``native_size`` (what ``LARGE_SCENE`` bounds) counts a third of a point's size more for
+    each twist row: a free ball's one point moved by 6 coordinates is 6, 8 with condim 4, 12
+    with condim 6."""
+    for condim, size in ((3, 6), (4, 8), (6, 12)):
+        model, contact, _ = _spinning_ball(condim, "elliptic")
+        assert contact.resolve(model).native_size == size
+
+
 def test_a_ground_contacts_points_take_its_torsion():
     """``RigidContact(torsion=, rolling=)`` gives every point of a ground contact its twist
     rows: a ball declared as a contact sphere on a model built in code stops spinning as the
@@ -144,8 +153,8 @@ def test_a_ground_contacts_points_take_its_torsion():
 def test_surfaces_mix_their_twist_as_mujocos():
     """Of one priority, the pair's condim is the larger and so are its coefficients (MuJoCo's
     mj_contactParam); of two, the higher surface's; condim 3 gives none (the solver's,
-    ``RigidContact.torsion``), condim 1 none at all; defaults are MuJoCo's (0.005, 0.0001); an MJCF <pair>'s
-    five frictions give its own. Negative coefficients: ValueError."""
+    ``RigidContact.torsion``), condim 1 none at all; defaults are MuJoCo's (0.005, 0.0001).
+    Negative coefficients: ValueError."""
     mu, ref, imp = 0.8, (0.02, 1.0), Impedance(1.0, 1.0)
     four = Surface(condim=4, torsion=0.03)
     assert mix(four, Surface(), mu, ref, imp).twist == (0.03, 0.0)
