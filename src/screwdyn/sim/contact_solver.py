@@ -697,8 +697,7 @@ class SolvedContact(Contact):
                     out, k = [], 0
                     if rows[0][0] == 0:  # the spin: a box of half-width torsion f_n
                         limit, j, fj = rows[0][1] * fn, start, fg[:, 0]
-                        held = fj - (S.residual(j, u) + S.R[:, j] * fj) / S.diag[:, j]
-                        new = xp.minimum(xp.maximum(held, -limit), limit)
+                        new = xp.minimum(xp.maximum(S.held(j, fj, u), -limit), limit)
                         out, k, u = [new], 1, S.moved(u, j, new, fj)
                     if k < len(rows):  # the rolling: a disc of radius rolling f_n
                         j1, j2 = start + k, start + k + 1
@@ -811,7 +810,7 @@ class SolvedContact(Contact):
         visit."""
         d, n = len(rows), rows[0]
         f0 = [fi[:, k] for k in range(d)]
-        g = [S.residual(j, u) + S.R[:, j] * f0[k] for k, j in enumerate(rows)]
+        g = [S.gradient(j, f0[k], u) for k, j in enumerate(rows)]
         a, b, c = S.diag[:, n], S.neighbours[0][:, n], S.neighbours[1][:, n]
         G = [[a, b, c], [b, S.diag[:, n + 1], S.neighbours[0][:, n + 1]],
              [c, S.neighbours[0][:, n + 1], S.diag[:, n + 2]]]
@@ -911,8 +910,7 @@ class SolvedContact(Contact):
         Coulomb's: a bar sent at 45 deg slid off at 62 deg, 16% too far). With the rows'
         compliance R_t (``RigidContact.impratio``) in their residuals: a point that sticks
         creeps at R_t f_t / b; without (rigid friction), it does not."""
-        r1 = S.residual(t1, u) + S.R[:, t1] * f1
-        r2 = S.residual(t2, u) + S.R[:, t2] * f2
+        r1, r2 = S.gradient(t1, f1, u), S.gradient(t2, f2, u)
         a11, a22 = S.diag[:, t1], S.diag[:, t2]
         held1, held2 = f1 - r1 / a11, f2 - r2 / a22
         inside = held1 * held1 + held2 * held2 <= limit * limit
@@ -1046,13 +1044,21 @@ class Sweep:
         parts.append(u[:, at:])
         return self.xp.concatenate([x for x in parts if x.shape[1]], axis=1)
 
+    def gradient(self, j, fj, u):
+        """(N,): row j's residual with its compliance R_j (a soft constraint's), at its force
+        fj (N,): bias_j + (A f)_j + R_j f_j, the gradient of the sweeps' objective along f_j."""
+        return self.residual(j, u) + self.R[:, j] * fj
+
+    def held(self, j, fj, u):
+        """(N,): row j's force after its unconstrained Gauss-Seidel step from fj (N,), the one
+        that zeroes its ``gradient`` (by its regularised diagonal): what a bounded row clips."""
+        return fj - self.gradient(j, fj, u) / self.diag[:, j]
+
     def one_sided(self, j, fj, u, active):
         """(f_j, u): row j's Gauss-Seidel step for a force that pushes, never pulls
-        (f_j >= 0), from fj (N,), with its compliance R_j (a soft constraint: its residual
-        bias_j + (A f)_j + R_j f_j); zero where ``active`` (N,) is False."""
-        xp = self.xp
-        step = (self.residual(j, u) + self.R[:, j] * fj) / self.diag[:, j]
-        new = xp.where(active, xp.maximum(fj - step, 0.0), 0.0)
+        (f_j >= 0), from fj (N,) (``held``, clipped at zero); zero where ``active`` (N,) is
+        False."""
+        new = self.xp.where(active, self.xp.maximum(self.held(j, fj, u), 0.0), 0.0)
         return new, self.moved(u, j, new, fj)
 
 
