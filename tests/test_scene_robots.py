@@ -122,31 +122,31 @@ def test_panda_self_distances_equal_coals():
     assert overlaps > 20  # the random configurations do fold the arm onto itself
 
 
-def test_manipulator_self_contact_equals_mujocos_collision():
-    """dm_control's manipulator (a planar arm of capsules with sphere fingertips, and its ball,
-    peg and cup): at random configurations, the pairs of the arm's geoms that overlap and their
-    depths equal MuJoCo's own mj_collision (capsule-capsule, capsule-sphere and sphere-sphere
-    are exact in both) to 1e-9 m, with MuJoCo's filters (parent and child, contype and
-    conaffinity); the contact rows' normal velocities are the rate of the depth (central
-    differences, 1e-6)."""
+def _self_contacts_as_mujocos(name, links, configurations, seed=0):
+    """(model, contact, resolved, depth (N, K), qs (N, nq), compared): dm_control's ``name``
+    with the shapes of ``links`` in a scene, at random configurations in its joints' ranges
+    (its free joint's at qpos0): in each, the pairs of those links' geoms that overlap are
+    the very pairs MuJoCo's own mj_collision finds overlapping (its filters: parent and
+    child, contype and conaffinity), at its depths to 1e-9 m; ``compared``: how many."""
     mujoco = pytest.importorskip("mujoco")
-    path = _dm_control("manipulator")
+    path = _dm_control(name)
     robot = sd.load_mjcf(path)
-    arm = ["upper_arm", "middle_arm", "lower_arm", "hand", "thumb", "thumbtip", "finger",
-           "fingertip"]
-    scene = sd.Scene("manipulator")
-    scene.add_robot(robot, links=arm)
+    scene = sd.Scene(name)
+    scene.add_robot(robot, links=links)
     model, contact, _ = scene.build(ground=False)
     m = mujoco.MjModel.from_xml_path(path)
     d = mujoco.MjData(m)
-    rng = np.random.default_rng(0)
+    rng = np.random.default_rng(seed)
     lo, hi = m.jnt_range[:, 0], m.jnt_range[:, 1]
     unlimited = m.jnt_limited == 0
     lo, hi = np.where(unlimited, -np.pi, lo), np.where(unlimited, np.pi, hi)
-    qs = rng.uniform(lo, hi, size=(400, m.nq))
+    qs = np.tile(m.qpos0, (configurations, 1))
+    for j in range(m.njnt):
+        if m.jnt_type[j] in (int(mujoco.mjtJoint.mjJNT_HINGE), int(mujoco.mjtJoint.mjJNT_SLIDE)):
+            qs[:, m.jnt_qposadr[j]] = rng.uniform(lo[j], hi[j], size=configurations)
     resolved, depth = _depths(contact, model, qs)
     geoms = {mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_GEOM, g): g for g in range(m.ngeom)}
-    arm_bodies = {mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, b) for b in arm}
+    bodies = {mujoco.mj_name2id(m, mujoco.mjtObj.mjOBJ_BODY, b) for b in links}
     slots, start = {}, 0
     for (a, _, b, _), K in zip(resolved.pairs, resolved.counts):
         key = frozenset(geoms[s.name.split("/")[1]] for s in (a, b))
@@ -159,7 +159,7 @@ def test_manipulator_self_contact_equals_mujocos_collision():
         mujoco.mj_collision(m, d)
         theirs = {}
         for c in d.contact[:d.ncon]:
-            if {m.geom_bodyid[c.geom1], m.geom_bodyid[c.geom2]} <= arm_bodies and c.dist < 0:
+            if {m.geom_bodyid[c.geom1], m.geom_bodyid[c.geom2]} <= bodies and c.dist < 0:
                 key = frozenset((c.geom1, c.geom2))
                 theirs[key] = max(theirs.get(key, -np.inf), -c.dist)
         ours = {key: depth[n, s].max() for key, s in slots.items() if depth[n, s].max() > 1e-12}
@@ -167,7 +167,22 @@ def test_manipulator_self_contact_equals_mujocos_collision():
         for key, value in theirs.items():
             assert ours[key] == pytest.approx(value, abs=1e-9)
             compared += 1
+    return model, contact, resolved, depth, qs, compared
+
+
+def test_manipulator_self_contact_equals_mujocos_collision():
+    """dm_control's manipulator (a planar arm of capsules with sphere fingertips, and its ball,
+    peg and cup): at random configurations, the pairs of the arm's geoms that overlap and their
+    depths equal MuJoCo's own mj_collision (capsule-capsule, capsule-sphere and sphere-sphere
+    are exact in both) to 1e-9 m, with MuJoCo's filters (parent and child, contype and
+    conaffinity); the contact rows' normal velocities are the rate of the depth (central
+    differences, 1e-6)."""
+    arm = ["upper_arm", "middle_arm", "lower_arm", "hand", "thumb", "thumbtip", "finger",
+           "fingertip"]
+    model, contact, resolved, depth, qs, compared = _self_contacts_as_mujocos(
+        "manipulator", arm, 400)
     assert compared >= 20
+    rng = np.random.default_rng(1)
     # the rows: the normal velocity of each overlapping pair's deepest point is minus the rate
     # of its depth (shallow overlaps: in this planar arm deep ones have crossing axes, where
     # the depth is flat at the sum of the radii and the normal is a choice)
@@ -184,6 +199,27 @@ def test_manipulator_self_contact_equals_mujocos_collision():
         assert dep[0, k] == pytest.approx(depth[n, k], abs=1e-12)
         assert (J[0, 3 * k] @ qd) == pytest.approx(-(plus - minus) / (2 * h), abs=1e-6)
 
+
+
+def test_humanoid_self_contact_keeps_mujocos_parent_filter_across_its_joints():
+    """dm_control's humanoid, whose bodies have up to three joints (a chain of links here,
+    ``{body}/{joint}``, so that a geom's link is not its parent's child): at random
+    configurations its overlapping pairs are MuJoCo's. Its parent filter holds between
+    MuJoCo's bodies: the upper arm (two shoulder joints) never touches the torso, the thigh
+    (three hip joints) never the pelvis. Before, those pairs were in the scene: the arms
+    pressed on the torso with 500 N where MuJoCo's do not, and a fall left mj_step's by
+    0.8 rad in 1 s."""
+    links = ["torso", "head", "lower_waist", "pelvis", "right_thigh", "right_shin",
+             "right_foot", "left_thigh", "left_shin", "left_foot", "right_upper_arm",
+             "right_lower_arm", "left_upper_arm", "left_lower_arm"]
+    model, contact, resolved, depth, qs, compared = _self_contacts_as_mujocos(
+        "humanoid", links, 300)
+    assert compared >= 50
+    names = {frozenset(s.link for s in (a, b)) for a, _, b, _ in resolved.pairs}
+    for parent, child in (("torso", "right_upper_arm"), ("pelvis", "left_thigh"),
+                          ("torso", "lower_waist")):
+        assert frozenset((parent, child)) not in names
+    assert frozenset(("torso", "right_lower_arm")) in names  # a grandchild: MuJoCo's too
 
 def test_pendulum_comes_to_rest_on_a_box():
     """dm_control's pendulum (a 1 kg ball of radius 0.05 m at 0.5 m from a hinge 0.6 m high;

@@ -207,21 +207,22 @@ class CollisionGeometry:
     in file order), ``skipped`` ((link, kind) of the elements with no primitive: meshes, MJCF
     ellipsoids and height fields), ``meshes`` (the mesh elements, ``CollisionMesh``s, in file
     order), ``excluded`` (pairs of body names whose contact the file excludes: MJCF
-    ``<contact><exclude>``; URDF none), ``source`` (the file), ``format`` ('urdf' or
-    'mjcf'), ``floors`` (a ``Floor`` for each MJCF plane of the world facing up, +z: a floor or
-    a table top; the world's other geoms are shapes, meshes and skipped elements of the link
-    ``"world"``: its walls are planes), ``contact`` (False where an MJCF file turns contact
-    off, ``<option><flag contact="disable"/>`` or ``constraint="disable"``: in MuJoCo its geoms
-    touch nothing), ``filterparent`` (False where an MJCF file turns MuJoCo's parent filter off,
-    ``<flag filterparent="disable"/>``: there a body touches its parent too), ``pairs`` (the
-    MJCF ``<contact><pair>`` elements, (geom1, geom2, ``Surface``) (geom ids): pairs MuJoCo
-    checks whatever the bit masks, the parent filter and ``<exclude>`` say, with their own
-    friction, solref, margin and gap; their geoms are read even with contype = conaffinity =
-    0), ``impratio`` (an MJCF file's ``<option impratio>``: its friction's stiffness relative
-    to the normal's, ``RigidContact.impratio``; 1 for URDF, MuJoCo's default),
-    ``invweight0`` (an MJCF file's bodies' translational inverse weights at qpos0, MuJoCo's
-    ``body_invweight0``: ((body name, 1/kg), ...); none for URDF), ``refsafe`` (False where
-    an MJCF file turns MuJoCo's refsafe off, ``<flag refsafe="disable"/>``: its solrefs'
+    ``<contact><exclude>`` and MuJoCo's parent filter, a body and its parent (their welded
+    bodies included: ``_parent_filtered``); URDF none), ``source`` (the file), ``format``
+    ('urdf' or 'mjcf'), ``floors`` (a ``Floor`` for each MJCF plane of the world facing up, +z:
+    a floor or a table top; the world's other geoms are shapes, meshes and skipped elements of
+    the link ``"world"``: its walls are planes), ``contact`` (False where an MJCF file turns
+    contact off, ``<option><flag contact="disable"/>`` or ``constraint="disable"``: in MuJoCo
+    its geoms touch nothing), ``filterparent`` (False where an MJCF file turns MuJoCo's parent
+    filter off, ``<flag filterparent="disable"/>``: there a body touches its parent too),
+    ``pairs`` (the MJCF ``<contact><pair>`` elements, (geom1, geom2, ``Surface``) (geom ids):
+    pairs MuJoCo checks whatever the bit masks, the parent filter and ``<exclude>`` say, with
+    their own friction, solref, margin and gap; their geoms are read even with contype =
+    conaffinity = 0), ``impratio`` (an MJCF file's ``<option impratio>``: its friction's
+    stiffness relative to the normal's, ``RigidContact.impratio``; 1 for URDF, MuJoCo's
+    default), ``invweight0`` (an MJCF file's bodies' translational inverse weights at qpos0,
+    MuJoCo's ``body_invweight0``: ((body name, 1/kg), ...); none for URDF), ``refsafe`` (False
+    where an MJCF file turns MuJoCo's refsafe off, ``<flag refsafe="disable"/>``: its solrefs'
     time constants are then used as given at every step, ``RigidContact.refsafe``)."""
 
     shapes: tuple
@@ -459,12 +460,33 @@ def _mjcf_shapes(source):
         excluded.append(tuple(mujoco.mj_id2name(m, obj.mjOBJ_BODY, b) or f"body{b}"
                               for b in pair))
     bit, flags = mujoco.mjtDisableBit, int(m.opt.disableflags)
+    if not flags & bit.mjDSBL_FILTERPARENT:
+        excluded += _parent_filtered(mujoco, m)
     on = (not flags & (bit.mjDSBL_CONTACT | bit.mjDSBL_CONSTRAINT),
           not flags & bit.mjDSBL_FILTERPARENT)
     weights = tuple((mujoco.mj_id2name(m, obj.mjOBJ_BODY, b) or f"body{b}",
                      float(m.body_invweight0[b, 0])) for b in range(1, m.nbody))
     return shapes, skipped, excluded, meshes, floors, on + (
         pairs, float(m.opt.impratio), weights, not flags & bit.mjDSBL_REFSAFE)
+
+
+def _parent_filtered(mujoco, m):
+    """The pairs of body names MuJoCo's parent filter keeps apart: every body of a rigid group
+    (a body and those welded to it, ``body_weldid``) and every body of its parent's group, the
+    world's excepted. Between MuJoCo's bodies, not screwdyn's links: a body of several joints
+    is a chain of links here (``{body}/{joint}``), and its geoms' link is not its parent's
+    child (dm_control's humanoid: the upper arm's two shoulder joints; its thigh's three)."""
+    weld = [int(w) for w in m.body_weldid]
+    groups = {}
+    for b, w in enumerate(weld):
+        groups.setdefault(w, []).append(mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_BODY, b)
+                                        or f"body{b}")
+    out = []
+    for w in groups:
+        parent = weld[int(m.body_parentid[w])]
+        if w and parent:
+            out += [(a, b) for a in groups[w] for b in groups[parent]]
+    return out
 
 
 def _solimp(solimp):
