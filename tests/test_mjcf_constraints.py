@@ -391,11 +391,11 @@ def test_dm_control_equalities_equal_mujoco(path):
 
 
 def _unsupported(m):
-    """The names of m's tendons screwdyn refuses (spatial or limited)."""
+    """The names of m's tendons screwdyn refuses (spatial)."""
     out = []
     for i in range(m.ntendon):
         wraps = m.wrap_type[m.tendon_adr[i]:m.tendon_adr[i] + m.tendon_num[i]]
-        if np.any(wraps != mujoco.mjtWrap.mjWRAP_JOINT) or m.tendon_limited[i]:
+        if np.any(wraps != mujoco.mjtWrap.mjWRAP_JOINT):
             out.append(mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_TENDON, i))
     return out
 
@@ -538,7 +538,6 @@ def test_soft_equalities_read_mujocos_numbers():
 def test_unsupported_elements_are_named():
     for xml, attrs, message in [
             (SPATIAL, "", '<tendon name="rope">: spatial tendons'),
-            (LIMITED, 'limited="true" range="-1 1"', '<tendon name="sum">: its length limits'),
             (LIMITED, 'frictionloss="0.1"', '<tendon name="sum">: its frictionloss'),
             (LIMITED, 'armature="0.1"', '<tendon name="sum">: its armature'),
             (LIMITED, 'stiffness="1" springlength="0 0.2"', "dead-band spring")]:
@@ -547,11 +546,15 @@ def test_unsupported_elements_are_named():
             sd.from_mujoco(m)
         ignored = sd.from_mujoco(m, unsupported="ignore")  # the tendon and its equality go
         assert (ignored.tendons, ignored.constraints, ignored.nv) == ((), (), m.nv)
-    # the same with limits disabled in the file: MuJoCo applies none, so the tendon loads
+    # a limited tendon loads with its range (test_rigid_limits: the simulations enforce it);
+    # with limits disabled in the file MuJoCo applies none, and it has none
     m = mujoco.MjModel.from_xml_string(LIMITED.format(attrs='limited="true" range="-1 1"'))
+    (tendon,) = sd.from_mujoco(m).tendons
+    assert (tendon.name, tendon.lower, tendon.upper) == ("sum", -1.0, 1.0)
     m.opt.disableflags |= _BIT.mjDSBL_LIMIT
     model = sd.from_mujoco(m)
     assert [t.name for t in model.tendons] == ["sum"]
+    assert (model.tendons[0].lower, model.tendons[0].upper) == (-np.inf, np.inf)
     assert model.constraints == (Coupling("sum", None, (0.0,), (0.0, 0.0), name="equality0",
                                           refsafe=True),)
     # a direct solref with zero damping has no time constant

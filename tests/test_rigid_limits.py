@@ -435,3 +435,67 @@ def test_bad_input(arm):
     assembly = sd.Assembly(sd.load_mjcf(str(arm)), name="arm")
     with pytest.raises(ValueError, match="assembly.to_model"):
         _fall(assembly)
+
+
+# ARM whose shoulder has no stop and whose elbow's is far: a tendon stops them
+TENDON_ARM = ARM.replace('model="stops"', 'model="tendon_stop"').replace(
+    ' range="-30 60" limited="true"', "").replace('range="-10 10"', 'range="-90 90"').replace(
+    "</mujoco>", """  <tendon>
+    <fixed name="reach" limited="true" range="-0.3 {upper}" {softness}>
+      <joint joint="shoulder" coef="1"/><joint joint="elbow" coef="0.5"/>
+    </fixed>
+  </tendon>
+</mujoco>""")
+
+
+@pytest.mark.parametrize("softness", ["", 'solreflimit="0.05 0.7" solimplimit="0.95 0.99 0.01"'],
+                         ids=["defaults", "own"])
+def test_a_limited_tendon_stops_its_joints_as_in_mujoco(tmp_path, softness):
+    """A fixed tendon's length limits (MJCF ``<fixed limited="true" range=...>``: the
+    robotiq and jaco grippers' finger couplings) are rows of J = c beside the joints': an arm
+    with no stop of its own falls until shoulder + elbow / 2 reaches 0.6 rad, and the run is
+    mj_step's to 1e-9 over 1 s with the file's solreflimit and solimplimit (its defaults or its
+    own) and MuJoCo's tendon_invweight0 (``RigidLimits.from_mjcf``; the computed inverse
+    weight, c M^-1 c^T at q0, is MuJoCo's to 1e-12). With stiff springs (``JointLimits``) the
+    tendon rests within 2% of its range past the limit; without limits it falls through."""
+    mujoco = pytest.importorskip("mujoco")
+    path = tmp_path / "tendon.xml"
+    path.write_text(TENDON_ARM.format(upper=0.6, softness=softness))
+    model = sd.load_mjcf(str(path))
+    (tendon,) = model.tendons
+    assert (tendon.lower, tendon.upper) == (-0.3, 0.6)
+    reference = _mujoco(path, 1001)
+    limits = sd.RigidLimits.from_mjcf(path, invweight0=True, margin=0.0)
+    traj = sd.simulate(model, np.zeros(2), None, None, 1.0, 1e-3,
+                       integrator="semi_implicit_euler", joint_limits=limits)
+    length = traj.q @ np.array([1.0, 0.5])
+    assert length.max() > 0.6 and abs(length[-1] - 0.6) < 0.02  # it reached the stop
+    np.testing.assert_allclose(traj.q, reference, rtol=0, atol=1e-9)
+    m = mujoco.MjModel.from_xml_path(str(path))
+    rows = sd.sim.limit_constraints.LimitRows(model, sd.RigidLimits(invweight0=True))
+    assert rows.joint_names == ("elbow", "elbow", "reach", "reach")
+    np.testing.assert_allclose(rows.weights[2:], m.tendon_invweight0[0], rtol=1e-12)
+    springs = sd.simulate(model, np.zeros(2), None, None, 1.0, 1e-3, joint_limits=True)
+    assert abs(springs.q[-1] @ np.array([1.0, 0.5]) - 0.6) < 0.02 * 0.9
+    free = sd.simulate(model, np.zeros(2), None, None, 1.0, 1e-3, joint_limits=False)
+    assert (free.q @ np.array([1.0, 0.5])).max() > 1.0
+
+
+def test_a_tendon_limit_on_every_backend(tmp_path):
+    """The tendon's rows give the same numbers on numpy, native code and JAX."""
+    path = tmp_path / "tendon.xml"
+    path.write_text(TENDON_ARM.format(upper=0.6, softness=""))
+    model = sd.load_mjcf(str(path))
+    runs = [sd.simulate(model, np.zeros(2), None, None, 0.5, 1e-3, backend=backend,
+                        integrator="semi_implicit_euler", joint_limits=sd.RigidLimits()).q
+            for backend in ("numpy", "native", "jax")]
+    assert np.abs(runs[0] @ np.array([1.0, 0.5])).max() > 0.59
+    for other in runs[1:]:
+        np.testing.assert_allclose(other, runs[0], rtol=0, atol=1e-12)
+
+
+def test_bad_tendon_limits():
+    """A tendon's limits must be numbers with lower <= upper: a ModelError naming it."""
+    for lower, upper in ((1.0, 0.0), (np.nan, 1.0), ("a", 1.0), (np.inf, np.inf)):
+        with pytest.raises(sd.ModelError, match="fixed tendon 't': its length limits"):
+            sd.constraints.FixedTendon("t", ["a"], [1.0], lower=lower, upper=upper)

@@ -194,7 +194,9 @@ class Coupling(Constraint):
 class FixedTendon:
     """L(q) = sum_k coefficients[k] q[joints[k]] (m or rad; scalar joints), with an optional
     spring (``stiffness`` N/m, rest length ``spring_length``) and damper (``damping`` N s/m)
-    that act in simulations."""
+    that act in simulations, and optional length limits ``lower`` <= L <= ``upper`` (m or
+    rad; -inf, inf: none; MJCF's ``range`` of a limited tendon) that a simulation enforces
+    with the joints' position limits (``joint_limits=``: a row of J = c, as a joint's)."""
 
     name: str
     joints: tuple
@@ -202,6 +204,8 @@ class FixedTendon:
     stiffness: float = 0.0
     damping: float = 0.0
     spring_length: float = 0.0
+    lower: float = -np.inf
+    upper: float = np.inf
 
     def __post_init__(self):
         object.__setattr__(self, "joints", tuple(str(j) for j in self.joints))
@@ -217,10 +221,26 @@ class FixedTendon:
                                  + ("" if name == "spring_length" else " and >= 0")
                                  + f", got {getattr(self, name)!r}")
             object.__setattr__(self, name, value)
+        try:
+            lower, upper = float(self.lower), float(self.upper)
+        except (TypeError, ValueError):
+            lower = upper = np.nan
+        if np.isnan(lower) or np.isnan(upper) or lower > upper or lower == np.inf \
+                or upper == -np.inf:
+            raise ModelError(f"fixed tendon {self.name!r}: its length limits must be numbers "
+                             f"with lower <= upper (-inf, inf: none), got lower="
+                             f"{self.lower!r}, upper={self.upper!r}")
+        object.__setattr__(self, "lower", lower)
+        object.__setattr__(self, "upper", upper)
 
     @property
     def passive(self):
         return self.stiffness > 0 or self.damping > 0
+
+    @property
+    def limited(self):
+        """Whether it has a finite length limit."""
+        return bool(np.isfinite(self.lower) or np.isfinite(self.upper))
 
 
 # -- bound to a model --------------------------------------------------------------------------

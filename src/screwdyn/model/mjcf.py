@@ -34,7 +34,7 @@ simulations enforce:
 
     MJCF element                       screwdyn
     <tendon><fixed>                    FixedTendon(name, joints, coef, stiffness, damping,
-                                       springlength)
+                                       springlength, range when limited: lower, upper)
     <equality><connect> (body or site) Connect: the two anchors (``eq_data``) or site origins
     <equality><weld> (body or site)    Weld: anchors and ``relpose`` (or the sites' frames);
                                        ``torquescale`` (0: a Connect of the same anchors)
@@ -302,9 +302,6 @@ def _tendons(mujoco, m, joint_name, unsupported):
         if any(int(m.wrap_type[w]) != mujoco.mjtWrap.mjWRAP_JOINT for w in wraps):
             problems.append("spatial tendons (through sites, around geoms, pulleys) are not "
                             "modelled, only fixed tendons")
-        if limits and m.tendon_limited[i]:
-            problems.append(f"its length limits (range {m.tendon_range[i].tolist()}, an "
-                            "inequality constraint) are not modelled")
         if friction and m.tendon_frictionloss[i] > 0:
             problems.append("its frictionloss (dry friction) is not modelled")
         if m.tendon_armature[i] != 0:
@@ -323,8 +320,11 @@ def _tendons(mujoco, m, joint_name, unsupported):
             continue
         joint_ids = [int(m.wrap_objid[w]) for w in wraps]
         coefficients = [float(m.wrap_prm[w]) for w in wraps]
+        lower, upper = (float(x) for x in m.tendon_range[i]) \
+            if limits and m.tendon_limited[i] else (-np.inf, np.inf)
         out.append(FixedTendon(name, [joint_name[j] for j in joint_ids], coefficients,
-                               stiffness=stiffness, damping=damping, spring_length=low))
+                               stiffness=stiffness, damping=damping, spring_length=low,
+                               lower=lower, upper=upper))
         kept[i] = name
     return out, kept
 
@@ -449,31 +449,41 @@ def _equalities(mujoco, m, body_name, joint_name, tendon_name, unsupported, soft
 
 
 def limit_softness(path: "str | os.PathLike") -> dict:
-    """{joint name: ((timeconst s, dampratio), solimp (dmin, dmax, width, midpoint, power),
-    inverse weight, refsafe)}: each limited hinge's and slide's solreflimit and solimplimit in
-    MuJoCo's compiled model of the MJCF file ``path``, as MuJoCo applies them
-    (``_time_constant``: refsafe where a simulation applies MuJoCo's refsafe at its step;
-    ``applied_solimp``), and its ``dof_invweight0`` (what MuJoCo scales a limit's compliance
-    by: 1/kg or 1/(kg m^2)); the joints named as ``load_mjcf`` names them. ``ModelError`` for
+    """{joint or tendon name: ((timeconst s, dampratio), solimp (dmin, dmax, width, midpoint,
+    power), inverse weight, refsafe)}: each limited hinge's and slide's (and limited fixed
+    tendon's) solreflimit and solimplimit in MuJoCo's compiled model of the MJCF file
+    ``path``, as MuJoCo applies them (``_time_constant``: refsafe where a simulation applies
+    MuJoCo's refsafe at its step; ``applied_solimp``), and its ``dof_invweight0`` (a
+    tendon's ``tendon_invweight0``: what MuJoCo scales a limit's compliance by: 1/kg or
+    1/(kg m^2)); the joints and tendons named as ``load_mjcf`` names them. ``ModelError`` for
     a file MuJoCo rejects or a solreflimit that mixes the standard and direct forms (naming
     the joint)."""
     mujoco = _mujoco()
     path = os.fspath(path)
     m = _compiled(path)
-    out = {}
-    for j in range(m.njnt):
-        if int(m.jnt_type[j]) not in (_HINGE, _SLIDE) or not m.jnt_limited[j]:
-            continue
-        name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, j) or f"joint{j}"
-        a, b = (float(x) for x in m.jnt_solref[j])
+    def softness(element, name, solref, solimp, weight):
+        a, b = (float(x) for x in solref)
         ref = _time_constant(mujoco, m, a, b)
         if ref is None:
-            raise ModelError(f'{path}: MJCF <joint name="{name}">: its solreflimit ({a:g}, '
+            raise ModelError(f'{path}: MJCF <{element} name="{name}">: its solreflimit ({a:g}, '
                              f"{b:g}) mixes the standard (timeconst, dampratio) and direct "
                              "(-stiffness, -damping) forms, or has a zero: give both > 0 or "
                              "both < 0")
-        out[name] = (ref[:2], applied_solimp(m.jnt_solimp[j]),
-                     float(m.dof_invweight0[m.jnt_dofadr[j]]), ref[2])
+        return ref[:2], applied_solimp(solimp), float(weight), ref[2]
+
+    out, joints = {}, set()
+    for j in range(m.njnt):
+        name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, j) or f"joint{j}"
+        joints.add(name)
+        if int(m.jnt_type[j]) in (_HINGE, _SLIDE) and m.jnt_limited[j]:
+            out[name] = softness("joint", name, m.jnt_solref[j], m.jnt_solimp[j],
+                                 m.dof_invweight0[m.jnt_dofadr[j]])
+    for t in range(m.ntendon):  # a limited fixed tendon's length limits, named as loaded
+        if m.tendon_limited[t]:
+            name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_TENDON, t) or f"tendon{t}"
+            out[f"tendon:{name}" if name in joints else name] = softness(
+                "tendon", name, m.tendon_solref_lim[t], m.tendon_solimp_lim[t],
+                m.tendon_invweight0[t])
     return out
 
 

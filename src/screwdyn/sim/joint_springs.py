@@ -30,30 +30,74 @@ def limited_joints(model):
     return np.array(q_index, dtype=int), np.array(v_index, dtype=int)
 
 
+def limited_tendons(model):
+    """The fixed tendons with a finite length limit (``FixedTendon.lower``, ``upper``), in
+    order: (names, Cq (T, nq), Cv (T, nv): each one's length Cq q and its rate Cv qd, lower
+    (T,), upper (T,)): the tendons whose limits a simulation enforces with the joints'."""
+    tendons = [t for t in model.tendons if t.limited]
+    Cq, Cv = tendon_maps(model, tendons)
+    return (tuple(t.name for t in tendons), Cq, Cv, np.array([t.lower for t in tendons]),
+            np.array([t.upper for t in tendons]))
+
+
+def tendon_maps(model, tendons):
+    """(Cq (T, nq), Cv (T, nv)): the lengths Cq q and rates Cv qd of ``tendons``
+    (``FixedTendon``s of ``model``)."""
+    from ..model.constraints import linear_map
+
+    Cq, Cv = np.zeros((len(tendons), model.nq)), np.zeros((len(tendons), model.nv))
+    for row, t in enumerate(tendons):
+        q_index, v_index, c = linear_map(model, t.name, "fixed tendon")
+        Cq[row, q_index] = c
+        Cv[row, v_index] = c
+    return Cq, Cv
+
+
+def tendon_inertias(model, q0, Cv):
+    """(N, T): each tendon's apparent inertia along its length, 1 / (c M^-1 c^T) at the
+    states q0 (N, nq), for its rates Cv (T, nv)."""
+    M = np.asarray(mass_matrix(model, q0))  # (N, nv, nv)
+    Minv_cT = np.linalg.solve(M, np.broadcast_to(Cv.T, M.shape[:-1] + Cv.shape[:1]))
+    return 1.0 / np.einsum("tv,nvt->nt", Cv, Minv_cT)
+
+
 class Limits:
-    """Position limits of 1-DoF joints: tau = -(k x + b x') beyond a limit by x, never pulling."""
+    """Position limits of 1-DoF joints and length limits of fixed tendons: a force
+    -(k x + b x') beyond a limit by x, never pulling (a tendon's on its joints: c times it)."""
 
     def __init__(self, model, settings):
         self.q_index, self.v_index = limited_joints(model)
-        self.lower = model.lower_position_limit[self.q_index]
-        self.upper = model.upper_position_limit[self.q_index]
+        self.tendons, self.Cq, self.Cv, lower, upper = limited_tendons(model)
+        self.lower = np.concatenate([model.lower_position_limit[self.q_index], lower])
+        self.upper = np.concatenate([model.upper_position_limit[self.q_index], upper])
+        #: (L, nv): each row's joint forces per unit of its force (a joint's e_v, a tendon's c)
+        self.rows = np.concatenate([np.eye(model.nv)[self.v_index], self.Cv])
         self.settings = settings
 
     def __bool__(self):
-        return len(self.q_index) > 0
+        return len(self.lower) > 0
 
     @property
     def key(self):
-        return ("limits", tuple(self.q_index.tolist()))
+        return ("limits", tuple(self.q_index.tolist()), self.Cq.tobytes(), self.Cv.tobytes())
 
     def params(self, model, q0):
         k, b = _spring_constants(model, q0, self.v_index, self.settings.frequency,
                                  self.settings.damping_ratio)
+        if self.tendons:  # a tendon's: of its apparent inertia along its length
+            omega = 2 * np.pi * self.settings.frequency
+            inertia = tendon_inertias(model, q0, self.Cv)
+            k = np.concatenate([k, inertia * omega ** 2], axis=-1)
+            b = np.concatenate([b, 2 * self.settings.damping_ratio * inertia * omega], axis=-1)
         return {"k": k, "b": b, "lower": self.lower, "upper": self.upper}
 
     def torques(self, xp, p, q, qd):
-        """(tau (N, limited), elastic energy (N,)) at q, qd."""
+        """(forces (N, L): each limited joint's, then each limited tendon's (``rows`` maps
+        them onto the joints), elastic energy (N,)) at q, qd."""
         x, rate = q[..., self.q_index], qd[..., self.v_index]
+        if self.tendons:
+            x = xp.concatenate([x, q @ self.Cq.T], axis=-1)
+            rate = xp.concatenate([rate, qd @ self.Cv.T], axis=-1)
         low = xp.maximum(p["lower"] - x, 0.0)  # depth beyond the lower limit (inf-safe)
         high = xp.maximum(x - p["upper"], 0.0)
         push_up = xp.where(low > 0, xp.maximum(p["k"] * low - p["b"] * rate, 0.0), 0.0)
@@ -102,15 +146,8 @@ class TendonSprings:
     L = c . q feels f = -(k (L - L_spring) + b dL/dt), which its joints feel as tau = c f."""
 
     def __init__(self, model):
-        from ..model.constraints import linear_map
-
         tendons = [t for t in model.tendons if t.passive]
-        self.Cq = np.zeros((len(tendons), model.nq))
-        self.Cv = np.zeros((len(tendons), model.nv))
-        for row, t in enumerate(tendons):
-            q_index, v_index, c = linear_map(model, t.name, "fixed tendon")
-            self.Cq[row, q_index] = c
-            self.Cv[row, v_index] = c
+        self.Cq, self.Cv = tendon_maps(model, tendons)
         self.k = np.array([t.stiffness for t in tendons])
         self.b = np.array([t.damping for t in tendons])
         self.rest = np.array([t.spring_length for t in tendons])

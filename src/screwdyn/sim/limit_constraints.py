@@ -21,6 +21,10 @@ still zero unless it would cross); a joint far from both limits costs one test a
 
 Each joint may have its own stabilisation and impedance (``RigidLimits.joints``; an MJCF
 file's solreflimit and solimplimit: ``RigidLimits.from_mjcf``).
+
+A fixed tendon with length limits (``FixedTendon.lower``, ``upper``) has rows too, after the
+joints': J = sign c (its coefficients), depth sign (bound - c q), named (and given their own
+``JointLimit``) by the tendon's name.
 """
 from dataclasses import dataclass
 from functools import cached_property
@@ -33,7 +37,7 @@ from ..model.impedance import Impedance, impedance_of, stabilisation_gains, step
 from .checks import boolean, positive, sweeps
 from .contact_solver import Rows, columns, put_columns, row_diagonal
 from .inverse_weights import dof_inverse_weights
-from .joint_springs import limited_joints
+from .joint_springs import limited_joints, limited_tendons, tendon_inertias
 from .loops import when
 
 
@@ -60,9 +64,10 @@ class RigidLimits:
         width (rad or m) (``impedance.Impedance``; stored as one): each row's compliance
         (1 - d) / d relative to its diagonal (``contact_solver``); 1: rigid.
     margin: a joint closer to a limit than this (rad or m, >= 0) takes part in the solve.
-    joints: joints with their own timeconst, dampratio or impedance: {joint name: a
-        ``JointLimit`` or a dict of some of those fields (the others this object's)}; stored
-        as a tuple of (name, ``JointLimit``). ``from_mjcf`` reads an MJCF file's.
+    joints: joints (or limited fixed tendons) with their own timeconst, dampratio or
+        impedance: {joint or tendon name: a ``JointLimit`` or a dict of some of those fields
+        (the others this object's)}; stored as a tuple of (name, ``JointLimit``).
+        ``from_mjcf`` reads an MJCF file's.
     invweight0: whether a soft row's compliance scales MuJoCo's approximation of its A_jj,
         its joint's inverse weight at the model's ``q0`` (MuJoCo's ``dof_invweight0``:
         ``inverse_weights.dof_inverse_weights``, or ``inverse_weights``'s), as MuJoCo's does,
@@ -135,7 +140,9 @@ class RigidLimits:
         ``regularization``, ``margin``; ``timeconst``, ``dampratio``, ``impedance`` for the
         joints the file does not limit). ``prefix``: the joints' names in a scene that added
         the robot with ``Scene.add_robot(prefix=...)``. MuJoCo's inverse weights of the
-        joints (``dof_invweight0``) come too, for ``invweight0=True``."""
+        joints (``dof_invweight0``) come too, for ``invweight0=True``; a limited fixed
+        tendon's solreflimit, solimplimit and ``tendon_invweight0`` as well, under its
+        name."""
         from ..model.mjcf import limit_softness
 
         softness = limit_softness(path)
@@ -189,13 +196,18 @@ class LimitRows:
                     sign.append(s)
                     bound.append(value)
         names = {qs.start: name for name, qs in zip(model.joint_names, model.q_slices)}
-        #: per row: its joint's name
-        self.joint_names = tuple(names[qi] for qi in q_index)
+        tendons, Cq, Cv, low, high = limited_tendons(model)
+        rows = [(t, s, value) for t in range(len(tendons))
+                for s, value in ((1.0, low[t]), (-1.0, high[t])) if np.isfinite(value)]
+        #: per row: its joint's name, then each tendon row's, its tendon's
+        self.joint_names = tuple(names[qi] for qi in q_index) + tuple(
+            tendons[t] for t, _, _ in rows)
         own = dict(settings.joints)
         for name in own:
-            if name not in model.joint_names:
+            if name not in model.joint_names and name not in tendons:
                 raise ModelError(f"RigidLimits.joints names {name!r}, not a joint of model "
-                                 f"{model.name!r} (its joints: {', '.join(model.joint_names)})")
+                                 f"{model.name!r} (its joints: {', '.join(model.joint_names)})"
+                                 " nor one of its limited tendons")
         default = JointLimit(settings.timeconst, settings.dampratio, settings.impedance,
                              settings.refsafe)
         #: per row: its joint's ``JointLimit`` (its own, else the settings'), its time
@@ -209,19 +221,23 @@ class LimitRows:
         #: limit (rad or m)
         self.q_index = np.array(q_index, dtype=int)
         self.v_index = np.array(v_index, dtype=int)
-        self.sign = np.array(sign, dtype=float)
-        self.bound = np.array(bound, dtype=float)
+        self.sign = np.array(sign + [s for _, s, _ in rows], dtype=float)
+        self.bound = np.array(bound + [value for _, _, value in rows], dtype=float)
+        #: the tendon rows' (after the joints'): sign c (T, nq) and (T, nv) of their tendons'
+        #: lengths and rates (a row's J; its depth sign (bound - L(q)))
+        self.tendon_q = np.array([s * Cq[t] for t, s, _ in rows]).reshape(-1, model.nq)
+        self.tendon_v = np.array([s * Cv[t] for t, s, _ in rows]).reshape(-1, model.nv)
         self.settings, self.nv = settings, model.nv
         self.model = model
 
     def __bool__(self):
-        return len(self.q_index) > 0
+        return len(self.sign) > 0
 
     @property
     def key(self):
         return ("rigid limits", tuple(self.q_index.tolist()), tuple(self.sign.tolist()),
                 self.settings.iterations, tuple(j.impedance for j in self.limit),
-                self.settings.invweight0)
+                self.settings.invweight0, self.tendon_q.tobytes(), self.tendon_v.tobytes())
 
     def params(self, model, q0):
         """The rows' numbers (numpy; the same for every initial state q0, unlike the springs'
@@ -238,22 +254,38 @@ class LimitRows:
     @cached_property
     def weights(self):
         """(L,): each row's joint's inverse weight at the model's ``q0``, MuJoCo's
-        ``dof_invweight0`` (``inverse_weights.dof_inverse_weights``; the settings'
-        ``inverse_weights`` where given)."""
+        ``dof_invweight0`` (``inverse_weights.dof_inverse_weights``), a tendon row's its
+        tendon's, c M^-1 c^T there (MuJoCo's ``tendon_invweight0``); the settings'
+        ``inverse_weights`` where given."""
         weights = dof_inverse_weights(self.model)
+        tendons = 1.0 / tendon_inertias(self.model, np.asarray(self.model.q0, dtype=float)[None],
+                                        self.tendon_v)[0] if len(self.tendon_v) else []
         given = dict(self.settings.inverse_weights)
-        return np.array([given.get(name, weights[v])
-                         for name, v in zip(self.joint_names, self.v_index)])
+        return np.array([given.get(name, w) for name, w in zip(
+            self.joint_names, [weights[v] for v in self.v_index] + list(tendons))])
 
     def depths(self, xp, p, q):
-        """(N, L): how far each joint is past its limit (rad or m; negative: inside)."""
-        return self.sign * (p["bound"] - q[..., self.q_index])
+        """(N, L): how far each joint (then each limited tendon) is past its limit (rad or m;
+        negative: inside)."""
+        if not len(self.tendon_q):
+            return self.sign * (p["bound"] - q[..., self.q_index])
+        joints = len(self.q_index)
+        return xp.concatenate([self.sign[:joints] * (p["bound"][:joints] - q[..., self.q_index]),
+                               self.sign[joints:] * p["bound"][joints:] - q @ self.tendon_q.T],
+                              axis=-1)
+
+    def rates(self, xp, qd):
+        """(N, L): the rows' velocities J qd (rad/s or m/s)."""
+        joints = self.sign[:len(self.q_index)] * qd[..., self.v_index]
+        if not len(self.tendon_v):
+            return joints
+        return xp.concatenate([joints, qd @ self.tendon_v.T], axis=-1)
 
     def _rows(self, q):
-        """(N, L, nv): the rows, sign e_v (constant)."""
+        """(N, L, nv): the rows, sign e_v of a joint, sign c of a tendon (constant)."""
         J = np.zeros((len(self.q_index), self.nv))
-        J[np.arange(len(self.q_index)), self.v_index] = self.sign
-        return 0.0 * q[:, :1, None] + J
+        J[np.arange(len(self.q_index)), self.v_index] = self.sign[:len(self.q_index)]
+        return 0.0 * q[:, :1, None] + np.concatenate([J, self.tendon_v])
 
     def initial_state(self, xp, p, q0, M):
         """The warm start (the previous step's forces, (N, L), none at first) and the
@@ -272,13 +304,13 @@ class LimitRows:
         """The limits' ``Rows`` (``contact_solver.solve_rows``) at q (N, nq), qd (N, nv),
         warm-started from ``state["forces"]``; its ``finish`` gives the next step's state."""
         depth = self.depths(xp, p, q)
-        rate = self.sign * qd[..., self.v_index]  # the rows' velocities, J qd
+        rate = self.rates(xp, qd)
         near = depth > -p["margin"]
         spring, compliance = self._terms(xp, p["k"], depth)
         a_ref = spring - p["b"] * rate
 
         def sweep(S, first, f, u):
-            for j in range(len(self.q_index)):  # a row far from its limit: one test
+            for j in range(len(self.sign)):  # a row far from its limit: one test
                 def row(x, j=j):
                     fj, u = x
                     new, u = S.one_sided(first + j, fj[:, 0], u, near[:, j])
@@ -294,7 +326,8 @@ class LimitRows:
         start = xp.where(near, state["forces"], 0.0)
         weights = p["weights"] + 0.0 * start if "weights" in p else None
         return Rows(self._rows(q), a_ref, start, compliance + 0.0 * start, sweep, finish,
-                    weights=weights, dofs=tuple((int(v),) for v in self.v_index))
+                    weights=weights, dofs=tuple((int(v),) for v in self.v_index) + tuple(
+                        tuple(int(v) for v in np.flatnonzero(row)) for row in self.tendon_v))
 
     def _terms(self, xp, k, depth):
         """(the spring terms k d(r) / dmax r, the compliances), each (N, L), of the rows at
@@ -320,6 +353,6 @@ class LimitRows:
     def describe(self):
         s = self.settings
         impedance = self.impedances[0] if len(self.impedances) == 1 else s.impedance
-        return {"kind": "rigid", "rows": len(self.q_index), "timeconst": s.timeconst,
+        return {"kind": "rigid", "rows": len(self.sign), "timeconst": s.timeconst,
                 "dampratio": s.dampratio, "impedance": impedance.describe(),
                 "own": len(self.own_joints), "invweight0": s.invweight0}

@@ -221,7 +221,7 @@ class System:
             if self.fd_model.has_joint_friction else 0 * qd
         if self.limits is not None and not self.solves_limits:
             tl, _ = self.limits.torques(xp, params["limits"], q, qd)
-            tl = _add_at(xp, 0 * qd, self.limits.v_index, tl)
+            tl = 0 * qd + tl @ self.limits.rows
             total, passive = total + tl, passive + tl
         if self.friction is not None:
             index = self.friction.index
