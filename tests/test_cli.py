@@ -103,7 +103,7 @@ TENDON_MJCF = """<mujoco model="tendon">
       </body>
     </body>
   </worldbody>
-  <tendon><fixed name="t" frictionloss="0.5">
+  <tendon><fixed name="t" armature="0.5">
     <joint joint="a" coef="1"/><joint joint="b" coef="-1"/></fixed></tendon>
 </mujoco>"""
 
@@ -116,7 +116,7 @@ def one_error_line(err):
 
 
 def test_unsupported_ignore_loads_an_mjcf_file_with_a_tendon(tmp_path, capsys):
-    """A tendon with dry friction (frictionloss, not modelled): the refusal names it, advises
+    """A tendon with an armature (its own inertia, not modelled): the refusal names it, advises
     unsupported="ignore" and names --unsupported ignore, which loads the model without it, in
     every command that loads a model."""
     pytest.importorskip("mujoco")

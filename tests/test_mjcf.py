@@ -179,9 +179,9 @@ def test_hinge_with_ref_starts_at_ref():
 def test_unsupported_ignore_keeps_the_layout_and_qpos0(tmp_path):
     """Dropping a tendon leaves q as qpos: q0 is qpos0."""
     xml = JOINTS.replace("</worldbody>", "</worldbody><tendon><fixed name='t' "
-                         "frictionloss='0.1'><joint joint='hinge_a' coef='1'/></fixed></tendon>")
+                         "armature='0.1'><joint joint='hinge_a' coef='1'/></fixed></tendon>")
     m = mujoco.MjModel.from_xml_string(xml)
-    path = tmp_path / "dry.xml"
+    path = tmp_path / "heavy.xml"
     path.write_text(xml)
     model = sd.load_mjcf(path, unsupported="ignore")
     assert model.tendons == ()
@@ -296,18 +296,19 @@ def test_from_mujoco_model_object_and_bad_files(tmp_path):
     assert model.tendons == (FixedTendon("t", ("hinge_a", "hinge_b"), (1.0, -1.0)),)
     assert model.constraints == (Coupling("hinge_a", "hinge_b", (0.0, 1.0, 0.0, 0.0, 0.0),
                                           (0.4, 0.0), name="equality0", refsafe=True),)
-    limited = tmp_path / "limited.xml"  # its length limits are modelled too
+    limited = tmp_path / "limited.xml"  # its length limits and friction are modelled too
     limited.write_text(tendon.read_text().replace("<fixed name='t'>", "<fixed name='t' "
-                                                  "limited='true' range='-1 1'>"))
-    assert sd.load_mjcf(limited).tendons == (FixedTendon("t", ("hinge_a", "hinge_b"),
-                                                         (1.0, -1.0), lower=-1.0, upper=1.0),)
-    dry = tmp_path / "dry.xml"
-    dry.write_text(tendon.read_text().replace("<fixed name='t'>", "<fixed name='t' "
-                                              "frictionloss='0.1'>"))
-    with pytest.raises(sd.ModelError, match='MJCF <tendon name="t">: its frictionloss.*not '
+                                                  "limited='true' range='-1 1' "
+                                                  "frictionloss='0.1'>"))
+    assert sd.load_mjcf(limited).tendons == (FixedTendon(
+        "t", ("hinge_a", "hinge_b"), (1.0, -1.0), lower=-1.0, upper=1.0, frictionloss=0.1),)
+    heavy = tmp_path / "heavy.xml"
+    heavy.write_text(tendon.read_text().replace("<fixed name='t'>", "<fixed name='t' "
+                                                "armature='0.1'>"))
+    with pytest.raises(sd.ModelError, match='MJCF <tendon name="t">: its armature.*not '
                                             'modelled.*unsupported="ignore"'):
-        sd.load_mjcf(dry)
-    ignored = sd.load_mjcf(dry, unsupported="ignore")
+        sd.load_mjcf(heavy)
+    ignored = sd.load_mjcf(heavy, unsupported="ignore")
     assert ignored.nv == m.nv and ignored.tendons == ()
     assert ignored.constraints == model.constraints  # the joint equality does not need t
 

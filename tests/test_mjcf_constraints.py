@@ -538,7 +538,6 @@ def test_soft_equalities_read_mujocos_numbers():
 def test_unsupported_elements_are_named():
     for xml, attrs, message in [
             (SPATIAL, "", '<tendon name="rope">: spatial tendons'),
-            (LIMITED, 'frictionloss="0.1"', '<tendon name="sum">: its frictionloss'),
             (LIMITED, 'armature="0.1"', '<tendon name="sum">: its armature'),
             (LIMITED, 'stiffness="1" springlength="0 0.2"', "dead-band spring")]:
         m = mujoco.MjModel.from_xml_string(xml.format(attrs=attrs))
@@ -551,6 +550,11 @@ def test_unsupported_elements_are_named():
     m = mujoco.MjModel.from_xml_string(LIMITED.format(attrs='limited="true" range="-1 1"'))
     (tendon,) = sd.from_mujoco(m).tendons
     assert (tendon.name, tendon.lower, tendon.upper) == ("sum", -1.0, 1.0)
+    m = mujoco.MjModel.from_xml_string(LIMITED.format(attrs='frictionloss="0.1"'))
+    assert sd.from_mujoco(m).tendons[0].frictionloss == 0.1  # dry friction, modelled too
+    m.opt.disableflags |= _BIT.mjDSBL_FRICTIONLOSS
+    assert sd.from_mujoco(m).tendons[0].frictionloss == 0.0
+    m = mujoco.MjModel.from_xml_string(LIMITED.format(attrs='limited="true" range="-1 1"'))
     m.opt.disableflags |= _BIT.mjDSBL_LIMIT
     model = sd.from_mujoco(m)
     assert [t.name for t in model.tendons] == ["sum"]

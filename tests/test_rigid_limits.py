@@ -495,7 +495,58 @@ def test_a_tendon_limit_on_every_backend(tmp_path):
 
 
 def test_bad_tendon_limits():
-    """A tendon's limits must be numbers with lower <= upper: a ModelError naming it."""
+    """A tendon's limits must be numbers with lower <= upper, its friction a finite number
+    >= 0: a ModelError naming it."""
     for lower, upper in ((1.0, 0.0), (np.nan, 1.0), ("a", 1.0), (np.inf, np.inf)):
         with pytest.raises(sd.ModelError, match="fixed tendon 't': its length limits"):
             sd.constraints.FixedTendon("t", ["a"], [1.0], lower=lower, upper=upper)
+    for force in (-1.0, np.inf, np.nan):
+        with pytest.raises(sd.ModelError, match="fixed tendon 't': frictionloss must be "
+                                                "finite and >= 0"):
+            sd.constraints.FixedTendon("t", ["a"], [1.0], frictionloss=force)
+
+
+SLIDER_TENDON = """<mujoco model="dry_tendon">
+  <option timestep="0.001" integrator="Euler"/>
+  <worldbody>
+    <body name="block" pos="0 0 1">
+      <joint name="z" type="slide" axis="0 0 1"/>
+      <geom type="box" size="0.05 0.05 0.05" mass="1" contype="0" conaffinity="0"/>
+    </body>
+  </worldbody>
+  <tendon><fixed name="rope" frictionloss="{force}"><joint joint="z" coef="2"/></fixed></tendon>
+</mujoco>"""
+
+
+@pytest.mark.parametrize("friction", ["stick_slip", "sign"])
+def test_a_tendons_dry_friction(tmp_path, friction):
+    """A fixed tendon's frictionloss (MJCF; robosuite's jaco gripper's thumb coupling) acts
+    along the tendon as the joints' Coulomb friction does (``joint_friction=``): a 1 kg block
+    on a vertical slider whose tendon L = 2 z has a dry friction of 2 N slides down at
+    g - 2 x 2 N / 1 kg = 5.81 m/s^2 exactly from the second step on (in the first, from rest,
+    the spring has no deflection yet, and "sign" no velocity: a step of free fall, as for a
+    joint's friction): its velocity is that closed form's to 1e-12, and its drop over 0.5 s
+    mj_step's (MuJoCo's friction row, saturated from the first step) to 3e-3 of it (that
+    first step's 4 mm/s, 2.75e-3 measured); with
+    5 N > m g / 2 the stick-slip spring holds it (within 1e-3 m; "sign" cannot hold a joint
+    at rest, as documented). The loader reads it."""
+    mujoco = pytest.importorskip("mujoco")
+    for force, slides in ((2.0, True), (5.0, False)):
+        path = tmp_path / f"dry{force}.xml"
+        path.write_text(SLIDER_TENDON.format(force=force))
+        model = sd.load_mjcf(str(path))
+        assert model.tendons[0].frictionloss == force
+        traj = sd.simulate(model, np.zeros(1), None, None, 0.5, 1e-3,
+                           integrator="semi_implicit_euler",
+                           joint_friction=sd.sim.settings.JointFriction(model=friction))
+        if slides:
+            np.testing.assert_allclose(traj.qdd[1:, 0], -(9.81 - 2 * force), rtol=0,
+                                       atol=1e-12)
+            k = np.arange(1, len(traj.t))  # after k steps: one of g, k - 1 of 5.81 m/s^2
+            np.testing.assert_allclose(-traj.qd[1:, 0], 1e-3 * (9.81 + (k - 1) * 5.81),
+                                       rtol=1e-12)
+            drop = 0.5 * (9.81 - 2 * force) * traj.t ** 2
+            reference = _mujoco(path, len(traj.t))
+            np.testing.assert_allclose(traj.q, reference, rtol=0, atol=3e-3 * drop[-1])
+        elif friction == "stick_slip":
+            assert np.abs(traj.q).max() < 1e-3

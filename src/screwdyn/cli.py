@@ -53,7 +53,7 @@ def add_model_arguments(parser: argparse.ArgumentParser, optional: bool = False)
                             "(Pinocchio's order); default file, with a warning where they differ")
     group.add_argument("--unsupported", choices=("error", "ignore"),
                        help="MJCF: refuse what screwdyn does not model (spatial tendons, "
-                            "tendon friction, ...; error, the default) or load the rest (ignore)")
+                            "tendon armature, ...; error, the default) or load the rest (ignore)")
     group.add_argument("--joint-damping", action="store_true",
                        help="URDF, MJCF: read the file's joint damping (URDF <dynamics "
                             "damping>, MJCF damping) into the model")

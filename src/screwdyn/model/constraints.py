@@ -194,9 +194,11 @@ class Coupling(Constraint):
 class FixedTendon:
     """L(q) = sum_k coefficients[k] q[joints[k]] (m or rad; scalar joints), with an optional
     spring (``stiffness`` N/m, rest length ``spring_length``) and damper (``damping`` N s/m)
-    that act in simulations, and optional length limits ``lower`` <= L <= ``upper`` (m or
+    that act in simulations, optional length limits ``lower`` <= L <= ``upper`` (m or
     rad; -inf, inf: none; MJCF's ``range`` of a limited tendon) that a simulation enforces
-    with the joints' position limits (``joint_limits=``: a row of J = c, as a joint's)."""
+    with the joints' position limits (``joint_limits=``: a row of J = c, as a joint's), and
+    an optional dry friction ``frictionloss`` (N or N m, >= 0; MJCF's) that a simulation
+    applies along the tendon as the joints' Coulomb friction (``joint_friction=``)."""
 
     name: str
     joints: tuple
@@ -206,6 +208,7 @@ class FixedTendon:
     spring_length: float = 0.0
     lower: float = -np.inf
     upper: float = np.inf
+    frictionloss: float = 0.0
 
     def __post_init__(self):
         object.__setattr__(self, "joints", tuple(str(j) for j in self.joints))
@@ -214,7 +217,7 @@ class FixedTendon:
         object.__setattr__(self, "coefficients", _vector(
             self.coefficients, len(self.joints), f"fixed tendon {self.name!r}: coefficients "
             "(one per joint)"))
-        for name in ("stiffness", "damping", "spring_length"):
+        for name in ("stiffness", "damping", "spring_length", "frictionloss"):
             value = float(getattr(self, name))
             if not np.isfinite(value) or (name != "spring_length" and value < 0):
                 raise ModelError(f"fixed tendon {self.name!r}: {name} must be finite"

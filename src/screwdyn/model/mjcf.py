@@ -34,7 +34,8 @@ simulations enforce:
 
     MJCF element                       screwdyn
     <tendon><fixed>                    FixedTendon(name, joints, coef, stiffness, damping,
-                                       springlength, range when limited: lower, upper)
+                                       springlength, range when limited: lower, upper,
+                                       frictionloss)
     <equality><connect> (body or site) Connect: the two anchors (``eq_data``) or site origins
     <equality><weld> (body or site)    Weld: anchors and ``relpose`` (or the sites' frames);
                                        ``torquescale`` (0: a Connect of the same anchors)
@@ -302,8 +303,6 @@ def _tendons(mujoco, m, joint_name, unsupported):
         if any(int(m.wrap_type[w]) != mujoco.mjtWrap.mjWRAP_JOINT for w in wraps):
             problems.append("spatial tendons (through sites, around geoms, pulleys) are not "
                             "modelled, only fixed tendons")
-        if friction and m.tendon_frictionloss[i] > 0:
-            problems.append("its frictionloss (dry friction) is not modelled")
         if m.tendon_armature[i] != 0:
             problems.append("its armature (inertia along the tendon) is not modelled")
         if (spring and np.any(m.tendon_stiffnesspoly[i])) \
@@ -324,7 +323,8 @@ def _tendons(mujoco, m, joint_name, unsupported):
             if limits and m.tendon_limited[i] else (-np.inf, np.inf)
         out.append(FixedTendon(name, [joint_name[j] for j in joint_ids], coefficients,
                                stiffness=stiffness, damping=damping, spring_length=low,
-                               lower=lower, upper=upper))
+                               lower=lower, upper=upper,
+                               frictionloss=float(m.tendon_frictionloss[i]) if friction else 0.0))
         kept[i] = name
     return out, kept
 

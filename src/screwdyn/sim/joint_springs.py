@@ -106,33 +106,57 @@ class Limits:
         return push_up - push_down, xp.sum(elastic, axis=-1)
 
 
+def tendon_friction(model):
+    """(Cv (T, nv), frictionloss (T,)) of the fixed tendons with dry friction."""
+    tendons = [t for t in model.tendons if t.frictionloss > 0]
+    return tendon_maps(model, tendons)[1], np.array([t.frictionloss for t in tendons])
+
+
 class StickSlip:
-    """Coulomb friction of the joints that have it, as elasto-plastic springs: a joint deflected
-    by delta from its anchor feels clip(-(k delta + b qd), -c+, -c-), and its anchor follows so
+    """Coulomb friction of the joints that have it (then of the fixed tendons with a
+    ``frictionloss``, along their lengths), as elasto-plastic springs: a joint deflected by
+    delta from its anchor feels clip(-(k delta + b qd), -c+, -c-), and its anchor follows so
     that the spring alone stays inside [-c+, -c-] (c+ and c- the model's friction forces at
-    positive and negative velocity)."""
+    positive and negative velocity; a tendon's, +-frictionloss, its joints feeling c times
+    it)."""
 
     def __init__(self, model, settings):
         coulomb = model.coulomb
         self.index = np.flatnonzero(np.any(coulomb != 0, axis=1))
-        self.positive, self.negative = coulomb[self.index, 0], coulomb[self.index, 1]
+        self.Cv, force = tendon_friction(model)
+        self.positive = np.concatenate([coulomb[self.index, 0], force])
+        self.negative = np.concatenate([coulomb[self.index, 1], -force])
+        #: (F, nv): each spring's joint forces per unit of its force (e_v, a tendon's c)
+        self.rows = np.concatenate([np.eye(model.nv)[self.index], self.Cv])
         self.settings = settings
 
     def __bool__(self):
-        return len(self.index) > 0
+        return len(self.positive) > 0
 
     @property
     def key(self):
-        return ("stick_slip", tuple(self.index.tolist()))
+        return ("stick_slip", tuple(self.index.tolist()), self.Cv.tobytes())
 
     def params(self, model, q0):
         k, b = _spring_constants(model, q0, self.index, self.settings.frequency,
                                  self.settings.damping_ratio)
+        if len(self.Cv):  # a tendon's: of its apparent inertia along its length
+            omega = 2 * np.pi * self.settings.frequency
+            inertia = tendon_inertias(model, q0, self.Cv)
+            k = np.concatenate([k, inertia * omega ** 2], axis=-1)
+            b = np.concatenate([b, 2 * self.settings.damping_ratio * inertia * omega], axis=-1)
         return {"k": k, "b": b, "low": -self.positive, "high": -self.negative}
 
+    def moved(self, xp, x):
+        """(N, F): each spring's share of the joint motion x (N, nv) (a displacement or a
+        velocity): a joint's own, a tendon's c x."""
+        out = x[..., self.index]
+        return xp.concatenate([out, x @ self.Cv.T], axis=-1) if len(self.Cv) else out
+
     def torques(self, xp, p, delta, qd):
-        """tau (N, joints with friction) at deflection delta and velocity qd."""
-        trial = -(p["k"] * delta + p["b"] * qd[..., self.index])
+        """(N, F): the springs' forces at deflection delta (N, F) and velocity qd (N, nv)
+        (``rows`` maps them onto the joints)."""
+        trial = -(p["k"] * delta + p["b"] * self.moved(xp, qd))
         return xp.clip(trial, p["low"], p["high"])
 
     def project(self, xp, p, delta):

@@ -51,7 +51,8 @@ class JointLimits:
 @dataclass(frozen=True)
 class JointFriction:
     """How the model's Coulomb joint friction (``model.coulomb``, from URDF ``<dynamics
-    friction>``, MJCF ``frictionloss``, DH ``Tc``) is simulated. Viscous damping
+    friction>``, MJCF ``frictionloss``, DH ``Tc``) is simulated, and its fixed tendons' dry
+    friction (``FixedTendon.frictionloss``, along each tendon's length). Viscous damping
     (``model.damping``) always acts as in ``forward_dynamics``.
 
     ``model="stick_slip"`` (default): an elasto-plastic (Dahl-type) spring per joint. A sticking

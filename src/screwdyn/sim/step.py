@@ -43,7 +43,7 @@ def make_step(run, xp, dt):
         if record_forces:
             sample = sample + (system.rates(xp, params["system"], t, q, qd, 0 * qd, s.tau,
                                             hybrid)[2],)
-        hybrid1 = system.advance(hybrid, s.xi, last)
+        hybrid1 = system.advance(xp, hybrid, s.xi, last)
         return (s.q, s.qd, hybrid1, energy + s.energy), sample, s.finite
 
     return step

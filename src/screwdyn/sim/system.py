@@ -41,7 +41,7 @@ from ..constraints import ACCELERATIONS, constraint_jacobian, constraint_residua
 from ..execution import plan
 from ..execution.plan import lookup, run_jax
 from .contact_solver import solve_rows
-from .joint_springs import Limits, StickSlip, TendonSprings
+from .joint_springs import Limits, StickSlip, TendonSprings, tendon_friction
 from .limit_constraints import LimitRows, RigidLimits
 
 
@@ -103,9 +103,16 @@ class System:
         self.solves_limits = getattr(self.limits, "solves", False)
         self.friction = None
         self.fd_model = model = model if dt is None else model.at_step(dt)
-        if model.coulomb.any() and settings.joint_friction.model == "stick_slip":
-            self.friction = StickSlip(model, settings.joint_friction)
-            self.fd_model = model.with_joint_parameters(coulomb=0.0)  # the springs replace it
+        #: (Cv (T, nv), frictionloss (T,)): the tendons' dry friction of the "sign" model
+        self.tendon_sign = None
+        if settings.joint_friction.model == "stick_slip":
+            friction = StickSlip(model, settings.joint_friction)
+            if friction:
+                self.friction = friction
+                if model.coulomb.any():  # the springs replace it
+                    self.fd_model = model.with_joint_parameters(coulomb=0.0)
+        elif any(t.frictionloss > 0 for t in model.tendons):
+            self.tendon_sign = tendon_friction(model)
         #: dt D (nv,): the damping semi-implicit Euler integrates implicitly, or None
         self.implicit_damping = None
         undamped = self.fd_model
@@ -168,7 +175,7 @@ class System:
         if self.solves_limits:
             hybrid["limits"] = self.limits.initial_state(xp, params["limits"], q0, M)
         if self.friction is not None:
-            hybrid["delta"] = xp.zeros(q0.shape[:-1] + (len(self.friction.index),))
+            hybrid["delta"] = xp.zeros(q0.shape[:-1] + (len(self.friction.positive),))
         return hybrid
 
     def solved(self, hybrid):
@@ -177,14 +184,14 @@ class System:
         return {"contact": hybrid["contact"] if self.solves_contact else None,
                 "limits": hybrid["limits"] if self.solves_limits else None}
 
-    def advance(self, hybrid, xi, solved=None):
+    def advance(self, xp, hybrid, xi, solved=None):
         """The hybrid state after a step that moved the configuration by xi (N, nv), its last
         evaluation of the dynamics giving the solvers' states ``solved`` (as ``solved``: their
         warm starts for the next step)."""
         if solved is not None:
             hybrid = dict(hybrid, **{k: v for k, v in solved.items() if v is not None})
         if "delta" in hybrid:
-            hybrid = dict(hybrid, delta=hybrid["delta"] + xi[..., self.friction.index])
+            hybrid = dict(hybrid, delta=hybrid["delta"] + self.friction.moved(xp, xi))
         return hybrid
 
     def project(self, xp, params, q, hybrid):
@@ -219,15 +226,19 @@ class System:
         total = tau
         passive = -joint_friction_forces(xp, self.fd_model, qd.T).T \
             if self.fd_model.has_joint_friction else 0 * qd
+        if self.tendon_sign is not None:  # a tendon's dry friction, "sign": -f sign(c qd) c
+            Cv, force = self.tendon_sign
+            rate = qd @ Cv.T
+            tf = -xp.where(rate > 0, force, xp.where(rate < 0, -force, 0.0)) @ Cv
+            total, passive = total + tf, passive + tf
         if self.limits is not None and not self.solves_limits:
             tl, _ = self.limits.torques(xp, params["limits"], q, qd)
             tl = 0 * qd + tl @ self.limits.rows
             total, passive = total + tl, passive + tl
         if self.friction is not None:
-            index = self.friction.index
-            tf = self.friction.torques(xp, params["friction"], hybrid["delta"] + xi[..., index],
-                                       qd)
-            tf = _add_at(xp, 0 * qd, index, tf)
+            tf = self.friction.torques(xp, params["friction"],
+                                       hybrid["delta"] + self.friction.moved(xp, xi), qd)
+            tf = 0 * qd + tf @ self.friction.rows
             total, passive = total + tf, passive + tf
         if self.tendons is not None:
             tt = self.tendons.forces(xp, q, qd)[0]
@@ -348,11 +359,3 @@ class System:
 
 class ExternalWrenchError(ValueError):
     """The external wrench function returned the wrong shape."""
-
-
-def _add_at(xp, total, index, values):
-    """total (N, nv) with values (N, k) added at the columns ``index`` (k,)."""
-    scatter = np.zeros((len(index), total.shape[-1]))
-    scatter[np.arange(len(index)), index] = 1.0
-    return total + values @ scatter
-
