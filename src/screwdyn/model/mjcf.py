@@ -457,10 +457,11 @@ def limit_softness(path: "str | os.PathLike") -> dict:
     tendon's ``tendon_invweight0``: what MuJoCo scales a limit's compliance by: 1/kg or
     1/(kg m^2)); the joints and tendons named as ``load_mjcf`` names them. ``ModelError`` for
     a file MuJoCo rejects or a solreflimit that mixes the standard and direct forms (naming
-    the joint)."""
+    the joint or tendon)."""
     mujoco = _mujoco()
     path = os.fspath(path)
     m = _compiled(path)
+
     def softness(element, name, solref, solimp, weight):
         a, b = (float(x) for x in solref)
         ref = _time_constant(mujoco, m, a, b)

@@ -7,10 +7,14 @@ import numpy as np
 from ..dynamics import mass_matrix
 
 
-def _spring_constants(model, q0, dofs, frequency, damping_ratio):
-    """(k, b) (N, len(dofs)): stiffness and damping that make each joint alone, with its inertia
-    I = M_jj(q0), ring at ``frequency`` Hz with ``damping_ratio``."""
+def _spring_constants(model, q0, dofs, frequency, damping_ratio, tendons=None):
+    """(k, b) (N, len(dofs) + T): stiffness and damping that make each joint alone, with its
+    inertia I = M_jj(q0), ring at ``frequency`` Hz with ``damping_ratio``; then, for the
+    tendons of rates ``tendons`` (T, nv) (None: none), each along its length, with its apparent
+    inertia (``tendon_inertias``)."""
     inertia = np.diagonal(np.asarray(mass_matrix(model, q0)), axis1=-2, axis2=-1)[..., dofs]
+    if tendons is not None and len(tendons):
+        inertia = np.concatenate([inertia, tendon_inertias(model, q0, tendons)], axis=-1)
     omega = 2 * np.pi * frequency
     return inertia * omega ** 2, 2 * damping_ratio * inertia * omega
 
@@ -83,12 +87,7 @@ class Limits:
 
     def params(self, model, q0):
         k, b = _spring_constants(model, q0, self.v_index, self.settings.frequency,
-                                 self.settings.damping_ratio)
-        if self.tendons:  # a tendon's: of its apparent inertia along its length
-            omega = 2 * np.pi * self.settings.frequency
-            inertia = tendon_inertias(model, q0, self.Cv)
-            k = np.concatenate([k, inertia * omega ** 2], axis=-1)
-            b = np.concatenate([b, 2 * self.settings.damping_ratio * inertia * omega], axis=-1)
+                                 self.settings.damping_ratio, self.Cv)
         return {"k": k, "b": b, "lower": self.lower, "upper": self.upper}
 
     def torques(self, xp, p, q, qd):
@@ -139,12 +138,7 @@ class StickSlip:
 
     def params(self, model, q0):
         k, b = _spring_constants(model, q0, self.index, self.settings.frequency,
-                                 self.settings.damping_ratio)
-        if len(self.Cv):  # a tendon's: of its apparent inertia along its length
-            omega = 2 * np.pi * self.settings.frequency
-            inertia = tendon_inertias(model, q0, self.Cv)
-            k = np.concatenate([k, inertia * omega ** 2], axis=-1)
-            b = np.concatenate([b, 2 * self.settings.damping_ratio * inertia * omega], axis=-1)
+                                 self.settings.damping_ratio, self.Cv)
         return {"k": k, "b": b, "low": -self.positive, "high": -self.negative}
 
     def moved(self, xp, x):
