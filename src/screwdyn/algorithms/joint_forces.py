@@ -29,8 +29,14 @@ def friction(xp, model, qd):
     out = add_diagonal(xp, xp.zeros_like(qd), model.damping, qd)
     c = model.coulomb
     if c.any():
-        out = out + xp.where(qd > 0, c[:, :1], xp.where(qd < 0, c[:, 1:], 0.0))
+        out = out + coulomb(xp, qd, c[:, :1], c[:, 1:])
     return out
+
+
+def coulomb(xp, rate, positive, negative):
+    """Coulomb friction at velocities ``rate``: ``positive`` where rate > 0, ``negative`` where
+    rate < 0, none at rest (arrays that broadcast with rate)."""
+    return xp.where(rate > 0, positive, xp.where(rate < 0, negative, 0.0))
 
 
 def add_joint_forces(xp, model, tau, qd, qdd):

@@ -145,7 +145,7 @@ def from_mujoco(mj_model: "mujoco.MjModel", name: "str | None" = None, armature:
     obj = mujoco.mjtObj
     body_name = [mujoco.mj_id2name(m, obj.mjOBJ_BODY, i) or ("world" if i == 0 else f"body{i}")
                  for i in range(m.nbody)]
-    joint_name = [mujoco.mj_id2name(m, obj.mjOBJ_JOINT, j) or f"joint{j}" for j in range(m.njnt)]
+    joint_name = _joint_names(mujoco, m)
     model_name = name or bytes(m.names).split(b"\0", 1)[0].decode() or "mujoco_model"
     builder = ModelBuilder(model_name)
     builder.add_link(body_name[0], where="MJCF world body")
@@ -289,12 +289,9 @@ def _tendons(mujoco, m, joint_name, unsupported):
     limits = not disabled & (bit.mjDSBL_LIMIT | bit.mjDSBL_CONSTRAINT)
     friction = not disabled & (bit.mjDSBL_FRICTIONLOSS | bit.mjDSBL_CONSTRAINT)
     spring, damper = not disabled & bit.mjDSBL_SPRING, not disabled & bit.mjDSBL_DAMPER
-    out, kept, joint_names = [], {}, set(joint_name)
-    for i in range(m.ntendon):
-        name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_TENDON, i) or f"tendon{i}"
-        where = f'MJCF <tendon name="{name}">'
-        if name in joint_names:  # MuJoCo names joints and tendons apart, screwdyn together
-            name = f"tendon:{name}"
+    out, kept = [], {}
+    for i, (label, name) in enumerate(_tendon_names(mujoco, m, joint_name)):
+        where = f'MJCF <tendon name="{label}">'
         wraps = range(int(m.tendon_adr[i]), int(m.tendon_adr[i]) + int(m.tendon_num[i]))
         stiffness = float(m.tendon_stiffness[i]) if spring else 0.0
         damping = float(m.tendon_damping[i]) if damper else 0.0
@@ -472,19 +469,32 @@ def limit_softness(path: "str | os.PathLike") -> dict:
                              "both < 0")
         return ref[:2], applied_solimp(solimp), float(weight), ref[2]
 
-    out, joints = {}, set()
-    for j in range(m.njnt):
-        name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, j) or f"joint{j}"
-        joints.add(name)
+    out, joints = {}, _joint_names(mujoco, m)
+    for j, name in enumerate(joints):
         if int(m.jnt_type[j]) in (_HINGE, _SLIDE) and m.jnt_limited[j]:
             out[name] = softness("joint", name, m.jnt_solref[j], m.jnt_solimp[j],
                                  m.dof_invweight0[m.jnt_dofadr[j]])
-    for t in range(m.ntendon):  # a limited fixed tendon's length limits, named as loaded
-        if m.tendon_limited[t]:
-            name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_TENDON, t) or f"tendon{t}"
-            out[f"tendon:{name}" if name in joints else name] = softness(
-                "tendon", name, m.tendon_solref_lim[t], m.tendon_solimp_lim[t],
-                m.tendon_invweight0[t])
+    for t, (label, name) in enumerate(_tendon_names(mujoco, m, joints)):
+        if m.tendon_limited[t]:  # a limited fixed tendon's length limits
+            out[name] = softness("tendon", label, m.tendon_solref_lim[t],
+                                 m.tendon_solimp_lim[t], m.tendon_invweight0[t])
+    return out
+
+
+def _joint_names(mujoco, m):
+    """Each joint's name as ``load_mjcf`` names it: MuJoCo's, ``joint{j}`` where it has none."""
+    return [mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_JOINT, j) or f"joint{j}"
+            for j in range(m.njnt)]
+
+
+def _tendon_names(mujoco, m, joint_names):
+    """Each tendon's (name in the file, name as ``load_mjcf`` names it): MuJoCo's
+    (``tendon{i}`` where it has none), ``tendon:{name}`` where a joint has it (MuJoCo names
+    joints and tendons apart, screwdyn's couplings name them together)."""
+    out = []
+    for i in range(m.ntendon):
+        label = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_TENDON, i) or f"tendon{i}"
+        out.append((label, f"tendon:{label}" if label in joint_names else label))
     return out
 
 

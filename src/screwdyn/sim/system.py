@@ -33,7 +33,7 @@ import numpy as np
 from ..algorithms import spd
 from ..algorithms.aba import check_defined
 from ..algorithms.constraints import impedance_terms
-from ..algorithms.joint_forces import add_diagonal, friction as joint_friction_forces
+from ..algorithms.joint_forces import add_diagonal, coulomb, friction as joint_friction_forces
 from ..controllers import Identity
 from .. import _backend
 from ..dynamics import forward_kinematics, link_velocities, mass_matrix
@@ -229,7 +229,7 @@ class System:
         if self.tendon_sign is not None:  # a tendon's dry friction, "sign": -f sign(c qd) c
             Cv, force = self.tendon_sign
             rate = qd @ Cv.T
-            tf = -xp.where(rate > 0, force, xp.where(rate < 0, -force, 0.0)) @ Cv
+            tf = -coulomb(xp, rate, force, -force) @ Cv
             total, passive = total + tf, passive + tf
         if self.limits is not None and not self.solves_limits:
             tl, _ = self.limits.torques(xp, params["limits"], q, qd)
