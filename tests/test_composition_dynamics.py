@@ -101,6 +101,17 @@ def test_simulate_an_assembly_as_its_flat_model(trees):
     assert a.meta["backend"] == "numpy" and a.model.nv == flat.nv
 
 
+def test_solved_limits_and_friction_need_the_flat_model(trees):
+    """RigidLimits and RigidFriction are rows solved with a Model's dynamics: on an assembly,
+    a ValueError that says to simulate its to_model()."""
+    q0 = sd.random_configuration(trees.to_model(), 3)
+    for kw, what in (({"joint_limits": sd.RigidLimits()}, "RigidLimits are"),
+                     ({"joint_friction": sd.RigidFriction()}, "RigidFriction is")):
+        with pytest.raises(ValueError, match=f"{what} solved with a Model's dynamics: "
+                                             r"simulate assembly.to_model\(\)"):
+            sd.simulate(trees, q0, None, None, 0.01, 1e-3, backend="numpy", **kw)
+
+
 def test_simulate_with_a_black_box_driven_by_a_log(robot24, tmp_path):
     """A lidar whose spin is a black box known by a logged wrench: the simulation of the rest,
     under that wrench, equals the simulation of the rest under the same wrench as an external

@@ -24,8 +24,8 @@ from .model.configuration import difference, integrate
 from .model.model import random_configuration
 from . import sim  # noqa: E402  (the simulation package)
 from .sim import (ContactPoint, GroundContact, JointFriction, JointLimits, RigidContact,
-                  RigidLimits, Scene, SimulationError, SimulationInterrupted, Trajectory,
-                  simulate)
+                  RigidFriction, RigidLimits, Scene, SimulationError, SimulationInterrupted,
+                  Trajectory, simulate)
 from .rollouts import RolloutError, open_dataset as read_rollouts, rollouts  # noqa: E402
 from . import controllers, plot  # noqa: E402  (plot imports matplotlib only when drawing)
 from .viewer import view  # viser and trimesh are imported only when a view opens
@@ -42,7 +42,7 @@ __all__ = [
     "forward_dynamics_derivatives", "load_mjcf", "from_mujoco", "joints", "difference",
     "view", "WrenchLog",
     "sim", "GroundContact", "RigidContact", "Scene", "ContactPoint", "JointLimits", "JointFriction",
-    "RigidLimits",
+    "RigidLimits", "RigidFriction",
     "SimulationInterrupted", "link_velocities",
     "rollouts", "read_rollouts", "RolloutError",
     "plan", "execution",

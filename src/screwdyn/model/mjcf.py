@@ -455,29 +455,65 @@ def limit_softness(path: "str | os.PathLike") -> dict:
     1/(kg m^2)); the joints and tendons named as ``load_mjcf`` names them. ``ModelError`` for
     a file MuJoCo rejects or a solreflimit that mixes the standard and direct forms (naming
     the joint or tendon)."""
+    m = _compiled(os.fspath(path))
+    joints = [(j, m.jnt_solref[j], m.jnt_solimp[j], m.dof_invweight0[m.jnt_dofadr[j]])
+              for j in range(m.njnt)
+              if int(m.jnt_type[j]) in (_HINGE, _SLIDE) and m.jnt_limited[j]]
+    tendons = [(t, m.tendon_solref_lim[t], m.tendon_solimp_lim[t], m.tendon_invweight0[t])
+               for t in range(m.ntendon) if m.tendon_limited[t]]
+    return _row_softness(path, m, "solreflimit", joints, tendons)
+
+
+def friction_softness(path: "str | os.PathLike") -> dict:
+    """{joint or tendon name: ((timeconst s, dampratio), solimp, inverse weight or None,
+    refsafe)}, as ``limit_softness``, of the dry friction rows MuJoCo makes for the MJCF file
+    ``path``: each joint with a frictionloss (its solreffriction and solimpfriction, its
+    ``dof_invweight0``: None for a joint of several DoFs, whose DoFs have several), each fixed
+    tendon with one (its solreffriction and solimpfriction, ``tendon_invweight0``). Only a
+    friction row's damping 2 / (dmax timeconst) acts (its violation is zero): a direct
+    solreffriction (-stiffness, -damping) may have a zero stiffness."""
+    m = _compiled(os.fspath(path))
+    dofs = np.diff(np.append(m.jnt_dofadr, m.nv))
+    joints = [(j, m.dof_solref[m.jnt_dofadr[j]], m.dof_solimp[m.jnt_dofadr[j]],
+               m.dof_invweight0[m.jnt_dofadr[j]] if dofs[j] == 1 else None)
+              for j in range(m.njnt)
+              if np.any(m.dof_frictionloss[m.jnt_dofadr[j]:m.jnt_dofadr[j] + dofs[j]] > 0)]
+    tendons = [(t, m.tendon_solref_fri[t], m.tendon_solimp_fri[t], m.tendon_invweight0[t])
+               for t in range(m.ntendon) if m.tendon_frictionloss[t] > 0]
+
+    def damping_only(solref):  # a direct solref's stiffness does not act: any will do
+        a, b = (float(x) for x in solref)
+        return (-1.0, b) if b < 0 and a == 0 else (a, b)
+
+    return _row_softness(path, m, "solreffriction",
+                         [(j, damping_only(ref), imp, w) for j, ref, imp, w in joints],
+                         [(t, damping_only(ref), imp, w) for t, ref, imp, w in tendons])
+
+
+def _row_softness(path, m, attribute, joints, tendons):
+    """{name: ((timeconst, dampratio), solimp, inverse weight, refsafe)} of the rows of
+    ``joints`` and ``tendons`` ((index, solref, solimp, inverse weight), ...) of MuJoCo's model
+    m of the file ``path``, whose solref is the file's ``attribute``, named as ``load_mjcf``
+    names them (``limit_softness``)."""
     mujoco = _mujoco()
-    path = os.fspath(path)
-    m = _compiled(path)
 
     def softness(element, name, solref, solimp, weight):
         a, b = (float(x) for x in solref)
         ref = _time_constant(mujoco, m, a, b)
         if ref is None:
-            raise ModelError(f'{path}: MJCF <{element} name="{name}">: its solreflimit ({a:g}, '
-                             f"{b:g}) mixes the standard (timeconst, dampratio) and direct "
-                             "(-stiffness, -damping) forms, or has a zero: give both > 0 or "
-                             "both < 0")
-        return ref[:2], applied_solimp(solimp), float(weight), ref[2]
+            raise ModelError(f'{os.fspath(path)}: MJCF <{element} name="{name}">: its '
+                             f"{attribute} ({a:g}, {b:g}) mixes the standard (timeconst, "
+                             "dampratio) and direct (-stiffness, -damping) forms, or has a "
+                             "zero: give both > 0 or both < 0")
+        return (ref[:2], applied_solimp(solimp), None if weight is None else float(weight),
+                ref[2])
 
-    out, joints = {}, _joint_names(mujoco, m)
-    for j, name in enumerate(joints):
-        if int(m.jnt_type[j]) in (_HINGE, _SLIDE) and m.jnt_limited[j]:
-            out[name] = softness("joint", name, m.jnt_solref[j], m.jnt_solimp[j],
-                                 m.dof_invweight0[m.jnt_dofadr[j]])
-    for t, (label, name) in enumerate(_tendon_names(mujoco, m, joints)):
-        if m.tendon_limited[t]:  # a limited fixed tendon's length limits
-            out[name] = softness("tendon", label, m.tendon_solref_lim[t],
-                                 m.tendon_solimp_lim[t], m.tendon_invweight0[t])
+    names = _joint_names(mujoco, m)
+    tendon_names = _tendon_names(mujoco, m, names)
+    out = {names[j]: softness("joint", names[j], *rest) for j, *rest in joints}
+    for t, *rest in tendons:
+        label, name = tendon_names[t]
+        out[name] = softness("tendon", label, *rest)
     return out
 
 

@@ -15,7 +15,10 @@ Modules, each with one job (dependencies point down the list):
     contact       GroundContact: the contact force law (Hunt-Crossley, stick-slip friction)
     contact_solver RigidContact: contact forces solved with the dynamics (Coulomb cones);
                   solve_rows, the projected Gauss-Seidel every solved constraint goes through
+    solved_rows   what the joint-space rows solved with the dynamics share: their settings
     limit_constraints RigidLimits: joint limits as constraints, solved with the contact
+    friction_constraints RigidFriction: joint and tendon dry friction as constraints (MuJoCo's
+                  friction loss rows), solved with the contact and the limits
     collision     the narrow phase between primitive shapes (sphere, capsule, box, cylinder)
     scene         Scene, ShapeContact: objects and shapes, rigid contact between them
     surface       Surface: a shape's friction, solref, solimp and margin, mixed for a pair as
@@ -47,6 +50,7 @@ Modules, each with one job (dependencies point down the list):
 from ..model.configuration import integrate
 from .contact import GroundContact
 from .contact_solver import RigidContact
+from .friction_constraints import RigidFriction
 from .limit_constraints import RigidLimits
 from . import collision
 from .scene import Scene, ShapeContact
@@ -62,6 +66,7 @@ from .system import accelerations
 from .trajectory import Trajectory, coordinate_names
 
 __all__ = ["simulate", "rollout", "Settings", "JointLimits", "RigidLimits", "JointFriction",
+           "RigidFriction",
            "GroundContact",
            "RigidContact", "Scene", "ShapeContact", "Surface", "collision", "step_derivatives",
            "StepDerivatives",

@@ -696,9 +696,9 @@ class SolvedContact(Contact):
                     fn = xp.maximum(normal_force(f, i), 0.0)
                     out, k = [], 0
                     if rows[0][0] == 0:  # the spin: a box of half-width torsion f_n
-                        limit, j, fj = rows[0][1] * fn, start, fg[:, 0]
-                        new = xp.minimum(xp.maximum(S.held(j, fj, u), -limit), limit)
-                        out, k, u = [new], 1, S.moved(u, j, new, fj)
+                        limit = rows[0][1] * fn
+                        new, u = S.boxed(start, fg[:, 0], u, -limit, limit)
+                        out, k = [new], 1
                     if k < len(rows):  # the rolling: a disc of radius rolling f_n
                         j1, j2 = start + k, start + k + 1
                         g1, g2 = self._tangents(xp, S, j1, j2, fg[:, k], fg[:, k + 1], u,
@@ -1059,6 +1059,12 @@ class Sweep:
         (f_j >= 0), from fj (N,) (``held``, clipped at zero); zero where ``active`` (N,) is
         False."""
         new = self.xp.where(active, self.xp.maximum(self.held(j, fj, u), 0.0), 0.0)
+        return new, self.moved(u, j, new, fj)
+
+    def boxed(self, j, fj, u, low, high):
+        """(f_j, u): row j's Gauss-Seidel step for a force bounded to [low, high] (N,) or
+        scalars (a dry friction's, a spin's torque), from fj (N,) (``held``, clipped)."""
+        new = self.xp.minimum(self.xp.maximum(self.held(j, fj, u), low), high)
         return new, self.moved(u, j, new, fj)
 
 

@@ -27,22 +27,20 @@ joints': J = sign c (its coefficients), depth sign (bound - c q), named (and giv
 ``JointLimit``) by the tendon's name.
 """
 from dataclasses import dataclass
-from functools import cached_property
-from typing import Any, Mapping, NamedTuple, Union
 
 import numpy as np
 
-from ..errors import ModelError
-from ..model.impedance import Impedance, impedance_of, stabilisation_gains, step_time_constant
-from .checks import boolean, positive, sweeps
+from .checks import positive
 from .contact_solver import Rows, columns, put_columns, row_diagonal
-from .inverse_weights import dof_inverse_weights
-from .joint_springs import limited_joints, limited_tendons, tendon_inertias
+from .joint_springs import limited_joints, limited_tendons
 from .loops import when
+from .solved_rows import JointLimit, RowSettings, SoftRows
+
+__all__ = ["RigidLimits", "JointLimit", "LimitRows"]
 
 
 @dataclass(frozen=True)
-class RigidLimits:
+class RigidLimits(RowSettings):
     """Joint position limits (``model.lower_position_limit``, ``upper_position_limit``)
     enforced as constraints, solved with the dynamics (see the module docstring); pass as
     ``joint_limits=RigidLimits()``.
@@ -79,55 +77,11 @@ class RigidLimits:
         (``impedance.step_time_constant``). False by default; a ``JointLimit`` has its own
         (``from_mjcf`` sets it for a solreflimit in the standard form, as MuJoCo)."""
 
-    timeconst: float = 0.02
-    dampratio: float = 1.0
-    iterations: int = 30
-    regularization: float = 1e-6
-    impedance: Impedance = Impedance(1.0, 1.0)
     margin: float = 1e-4
-    joints: Union[Mapping[str, Any], tuple] = ()
-    invweight0: bool = False
-    inverse_weights: tuple = ()
-    refsafe: bool = False
 
     def __post_init__(self):
-        positive(self.timeconst, "RigidLimits.timeconst")
-        positive(self.dampratio, "RigidLimits.dampratio")
-        positive(self.regularization, "RigidLimits.regularization", allow_zero=True)
+        super().__post_init__()
         positive(self.margin, "RigidLimits.margin", allow_zero=True)
-        object.__setattr__(self, "impedance",
-                           impedance_of(self.impedance, "RigidLimits.impedance"))
-        sweeps(self.iterations, "RigidLimits.iterations")
-        object.__setattr__(self, "joints", self._own(self.joints))
-        boolean(self.invweight0, "RigidLimits.invweight0")
-        boolean(self.refsafe, "RigidLimits.refsafe")
-        object.__setattr__(self, "inverse_weights", tuple(
-            (str(name), positive(w, f"RigidLimits.inverse_weights[{name!r}]"))
-            for name, w in dict(self.inverse_weights).items()))
-
-    def _own(self, joints):
-        """``joints`` as a tuple of (name, ``JointLimit``), each field checked."""
-        items = joints.items() if hasattr(joints, "items") else joints
-        out = []
-        for entry in items:
-            try:
-                name, given = entry
-            except (TypeError, ValueError):
-                raise ValueError(f"RigidLimits.joints must map joint names to a JointLimit or "
-                                 f"a dict of {', '.join(JointLimit._fields)}; got "
-                                 f"{joints!r}") from None
-            where = f"RigidLimits.joints[{name!r}]"
-            fields = given._asdict() if isinstance(given, JointLimit) else given
-            if not isinstance(name, str) or not isinstance(fields, dict) or \
-                    set(fields) - set(JointLimit._fields):
-                raise ValueError(f"{where} must be a JointLimit or a dict of "
-                                 f"{', '.join(JointLimit._fields)}; got {given!r}")
-            out.append((name, JointLimit(
-                positive(fields.get("timeconst", self.timeconst), f"{where}.timeconst"),
-                positive(fields.get("dampratio", self.dampratio), f"{where}.dampratio"),
-                impedance_of(fields.get("impedance", self.impedance), f"{where}.impedance"),
-                boolean(fields.get("refsafe", self.refsafe), f"{where}.refsafe"))))
-        return tuple(out)
 
     @classmethod
     def from_mjcf(cls, path, prefix: str = "", **options) -> "RigidLimits":
@@ -145,43 +99,14 @@ class RigidLimits:
         name."""
         from ..model.mjcf import limit_softness
 
-        softness = limit_softness(path)
-        joints = {prefix + name: JointLimit(*ref, impedance=imp, refsafe=safe)
-                  for name, (ref, imp, _, safe) in softness.items()}
-        weights = tuple((prefix + name, w) for name, (_, _, w, _) in softness.items())
-        return cls(joints=joints, inverse_weights=weights, **options)
-
-    @property
-    def gains(self):
-        """(k 1/s^2, b 1/s): the stabilisation per unit apparent inertia
-        (``impedance.stabilisation_gains``: with the impedance, k written at its dmax, as
-        MuJoCo's)."""
-        return stabilisation_gains(self.timeconst, self.dampratio, self.impedance)
+        return cls._from_softness(limit_softness(path), prefix, options)
 
 
-class JointLimit(NamedTuple):
-    """A joint's own limit stabilisation (MJCF solreflimit: ``timeconst`` s, ``dampratio``)
-    and softness (solimplimit: ``impedance``, a number or MuJoCo's five; an ``Impedance``
-    once in ``RigidLimits.joints``). ``refsafe``: MuJoCo's refsafe, a time constant of at
-    least 2 dt in a simulation with the step dt (``impedance.step_time_constant``)."""
+class LimitRows(SoftRows):
+    """``RigidLimits`` bound to a model: one row per finite limit of a 1-DoF joint, then per
+    finite length limit of a fixed tendon (``solved_rows.SoftRows``)."""
 
-    timeconst: float = 0.02
-    dampratio: float = 1.0
-    impedance: object = 1.0
-    refsafe: bool = False
-
-
-def _at_step(limit, dt):
-    """``limit`` (a ``JointLimit``) with the time constant a simulation with the step dt (s;
-    None: no step) uses (``impedance.step_time_constant``)."""
-    return limit._replace(timeconst=step_time_constant(limit.timeconst, dt, limit.refsafe))
-
-
-class LimitRows:
-    """``RigidLimits`` bound to a model: one row per finite limit of a 1-DoF joint.
-    ``solves`` is True: the step solves them (``block``) rather than adding a force."""
-
-    solves = True
+    tendon_kind = "limited tendons"
 
     def __init__(self, model, settings, dt=None):
         """The rows of ``settings`` (``RigidLimits``) on ``model``, in a simulation with the
@@ -199,24 +124,8 @@ class LimitRows:
         tendons, Cq, Cv, low, high = limited_tendons(model)
         rows = [(t, s, value) for t in range(len(tendons))
                 for s, value in ((1.0, low[t]), (-1.0, high[t])) if np.isfinite(value)]
-        #: per row: its joint's name, then each tendon row's, its tendon's
-        self.joint_names = tuple(names[qi] for qi in q_index) + tuple(
-            tendons[t] for t, _, _ in rows)
-        own = dict(settings.joints)
-        for name in own:
-            if name not in model.joint_names and name not in tendons:
-                raise ModelError(f"RigidLimits.joints names {name!r}, not a joint of model "
-                                 f"{model.name!r} (its joints: {', '.join(model.joint_names)})"
-                                 " nor one of its limited tendons")
-        default = JointLimit(settings.timeconst, settings.dampratio, settings.impedance,
-                             settings.refsafe)
-        #: per row: its joint's ``JointLimit`` (its own, else the settings'), its time
-        #: constant the one a step of dt uses (refsafe)
-        self.limit = tuple(_at_step(own.get(name, default), dt) for name in self.joint_names)
-        #: the limited joints with their own ``JointLimit``
-        self.own_joints = sorted(set(self.joint_names) & set(own))
-        #: the distinct impedances of the rows, in order
-        self.impedances = tuple(dict.fromkeys(j.impedance for j in self.limit))
+        super().__init__(model, settings, [names[qi] for qi in q_index]
+                         + [tendons[t] for t, _, _ in rows], tendons, dt)
         #: per row: the joint's coordinate and velocity index, +1 (lower) or -1 (upper), the
         #: limit (rad or m)
         self.q_index = np.array(q_index, dtype=int)
@@ -227,11 +136,8 @@ class LimitRows:
         #: lengths and rates (a row's J; its depth sign (bound - L(q)))
         self.tendon_q = np.array([s * Cq[t] for t, s, _ in rows]).reshape(-1, model.nq)
         self.tendon_v = np.array([s * Cv[t] for t, s, _ in rows]).reshape(-1, model.nv)
-        self.settings, self.nv = settings, model.nv
-        self.model = model
-
-    def __bool__(self):
-        return len(self.sign) > 0
+        self.nv = model.nv
+        self.weighed = (self.v_index, self.tendon_v)
 
     @property
     def key(self):
@@ -243,26 +149,9 @@ class LimitRows:
         """The rows' numbers (numpy; the same for every initial state q0, unlike the springs'
         of ``joint_springs.Limits``): the limits, the stabilisation's k and b, the margin
         and the regularization."""
-        s = self.settings
-        k, b = np.array([self._gains(j) for j in self.limit]).reshape(-1, 2).T
-        out = {"bound": self.bound, "k": k, "b": b, "margin": np.asarray(float(s.margin)),
-               "regularization": np.asarray(float(s.regularization))}
-        if s.invweight0:  # each row's A_jj as MuJoCo approximates it
-            out["weights"] = self.weights
-        return out
-
-    @cached_property
-    def weights(self):
-        """(L,): each row's joint's inverse weight at the model's ``q0``, MuJoCo's
-        ``dof_invweight0`` (``inverse_weights.dof_inverse_weights``), a tendon row's its
-        tendon's, c M^-1 c^T there (MuJoCo's ``tendon_invweight0``); the settings'
-        ``inverse_weights`` where given."""
-        weights = dof_inverse_weights(self.model)
-        tendons = 1.0 / tendon_inertias(self.model, np.asarray(self.model.q0, dtype=float)[None],
-                                        self.tendon_v)[0] if len(self.tendon_v) else []
-        given = dict(self.settings.inverse_weights)
-        return np.array([given.get(name, w) for name, w in zip(
-            self.joint_names, [weights[v] for v in self.v_index] + list(tendons))])
+        k, b = self.gains()
+        return self.solver_params(bound=self.bound, k=k, b=b,
+                                  margin=np.asarray(float(self.settings.margin)))
 
     def depths(self, xp, p, q):
         """(N, L): how far each joint (then each limited tendon) is past its limit (rad or m;
@@ -306,7 +195,7 @@ class LimitRows:
         depth = self.depths(xp, p, q)
         rate = self.rates(xp, qd)
         near = depth > -p["margin"]
-        spring, compliance = self._terms(xp, p["k"], depth)
+        spring, compliance = self.terms(xp, p["k"], depth)
         a_ref = spring - p["b"] * rate
 
         def sweep(S, first, f, u):
@@ -329,30 +218,6 @@ class LimitRows:
                     weights=weights, dofs=tuple((int(v),) for v in self.v_index) + tuple(
                         tuple(int(v) for v in np.flatnonzero(row)) for row in self.tendon_v))
 
-    def _terms(self, xp, k, depth):
-        """(the spring terms k d(r) / dmax r, the compliances), each (N, L), of the rows at
-        their depths (N, L) with their stiffnesses k (L,) (``Impedance.terms``): all rows at
-        once where they share one impedance, else row by row."""
-        if len(self.impedances) == 1:
-            return self.impedances[0].terms(xp, k, depth)
-        rows = [j.impedance.terms(xp, k[i], depth[:, i]) for i, j in enumerate(self.limit)]
-        return (xp.stack([spring for spring, _ in rows], axis=-1),
-                xp.stack([soft for _, soft in rows], axis=-1))
-
-    @staticmethod
-    def _gains(limit):
-        """(k 1/s^2, b 1/s) of a ``JointLimit`` (``impedance.stabilisation_gains``)."""
-        return stabilisation_gains(limit.timeconst, limit.dampratio, limit.impedance)
-
     def springs(self, model):
-        """The stabilisation, per unit apparent inertia (``stability.stiffest_springs``): each
-        distinct one of the rows'."""
-        return [(f"the joint limits' stabilisation (timeconst {j.timeconst:g} s)",
-                 *self._gains(j), 1.0) for j in dict.fromkeys(self.limit)]
-
-    def describe(self):
-        s = self.settings
-        impedance = self.impedances[0] if len(self.impedances) == 1 else s.impedance
-        return {"kind": "rigid", "rows": len(self.sign), "timeconst": s.timeconst,
-                "dampratio": s.dampratio, "impedance": impedance.describe(),
-                "own": len(self.own_joints), "invweight0": s.invweight0}
+        """The stabilisation, per unit apparent inertia (``stability.stiffest_springs``)."""
+        return self.stabilisations("the joint limits' stabilisation")

@@ -58,6 +58,8 @@ def make_trajectory(run, samples, backend, timing):
                                 "damping_ratio": s.joint_limits.damping_ratio}
     if run.system.friction is not None:
         meta["joint_friction"] = s.joint_friction.model
+    elif run.system.friction_rows is not None:
+        meta["joint_friction"] = run.system.friction_rows.describe()
     if s.external is not None:
         meta["external"] = getattr(s.external, "__name__", type(s.external).__name__)
     return Trajectory(

@@ -144,9 +144,8 @@ def rollout(model, q0, qd0, controller, steps, dt, *, settings=None, **options):
               "system": {"gravity": jnp.asarray(system.gravity)}}
     if system.contact is not None:
         params["system"]["contact"] = system.contact.params(jnp)
-    for name, part in (("limits", system.limits), ("friction", system.friction)):
-        if part is not None:
-            params["system"][name] = tree_map(jnp.asarray, part.params(model, q_concrete))
+    for name, part in system.parts:
+        params["system"][name] = tree_map(jnp.asarray, part.params(model, q_concrete))
     step_fn = make_step(run, jnp, dt)
 
     def body(carry, k):

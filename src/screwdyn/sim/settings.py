@@ -16,6 +16,7 @@ import numpy as np
 from .checks import boolean, gravity as _check_gravity, positive as _check_positive
 from .contact import GroundContact
 from .contact_solver import RigidContact
+from .friction_constraints import RigidFriction
 from .limit_constraints import RigidLimits
 from .scene import ShapeContact
 
@@ -116,7 +117,10 @@ class Settings:
         springs), a ``JointLimits`` with other parameters, a ``RigidLimits`` (constraints
         solved with the dynamics, and with a ``RigidContact``'s or a scene's contact: a rigid
         stop at 1-2 ms steps, as MuJoCo's limits), or False.
-    joint_friction: a ``JointFriction`` (how Coulomb joint friction is simulated).
+    joint_friction: how the joints' Coulomb friction (and the fixed tendons' frictionloss) is
+        simulated: a ``JointFriction`` (stick-slip springs or the sign law, a force of the
+        dynamics) or a ``RigidFriction`` (MuJoCo's friction loss rows, solved with the
+        dynamics and with a solved contact's and ``RigidLimits``' rows).
     external: external wrenches ``external(t, q, qd) -> (..., nlinks, 6)``: for each link, in
         ``model.link_names`` order, the [force; torque] the environment applies, in the link
         frame, torque about the link origin (as ``f_ext`` of the dynamics functions). Part of
@@ -137,7 +141,7 @@ class Settings:
     energy_limit: Optional[float] = 0.5
     contact: Optional[Union[GroundContact, RigidContact, ShapeContact]] = None
     joint_limits: Union[JointLimits, RigidLimits, bool, None] = None
-    joint_friction: JointFriction = field(default_factory=JointFriction)
+    joint_friction: Union[JointFriction, RigidFriction] = field(default_factory=JointFriction)
     external: Optional[Callable] = None
     progress: Union[Callable, bool, None] = None
     record_contact_forces: bool = False
@@ -179,8 +183,8 @@ class Settings:
                              f"RigidLimits, got "
                              f"{type(limits).__name__}")
         object.__setattr__(self, "joint_limits", limits)
-        if not isinstance(self.joint_friction, JointFriction):
-            raise ValueError(f"joint_friction must be a JointFriction, got "
+        if not isinstance(self.joint_friction, (JointFriction, RigidFriction)):
+            raise ValueError(f"joint_friction must be a JointFriction or a RigidFriction, got "
                              f"{type(self.joint_friction).__name__}")
         if self.external is not None and not callable(self.external):
             raise ValueError("external must be a function external(t, q, qd) -> (..., nlinks, "

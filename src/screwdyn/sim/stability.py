@@ -51,6 +51,8 @@ def stiffest_springs(run):
     M = np.asarray(mass_matrix(model, q))
     if system.solves_limits:
         out.extend(system.limits.springs(model))
+    if system.solves_friction:
+        out.extend(system.friction_rows.springs(model))
     for name, spring, dofs in (("joint limit", None if system.solves_limits else system.limits,
                                 "v_index"),
                                ("stick-slip joint friction", system.friction, "index")):

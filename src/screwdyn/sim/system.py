@@ -18,8 +18,8 @@ only), whose accelerations a the step then damps: (M + dt D) qdd = M a (``_dampe
 Explicit damping is unstable once dt D exceeds twice a joint's apparent inertia (dm_control's
 light fingers at 1 ms); implicit damping is stable at every dt and equals ``mj_step``'s Euler.
 
-Constraint forces found with the dynamics, a ``RigidContact``'s or a scene's contact and the
-joint limits of ``RigidLimits``, are one problem: their rows (``contact_solver.Rows``) go
+Constraint forces found with the dynamics, a ``RigidContact``'s or a scene's contact, the
+joint limits of ``RigidLimits`` and the dry friction of ``RigidFriction``, are one problem: their rows (``contact_solver.Rows``) go
 through one ``solve_rows`` after the forward dynamics (``_solve``), which keeps the model's
 equality constraints too.
 
@@ -41,6 +41,7 @@ from ..constraints import ACCELERATIONS, constraint_jacobian, constraint_residua
 from ..execution import plan
 from ..execution.plan import lookup, run_jax
 from .contact_solver import solve_rows
+from .friction_constraints import FrictionRows, RigidFriction
 from .joint_springs import Limits, StickSlip, TendonSprings, tendon_friction
 from .limit_constraints import LimitRows, RigidLimits
 
@@ -85,6 +86,9 @@ class System:
         if assembly is not None and isinstance(settings.joint_limits, RigidLimits):
             raise ValueError("RigidLimits are solved with a Model's dynamics: simulate "
                              "assembly.to_model() to use them, or JointLimits (springs)")
+        if assembly is not None and isinstance(settings.joint_friction, RigidFriction):
+            raise ValueError("RigidFriction is solved with a Model's dynamics: simulate "
+                             "assembly.to_model() to use it, or JointFriction (springs)")
         self.gravity = np.array(settings.gravity if settings.gravity is not None
                                 else model.gravity, dtype=float)
         self.algebra = settings.algebra
@@ -101,11 +105,20 @@ class System:
         #: whether the joint limits are constraints, solved with the dynamics (and the
         #: contact's, where it solves too: one ``solve_rows``)
         self.solves_limits = getattr(self.limits, "solves", False)
+        #: the stick-slip springs of the joints' and tendons' dry friction, or None
         self.friction = None
+        #: the dry friction as constraints (``RigidFriction``), solved with the dynamics
+        self.friction_rows = None
         self.fd_model = model = model if dt is None else model.at_step(dt)
         #: (Cv (T, nv), frictionloss (T,)): the tendons' dry friction of the "sign" model
         self.tendon_sign = None
-        if settings.joint_friction.model == "stick_slip":
+        if isinstance(settings.joint_friction, RigidFriction):
+            rows = FrictionRows(model, settings.joint_friction, dt)
+            if rows:
+                self.friction_rows = rows
+                if model.coulomb.any():  # the rows replace it
+                    self.fd_model = model.with_joint_parameters(coulomb=0.0)
+        elif settings.joint_friction.model == "stick_slip":
             friction = StickSlip(model, settings.joint_friction)
             if friction:
                 self.friction = friction
@@ -126,10 +139,22 @@ class System:
         #: limits): without the implicit damping, which then damps the accelerations they give
         #: (``_damped``), as MuJoCo's Euler does; ``fd_model`` where no constraint force acts
         #: (one solve)
-        constrained = model.constraints or self.solves_contact or self.solves_limits
+        constrained = model.constraints or self.solves
         self.constrained_model = undamped if constrained else self.fd_model
         self.external = settings.external
         self.tendons = TendonSprings(model) if any(t.passive for t in model.tendons) else None
+
+    @property
+    def solves_friction(self):
+        """Whether the dry friction is constraints (``RigidFriction``), solved with the
+        dynamics."""
+        return self.friction_rows is not None
+
+    @property
+    def solves(self):
+        """Whether a step solves constraint rows with the dynamics (``_solve``): a solved
+        contact's, ``RigidLimits``', ``RigidFriction``'s."""
+        return self.solves_contact or self.solves_limits or self.solves_friction
 
     @property
     def key(self):
@@ -139,6 +164,7 @@ class System:
                 None if self.contact is None else self.contact.key,
                 None if self.limits is None else self.limits.key,
                 None if self.friction is None else self.friction.key,
+                None if self.friction_rows is None else self.friction_rows.key,
                 None if self.tendons is None else self.tendons.key,
                 None if self.external is None else Identity(self.external))
 
@@ -146,15 +172,21 @@ class System:
     def needs_links(self):
         return self.contact is not None or self.external is not None
 
+    @property
+    def parts(self):
+        """((name, part), ...): the forces other than the contact whose numbers
+        (``part.params(model, q0)``) ``params`` holds under that name: the joint limits, the
+        dry friction (its springs or its rows)."""
+        out = (("limits", self.limits), ("friction", self.friction or self.friction_rows))
+        return tuple((name, part) for name, part in out if part is not None)
+
     def params(self, q0):
         """The numbers of every force, for initial states q0 (N, nq) (numpy)."""
         p = {"gravity": self.gravity}
         if self.contact is not None:
             p["contact"] = self.contact.params()
-        if self.limits is not None:
-            p["limits"] = self.limits.params(self.model, q0)
-        if self.friction is not None:
-            p["friction"] = self.friction.params(self.model, q0)
+        for name, part in self.parts:
+            p[name] = part.params(self.model, q0)
         return p
 
     # -- hybrid state ----------------------------------------------------------------------
@@ -176,13 +208,17 @@ class System:
             hybrid["limits"] = self.limits.initial_state(xp, params["limits"], q0, M)
         if self.friction is not None:
             hybrid["delta"] = xp.zeros(q0.shape[:-1] + (len(self.friction.positive),))
+        if self.solves_friction:
+            hybrid["friction"] = self.friction_rows.initial_state(xp, q0)
         return hybrid
 
     def solved(self, hybrid):
-        """{"contact": ..., "limits": ...}: the solvers' states in ``hybrid`` (the warm starts),
-        None for what is not solved: what a step's evaluations of ``rates`` replace."""
+        """{"contact": ..., "limits": ..., "friction": ...}: the solvers' states in ``hybrid``
+        (the warm starts), None for what is not solved: what a step's evaluations of
+        ``rates`` replace."""
         return {"contact": hybrid["contact"] if self.solves_contact else None,
-                "limits": hybrid["limits"] if self.solves_limits else None}
+                "limits": hybrid["limits"] if self.solves_limits else None,
+                "friction": hybrid["friction"] if self.solves_friction else None}
 
     def advance(self, xp, hybrid, xi, solved=None):
         """The hybrid state after a step that moved the configuration by xi (N, nv), its last
@@ -267,7 +303,7 @@ class System:
             if tau_c is not None:  # the constraint forces: passive (no work when held)
                 passive = passive + tau_c
             M = None
-            if self.solves_contact or self.solves_limits:  # solved with the dynamics
+            if self.solves:  # solved with the dynamics
                 qdd, tau_c, forces, solved, M = self._solve(xp, params, q, qd, qdd, T, hybrid)
                 passive = passive + tau_c
             if self.constrained_model is not self.fd_model:
@@ -291,7 +327,8 @@ class System:
 
     def _solve(self, xp, params, q, qd, qdd0, T, hybrid):
         """(qdd, tau_c, contact forces or None, the solvers' new states, M): the rigid
-        contact's forces and the joint limits' that are constraints, in one ``solve_rows`` with
+        contact's forces, the joint limits' and the dry friction's that are constraints, in one
+        ``solve_rows`` with
         the accelerations qdd0 (N, nv) without them (which keep the model's equality
         constraints: their Jacobian makes the rows act through the constrained inertia), for
         ``constrained_model``'s mass matrix M (N, nv, nv)."""
@@ -308,17 +345,25 @@ class System:
         if self.solves_limits:
             blocks.append(self.limits.block(xp, params["limits"], q, qd, hybrid["limits"]))
             names.append("limits")
-        if self.solves_contact:  # one solve: the contact's sweeps and regularization
+        if self.solves_friction:
+            blocks.append(self.friction_rows.block(xp, params["friction"], q, qd,
+                                                   hybrid["friction"]))
+            names.append("friction")
+        # one solve: the first block's sweeps and regularization (the contact's, else the
+        # limits', else the friction's)
+        if self.solves_contact:
             iterations = self.contact.ground.iterations
             regularization = params["contact"]["regularization"]
         else:
-            iterations = self.settings.joint_limits.iterations
-            regularization = params["limits"]["regularization"]
+            first = self.limits if self.solves_limits else self.friction_rows
+            iterations = first.settings.iterations
+            regularization = params[names[0]]["regularization"]
         qdd, tau_c, out = solve_rows(xp, model, M, J_eq, qdd0, blocks, iterations,
                                      regularization, eq_soft)
         out = dict(zip(names, out))
         forces, contact = out.get("contact", (None, None))
-        return qdd, tau_c, forces, {"contact": contact, "limits": out.get("limits")}, M
+        return qdd, tau_c, forces, {"contact": contact, "limits": out.get("limits"),
+                                    "friction": out.get("friction")}, M
 
     def _damped(self, xp, q, qdd, M=None):
         """The accelerations (N, nv) that the joint forces giving qdd (N, nv) to the undamped
