@@ -555,3 +555,38 @@ def test_impedance_from_the_command_line(tmp_path, capsys):
                                                                        abs=1e-9)
     assert main(common + ["--contact", "--invweight0"]) == 2
     assert "add --rigid-contact" in capsys.readouterr().err
+
+
+def test_rigid_friction_from_the_command_line(tmp_path, capsys):
+    """--joint-friction reads an MJCF file's frictionloss; --rigid-friction solves it as
+    MuJoCo's friction loss rows, with the file's own solreffriction and solimpfriction
+    (sd.RigidFriction.from_mjcf: the same run), the summary saying so; without
+    --rigid-friction the stick-slip springs run (the summary names them). --rigid-friction on
+    a model without dry friction, or with a URDF-only option on an MJCF file: one line on
+    stderr, exit status 2."""
+    path = tmp_path / "slider.xml"
+    path.write_text("""<mujoco><worldbody><body name="block" pos="0 0 1">
+      <joint name="lift" type="slide" axis="0 0 1" frictionloss="12" solimpfriction="0.95 0.99"/>
+      <geom type="box" size="0.1 0.1 0.1" mass="1"/></body></worldbody></mujoco>""")
+    common = ["simulate", str(path), "--duration", "0.6", "--dt", "1e-3", "--integrator",
+              "semi_implicit_euler", "--quiet", "--no-compile-cache", "--qd0", "-1"]
+    out = tmp_path / "rows.npz"
+    assert main(common + ["--joint-friction", "--rigid-friction", "--out", str(out)]) == 0
+    assert "dry friction 1 rows, soft (impedance 0.95 to 0.99 over 0.001, solved), timeconst " \
+        "0.02 s (1 joints or tendons with their own solreffriction and solimpfriction)" \
+        in capsys.readouterr().out
+    model = sd.load_mjcf(str(path), joint_friction=True)
+    expected = sd.simulate(model, [0.0], [-1.0], None, 0.6, 1e-3,
+                           integrator="semi_implicit_euler",
+                           joint_friction=sd.RigidFriction.from_mjcf(path))
+    traj = sd.Trajectory.load(out)
+    np.testing.assert_allclose(traj.q, expected.q, atol=1e-12)
+    # 12 N against a 9.81 N weight: it stops after 1 / 2.19 s, then creeps (soft rows)
+    assert abs(traj.qd[-1, 0]) < 1e-2 < abs(traj.qd[100, 0])
+    assert main(common + ["--joint-friction"]) == 0
+    assert "dry friction stick-slip" in capsys.readouterr().out
+    assert main(common + ["--rigid-friction"]) == 2
+    assert "--rigid-friction: the model has no joint or tendon dry friction (load a file's " \
+        "with --joint-friction)" in capsys.readouterr().err
+    assert main(common + ["--joint-friction", "--iterations", "50"]) == 2
+    assert "--rigid-friction" in capsys.readouterr().err

@@ -37,6 +37,7 @@ MODEL_HELP = ("a bundled robot name (screwdyn info --list), a URDF file, an MJCF
 #: what each model-loading option applies to (it is refused for other kinds of MODEL)
 _APPLIES_TO = {"floating-base": "URDF files", "joint-order": "URDF files",
                "unsupported": "MJCF files", "joint-damping": "URDF and MJCF files",
+               "joint-friction": "URDF and MJCF files",
                "joint-springs": "MJCF files", "soft-equalities": "MJCF files"}
 
 
@@ -57,6 +58,10 @@ def add_model_arguments(parser: argparse.ArgumentParser, optional: bool = False)
     group.add_argument("--joint-damping", action="store_true",
                        help="URDF, MJCF: read the file's joint damping (URDF <dynamics "
                             "damping>, MJCF damping) into the model")
+    group.add_argument("--joint-friction", action="store_true",
+                       help="URDF, MJCF: read the file's dry (Coulomb) friction (URDF "
+                            "<dynamics friction>, MJCF frictionloss, a fixed tendon's too) "
+                            "into the model")
     group.add_argument("--joint-springs", action="store_true",
                        help="MJCF: read the joints' springs (stiffness towards springref), "
                             "which MuJoCo applies, as one-joint tendons")
@@ -70,23 +75,27 @@ def load_model(args: argparse.Namespace) -> Model:
     return resolve_model(args.model, args.floating_base, joint_order=args.joint_order,
                          unsupported=args.unsupported,
                          joint_damping=getattr(args, "joint_damping", False),
+                         joint_friction=getattr(args, "joint_friction", False),
                          joint_springs=getattr(args, "joint_springs", False),
                          soft_equalities=getattr(args, "soft_equalities", False))
 
 
 def resolve_model(spec, floating_base=False, joint_order=None, unsupported=None,
-                  joint_damping=False, joint_springs=False, soft_equalities=False):
+                  joint_damping=False, joint_springs=False, soft_equalities=False,
+                  joint_friction=False):
     """A Model from a bundled robot name, a URDF or MJCF path (or URDF XML text) or a DH table
     file; an MJCF file is one whose root element is <mujoco> (loaded through MuJoCo).
     ``joint_order`` applies to URDF files, ``unsupported``, ``joint_springs`` and
-    ``soft_equalities`` to MJCF files (None: the loader's default), ``joint_damping`` to both;
+    ``soft_equalities`` to MJCF files (None: the loader's default), ``joint_damping`` and
+    ``joint_friction`` to both;
     an option given for a kind of model that does not take it is a ModelError."""
     from .model import load_urdf
     from .model import robots
 
     options = {"floating-base": floating_base, "joint-order": joint_order,
                "unsupported": unsupported, "joint-damping": joint_damping,
-               "joint-springs": joint_springs, "soft-equalities": soft_equalities}
+               "joint-springs": joint_springs, "soft-equalities": soft_equalities,
+               "joint-friction": joint_friction}
     if spec in robots.names():
         _refuse(options, (), f"the bundled robot {spec!r}")
         return robots.load(spec)
@@ -98,14 +107,17 @@ def resolve_model(spec, floating_base=False, joint_order=None, unsupported=None,
     if is_mjcf(spec):
         from .model import load_mjcf
 
-        _refuse(options, ("unsupported", "joint-damping", "joint-springs", "soft-equalities"),
+        _refuse(options, ("unsupported", "joint-damping", "joint-springs", "soft-equalities",
+                          "joint-friction"),
                 f"an MJCF file ({spec}: it declares its own joints)")
         return load_mjcf(spec, unsupported=unsupported or "error", joint_damping=joint_damping,
-                         joint_springs=joint_springs, soft_equalities=soft_equalities)
+                         joint_friction=joint_friction, joint_springs=joint_springs,
+                         soft_equalities=soft_equalities)
     if os.path.exists(spec) or spec.lstrip().startswith("<"):
-        _refuse(options, ("floating-base", "joint-order", "joint-damping"), "a URDF file")
+        _refuse(options, ("floating-base", "joint-order", "joint-damping", "joint-friction"),
+                "a URDF file")
         return load_urdf(spec, floating_base=floating_base, joint_order=joint_order,
-                         joint_damping=joint_damping)
+                         joint_damping=joint_damping, joint_friction=joint_friction)
     raise ModelError(f"{spec!r} is neither a bundled robot ({', '.join(robots.names())}) "
                      "nor an existing URDF, MJCF or DH table (.csv) file")
 

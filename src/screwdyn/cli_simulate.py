@@ -2,7 +2,7 @@
 
     screwdyn simulate MODEL --duration 5 --dt 1e-3 --controller gravity --out traj.npz \\
         --plot traj.png [--animate traj.gif] [--contact --mu 0.8 | --scene]
-        [--joint-limits | --rigid-limits]
+        [--joint-limits | --rigid-limits] [--joint-friction [--rigid-friction]]
 
 MODEL is a bundled robot name, a URDF file, an MJCF file or a DH table, loaded as by every
 screwdyn command (``--floating-base``, ``--joint-order``, ``--unsupported``). Every output is
@@ -84,10 +84,12 @@ def add_parser(subparsers):
                         "the dynamics (--mu; --contact-links: only those links' shapes)")
     p.add_argument("--impedance", type=float, nargs="+", metavar="D",
                    help="soft contact and limits, as MuJoCo's: the impedance d in (0, 1] of "
-                        "--rigid-contact's or --scene's contact and of --rigid-limits (a "
+                        "--rigid-contact's or --scene's contact, of --rigid-limits and "
+                        "--rigid-friction (a "
                         "constant solimp; 1: rigid; or MuJoCo's solimp: dmin dmax [width "
                         "[midpoint [power]]]), for all of them. Default: an MJCF file's "
-                        "own (its geoms' solimp, its joints' solimplimit: soft, as in "
+                        "own (its geoms' solimp, its joints' solimplimit and "
+                        "solimpfriction: soft, as in "
                         "MuJoCo), else rigid; --iterations 200 lets the sweeps converge")
     p.add_argument("--impratio", type=float, metavar="R",
                    help="the soft contact's friction stiffness relative to its normal's "
@@ -114,6 +116,11 @@ def add_parser(subparsers):
                         help="enforce the joint limits as constraints solved with the "
                              "dynamics (sd.RigidLimits: a rigid stop, as MuJoCo's limits; "
                              "with --rigid-contact or --scene, solved with the contact)")
+    p.add_argument("--rigid-friction", action="store_true",
+                   help="simulate the joints' and tendons' dry friction (--joint-friction) as "
+                        "constraints solved with the dynamics (sd.RigidFriction: MuJoCo's "
+                        "friction loss rows; an MJCF file's own solreffriction and "
+                        "solimpfriction), not as stick-slip springs")
     p.add_argument("--record-every", type=int, default=1, help="keep every k-th sample")
     p.add_argument("--out", help="save the trajectory (.npz or .csv)")
     p.add_argument("--plot", help="save the time plots (.png, .pdf, .svg)")
@@ -184,9 +191,11 @@ def ground_contact(args):
             raise ValueError(f"--{name} is the solved contact's friction: add --rigid-contact "
                              "(or use --scene)")
     if solver_options(args) and not (rigid or getattr(args, "scene", False)
-                                     or getattr(args, "rigid_limits", False)):
-        raise ValueError("--impedance, --invweight0 and --iterations are the solved contact's "
-                         "and limits': add --rigid-contact (or use --scene) or --rigid-limits")
+                                     or getattr(args, "rigid_limits", False)
+                                     or getattr(args, "rigid_friction", False)):
+        raise ValueError("--impedance, --invweight0 and --iterations are the solved contact's, "
+                         "limits' and friction's: add --rigid-contact (or use --scene), "
+                         "--rigid-limits or --rigid-friction")
     if getattr(args, "scene", False):
         for name in ("contact", "rigid_contact", "contact_points", "contact_stiffness"):
             if getattr(args, name, None):
@@ -325,6 +334,7 @@ def run(args):
     contact = ground_contact(args)  # the arguments checked first
     if getattr(args, "scene", False):
         model, contact, q0 = scene_of(args, model, q0)
+    friction = _joint_friction(args, model)
     controller = make_controller(args, model)
     cache = None if getattr(args, "no_compile_cache", False) else enable_compile_cache()
     t0 = time.perf_counter()
@@ -338,7 +348,8 @@ def run(args):
                             integrator=args.integrator, algebra=args.algebra,
                             backend=args.backend, gravity=args.gravity,
                             record_every=args.record_every, progress=bar, contact=contact,
-                            joint_limits=_joint_limits(args))
+                            joint_limits=_joint_limits(args),
+                            joint_friction=friction)
         except SimulationError as e:
             failed, traj = e, e.trajectory
         except SimulationInterrupted as e:
@@ -381,6 +392,24 @@ def _joint_limits(args):
             return RigidLimits.from_mjcf(args.model, **options)
         return RigidLimits(**options)
     return getattr(args, "joint_limits", False)
+
+
+def _joint_friction(args, model):
+    """What ``--rigid-friction`` asks for (``Settings.joint_friction``): for an MJCF file, its
+    joints' and tendons' own solreffriction and solimpfriction (``RigidFriction.from_mjcf``)
+    unless ``--impedance`` sets one for all; without it, the stick-slip springs
+    (``JointFriction()``). ``ValueError`` where the model has no dry friction to solve."""
+    from .sim import JointFriction, RigidFriction
+
+    if not getattr(args, "rigid_friction", False):
+        return JointFriction()
+    if not (model.coulomb.any() or any(t.frictionloss > 0 for t in model.tendons)):
+        raise ValueError("--rigid-friction: the model has no joint or tendon dry friction "
+                         "(load a file's with --joint-friction)")
+    options = solver_options(args)
+    if is_mjcf(args.model) and "impedance" not in options:  # the file's, as MuJoCo's
+        return RigidFriction.from_mjcf(args.model, **options)
+    return RigidFriction(**options)
 
 
 def _progress_bar(args):

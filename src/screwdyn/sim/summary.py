@@ -54,14 +54,19 @@ def summary_lines(traj):
     if limits and limits.get("kind") == "rigid":
         own = (f" ({limits['own']} joints with their own solreflimit and solimplimit)"
                if limits.get("own") else "")
-        stiffness = _stiffness(limits)
-        if stiffness.startswith("soft") and limits.get("invweight0"):
-            stiffness = f"{stiffness[:-1]}{_weights(limits)})"
-        lines.append(f"joint limits {limits['rows']} limits, {stiffness}, timeconst "
+        lines.append(f"joint limits {limits['rows']} limits, {_softness(limits)}, timeconst "
                      f"{limits['timeconst']:g} s, dampratio {limits['dampratio']:.3g}{own}")
     elif limits:
         lines.append(f"joint limits springs, {limits['frequency']:g} Hz, damping ratio "
                      f"{limits['damping_ratio']:.3g}")
+    friction = meta.get("joint_friction")
+    if isinstance(friction, dict):  # RigidFriction's rows
+        own = (f" ({friction['own']} joints or tendons with their own solreffriction and "
+               "solimpfriction)" if friction.get("own") else "")
+        lines.append(f"dry friction {friction['rows']} rows, {_softness(friction)}, timeconst "
+                     f"{friction['timeconst']:g} s{own}")
+    elif friction:
+        lines.append(f"dry friction {friction.replace('_', '-')}")
     wall, comp = meta.get("wall_time", 0.0), meta.get("compile_time", 0.0)
     rtf = traj.real_time_factor
     rtf_text = f"{rtf:.3g}" if math.isfinite(rtf) else "n/a"
@@ -90,6 +95,15 @@ def summary_lines(traj):
     with np.printoptions(precision=4, suppress=True, linewidth=100):
         lines.append(f"final q      {final}")
     return lines
+
+
+def _softness(solved):
+    """``_stiffness`` of solved limits' or friction's ``describe()``, with ``_weights`` where
+    soft."""
+    stiffness = _stiffness(solved)
+    if stiffness.startswith("soft") and solved.get("invweight0"):
+        stiffness = f"{stiffness[:-1]}{_weights(solved)})"
+    return stiffness
 
 
 def _weights(solved):
