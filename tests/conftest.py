@@ -67,6 +67,35 @@ def bundled_mjcf(package, name):
     return path if os.path.exists(path) else None
 
 
+def as_mujoco_models_it(package, name, iterations=200):
+    """(m, {model, contact, q0, joint_limits, joint_friction}) of the bundled MJCF model
+    ``name`` (``bundled_mjcf``; skipped where not installed): MuJoCo's compiled model m at
+    Euler 1 ms, and screwdyn's simulation of it with what MuJoCo models (its damping, springs
+    and dry friction; the file's soft contacts and cone with MuJoCo's inverse weights, a row
+    entering the solve where MuJoCo's does, ``iterations`` sweeps; its limits' and
+    friction's solref and solimp), as ``simulate``'s keywords."""
+    import warnings
+
+    mujoco = pytest.importorskip("mujoco")
+    path = bundled_mjcf(package, name)
+    if path is None:
+        pytest.skip(f"{package} is not installed")
+    m = mujoco.MjModel.from_xml_path(path)
+    cone = "pyramidal" if m.opt.cone == mujoco.mjtCone.mjCONE_PYRAMIDAL else "convex"
+    m.opt.timestep, m.opt.integrator = 1e-3, mujoco.mjtIntegrator.mjINT_EULER
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # deprecations in the files, MuJoCo's own
+        robot = sd.load_mjcf(path, joint_damping=True, joint_springs=True, joint_friction=True)
+    scene = sd.Scene(name)
+    scene.add_robot(robot)
+    model, contact, q0 = scene.build(cone=cone, invweight0=True, margin=0.0,
+                                     iterations=iterations)
+    return m, {"model": model, "contact": contact, "q0": q0,
+               "joint_limits": sd.RigidLimits.from_mjcf(path, invweight0=True, margin=0.0),
+               "joint_friction": sd.RigidFriction.from_mjcf(path, invweight0=True),
+               "path": path}
+
+
 def random_tree(seed, n=7, floating_base=False):
     """A random kinematic tree exercising everything the model supports: revolute joints about
     arbitrary axes, continuous and prismatic joints, fixed joints inside chains, rotated inertial

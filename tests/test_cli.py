@@ -590,3 +590,33 @@ def test_rigid_friction_from_the_command_line(tmp_path, capsys):
         "with --joint-friction)" in capsys.readouterr().err
     assert main(common + ["--joint-friction", "--iterations", "50"]) == 2
     assert "--rigid-friction" in capsys.readouterr().err
+
+
+def test_an_mjcf_files_actuators_from_the_command_line(tmp_path, urdf_file, capsys):
+    """--controller actuators --ctrl U: the MJCF file's own actuators driven by U, held
+    (sd.controllers.MjcfActuators: the same run), the summary naming them; --ctrl without
+    it, actuators on a URDF file, or the wrong number of controls: one line on stderr, exit
+    status 2."""
+    path = tmp_path / "servo.xml"
+    path.write_text("""<mujoco><worldbody><body><joint name="hinge" axis="0 1 0"/>
+      <geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.02" mass="1"/></body></worldbody>
+      <actuator><position name="servo" joint="hinge" kp="50" kv="5"/></actuator></mujoco>""")
+    common = ["simulate", str(path), "--duration", "1", "--dt", "1e-3", "--integrator",
+              "semi_implicit_euler", "--quiet", "--no-compile-cache"]
+    out = tmp_path / "servo.npz"
+    assert main(common + ["--controller", "actuators", "--ctrl", "0.5", "--out", str(out)]) == 0
+    assert "controller   MJCF actuators" in capsys.readouterr().out
+    model = sd.load_mjcf(str(path))
+    expected = sd.simulate(model, [0.0], None, sd.controllers.MjcfActuators(model, path, [0.5]),
+                           1.0, 1e-3, integrator="semi_implicit_euler")
+    np.testing.assert_allclose(sd.Trajectory.load(out).q, expected.q, atol=1e-12)
+    assert sd.Trajectory.load(out).q[-1, 0] > 0.4
+    for extra, message in (
+            (["--ctrl", "0.5"], "--ctrl is the controls of --controller actuators"),
+            (["--controller", "actuators", "--ctrl", "1", "2"],
+             r"ctrl must have shape (..., 1): one control per actuator of")):
+        assert main(common + extra) == 2
+        assert message in capsys.readouterr().err
+    assert main(["simulate", urdf_file, "--duration", "0.1", "--quiet", "--no-compile-cache",
+                 "--controller", "actuators"]) == 2
+    assert "--controller actuators drives an MJCF file's actuators" in capsys.readouterr().err

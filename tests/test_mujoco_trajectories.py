@@ -79,7 +79,7 @@ import screwdyn as sd
 mujoco = pytest.importorskip("mujoco")
 from test_mjcf import MODELS  # noqa: E402
 from test_mjcf_constraints import FOUR_BAR, PENDULUM_PIN, _hard  # noqa: E402
-from conftest import MUJOCO_SOLIMP, bundled_mjcf  # noqa: E402
+from conftest import MUJOCO_SOLIMP, as_mujoco_models_it, bundled_mjcf  # noqa: E402
 
 T_FINAL = 1.0
 
@@ -427,22 +427,10 @@ def test_mujocos_models_as_mujoco_models_them(package, name, iterations, atol):
     landing). Its bodies have up to three joints, so MuJoCo's parent filter is between its
     bodies, not between a link and the one before it: before that was so, its arms pressed
     on its torso and it left mj_step's by 0.8 rad."""
-    path = bundled_mjcf(package, name)
-    if path is None:
-        pytest.skip(f"{package} is not installed")
-    m = mujoco.MjModel.from_xml_path(path)
-    cone = "pyramidal" if m.opt.cone == mujoco.mjtCone.mjCONE_PYRAMIDAL else "convex"
-    m.opt.timestep, m.opt.integrator = 1e-3, mujoco.mjtIntegrator.mjINT_EULER
+    m, run = as_mujoco_models_it(package, name, iterations)
     qpos = _stepped(m, mujoco.MjData(m), 1000)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # deprecations in the files, MuJoCo's own
-        robot = sd.load_mjcf(path, joint_damping=True, joint_springs=True, joint_friction=True)
-    scene = sd.Scene(name)
-    scene.add_robot(robot)
-    model, contact, q0 = scene.build(cone=cone, invweight0=True, margin=0.0,
-                                     iterations=iterations)
-    limits = sd.RigidLimits.from_mjcf(path, invweight0=True, margin=0.0)
-    traj = sd.simulate(model, q0, t_final=1.0, dt=1e-3, contact=contact, joint_limits=limits,
+    traj = sd.simulate(run["model"], run["q0"], t_final=1.0, dt=1e-3, contact=run["contact"],
+                       joint_limits=run["joint_limits"], joint_friction=run["joint_friction"],
                        integrator="semi_implicit_euler")
     assert np.ptp(qpos, axis=0).max() > 0.05  # it moves: lands, bends, settles
     np.testing.assert_allclose(traj.q, qpos, rtol=0, atol=atol)

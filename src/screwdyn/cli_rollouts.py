@@ -2,7 +2,7 @@
 a Ray cluster, streamed to sharded Parquet files; rerunning the same command resumes it.
 
     screwdyn rollouts MODEL --n 100000 --out dataset/ [--duration 1 --dt 1e-3]
-        [--controller zero|gravity|pd|pd-gravity] [--velocity-std 0.5] [--seed 0]
+        [--controller zero|gravity|pd|pd-gravity|actuators] [--velocity-std 0.5] [--seed 0]
         [--engine serial|processes|ray] [--workers N] [--chunk-size 256] [--address HOST:6379]
 
 Rollout i starts from ``RandomStates(model, velocity_std)`` drawn with its own seed (joint angles

@@ -23,7 +23,7 @@ import numpy as np
 from .cli import (EXIT_INTERRUPTED, EXIT_OK, add_model_arguments, is_mjcf, load_model,
                   report_error)
 
-CONTROLLERS = ("zero", "gravity", "pd", "pd-gravity")
+CONTROLLERS = ("zero", "gravity", "pd", "pd-gravity", "actuators")
 
 
 def add_parser(subparsers):
@@ -41,8 +41,9 @@ def add_parser(subparsers):
     p.add_argument("--duration", type=float, default=5.0, help="simulated time [s] (default 5)")
     p.add_argument("--dt", type=float, default=1e-3, help="time step [s] (default 1e-3)")
     p.add_argument("--controller", choices=CONTROLLERS, default="zero",
-                   help="zero torque, gravity compensation, joint PD towards --q-ref, or joint "
-                        "PD plus gravity compensation (default zero)")
+                   help="zero torque, gravity compensation, joint PD towards --q-ref, joint "
+                        "PD plus gravity compensation, or an MJCF file's own actuators driven "
+                        "by --ctrl (sd.controllers.MjcfActuators; default zero)")
     p.add_argument("--kp", type=float, default=100.0, help="PD stiffness (default 100)")
     p.add_argument("--kd", type=float, default=20.0, help="PD damping (default 20)")
     p.add_argument("--q0", type=float, nargs="+",
@@ -50,6 +51,9 @@ def add_parser(subparsers):
                         "file's qpos0, else neutral)")
     p.add_argument("--qd0", type=float, nargs="+", help="initial velocity (nv numbers)")
     p.add_argument("--q-ref", type=float, nargs="+", help="PD target (default neutral)")
+    p.add_argument("--ctrl", type=float, nargs="+",
+                   help="the controls of --controller actuators, one per actuator of the MJCF "
+                        "file, held (MuJoCo's d.ctrl; default zero)")
     p.add_argument("--damping", type=float, help="viscous damping on every joint [N m s/rad]")
     hyphenated = [i.replace("_", "-") for i in INTEGRATORS if "_" in i]
     p.add_argument("--integrator", default="rk4", choices=list(INTEGRATORS) + hyphenated)
@@ -257,10 +261,17 @@ def make_controller(args, model):
     from . import controllers
 
     gravity = tuple(args.gravity) if args.gravity else None
+    if getattr(args, "ctrl", None) is not None and args.controller != "actuators":
+        raise ValueError("--ctrl is the controls of --controller actuators")
     if args.controller == "zero":
         return controllers.ZeroTorque()
     if args.controller == "gravity":
         return controllers.GravityCompensation(model, gravity=gravity, algebra=args.algebra)
+    if args.controller == "actuators":
+        if not is_mjcf(args.model):
+            raise ValueError("--controller actuators drives an MJCF file's actuators; "
+                             f"{args.model} is not an MJCF file")
+        return controllers.MjcfActuators(model, args.model, getattr(args, "ctrl", None))
     q_ref = _vector(args.q_ref, model.nq, "q-ref", np.array(model.neutral))
     return controllers.JointPD(model, args.kp, args.kd, q_ref,
                                gravity_compensation=args.controller == "pd-gravity",

@@ -18,6 +18,7 @@ joint-force entries are zero): a floating robot cannot push on the world through
 References (``sinusoid``, ``quintic``) return (q, qd, qdd) at time t, array-generic too.
 """
 import copy
+import os
 
 import numpy as np
 
@@ -25,7 +26,7 @@ from . import _backend
 from .dynamics import gravity_torques, inverse_dynamics
 
 __all__ = ["Controller", "ZeroTorque", "GravityCompensation", "JointPD", "ComputedTorque",
-           "sinusoid", "quintic", "actuated", "array_namespace"]
+           "MjcfActuators", "sinusoid", "quintic", "actuated", "array_namespace"]
 
 
 def array_namespace(*arrays):
@@ -204,6 +205,79 @@ class ComputedTorque(Controller):
         qdd = qdd_r + self.kd * (qd_r - qd) + self.kp * (q_r - q)
         return inverse_dynamics(self.model, q, qd, qdd, gravity=self.gravity,
                                 algebra=self.algebra)
+
+
+class MjcfActuators(Controller):
+    """An MJCF file's actuators driven by their controls, as MuJoCo applies them
+    (``mj_fwdActuation``: a run with them is ``mj_step``'s with ``d.ctrl = ctrl``): motors,
+    position and velocity servos, general actuators of fixed or affine gain and bias, on
+    hinge and slide joints and fixed tendons, their control and force ranges and the joints'
+    ``actuatorfrcrange`` clamped (``screwdyn.model.actuators``: what is modelled; anything
+    else, a ``ModelError`` naming the actuator).
+
+    model: the file's Model (``load_mjcf(path)``). path: the MJCF file. ctrl: the controls
+    (nu,) (or (..., nu) for a batch), or a function of t returning them (MuJoCo's ``d.ctrl``
+    at that time; default zero: a position servo then holds its joint at 0, as MuJoCo's does).
+    ``actuators.names`` lists the actuators in ctrl's order. As any controller, it is called
+    at each integrator stage (``control="hold"``: once a step, as MuJoCo reads ``d.ctrl``;
+    semi-implicit Euler has one stage a step, at its start). MuJoCo's Euler integrates only
+    the joints' damping implicitly, not a servo's kv: neither does this.
+
+    ```python
+    import os, tempfile
+    import screwdyn as sd
+    path = os.path.join(tempfile.mkdtemp(), "servo.xml")
+    with open(path, "w") as f:
+        f.write('<mujoco><worldbody><body><joint name="hinge" axis="0 1 0"/>'
+                '<geom type="capsule" fromto="0 0 0 0.3 0 0" size="0.02" mass="1"/>'
+                '</body></worldbody><actuator><position joint="hinge" kp="50" kv="5"/>'
+                '</actuator></mujoco>')
+    arm = sd.load_mjcf(path)
+    servo = sd.controllers.MjcfActuators(arm, path, ctrl=[0.5])
+    traj = sd.simulate(arm, [0.0], None, servo, 3.0, 1e-3, integrator="semi_implicit_euler")
+    # it holds the arm at 0.5 rad and the sag of its 50 N m/rad under the arm's weight
+    assert abs(traj.q[-1, 0] - 0.5) < 0.1 and abs(traj.qd[-1, 0]) < 1e-3
+    ```"""
+
+    params = ("ctrl",)
+    name = "MJCF actuators"
+
+    def __init__(self, model, path, ctrl=None):
+        from .model.actuators import mjcf_actuators
+
+        self.model = model
+        self.actuators = mjcf_actuators(path, model)
+        nu = self.actuators.nu
+        if ctrl is None:
+            ctrl = np.zeros(nu)
+        elif not callable(ctrl):
+            ctrl = np.asarray(ctrl, dtype=float)
+            if ctrl.ndim == 0 or ctrl.shape[-1] != nu:
+                raise ValueError(f"ctrl must have shape (..., {nu}): one control per actuator "
+                                 f"of {os.fspath(path)} ({', '.join(self.actuators.names)}); "
+                                 f"got shape {ctrl.shape}")
+        self.ctrl = ctrl
+
+    def forces(self, t, q, qd):
+        """(tau (..., nv) N m or N, the actuators' forces (..., nu)) at time t (s), q
+        (..., nq), qd (..., nv)."""
+        a = self.actuators
+        xp = array_namespace(q, qd)
+        ctrl = self.ctrl(t) if callable(self.ctrl) else self.ctrl
+        ctrl = xp.minimum(xp.maximum(ctrl + 0.0 * qd[..., :1], a.ctrl_range[:, 0]),
+                          a.ctrl_range[:, 1])
+        length, velocity = q @ a.length.T, qd @ a.moment.T
+        gain = a.gain[:, 0] + a.gain[:, 1] * length + a.gain[:, 2] * velocity
+        force = gain * ctrl + a.bias[:, 0] + a.bias[:, 1] * length + a.bias[:, 2] * velocity
+        force = xp.minimum(xp.maximum(force, a.force_range[:, 0]), a.force_range[:, 1])
+        tau = force @ a.moment
+        tau = xp.minimum(xp.maximum(tau, a.joint_force_range[:, 0]), a.joint_force_range[:, 1])
+        return tau, force
+
+    def __call__(self, t, q, qd):
+        if not self.actuators.nu:
+            return 0 * qd
+        return self.forces(t, q, qd)[0]
 
 
 def _vector(value, n, name):
