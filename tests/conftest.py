@@ -70,8 +70,8 @@ def bundled_mjcf(package, name):
 def as_mujoco_models_it(package, name, iterations=200):
     """(m, {model, contact, q0, joint_limits, joint_friction}) of the bundled MJCF model
     ``name`` (``bundled_mjcf``; skipped where not installed): MuJoCo's compiled model m at
-    Euler 1 ms, and screwdyn's simulation of it with what MuJoCo models (its damping, springs
-    and dry friction; the file's soft contacts and cone with MuJoCo's inverse weights, a row
+    Euler 1 ms, and screwdyn's simulation of it with what MuJoCo models (its damping, springs,
+    dry friction and soft equality constraints; the file's soft contacts and cone with MuJoCo's inverse weights, a row
     entering the solve where MuJoCo's does, ``iterations`` sweeps; its limits' and
     friction's solref and solimp), as ``simulate``'s keywords."""
     import warnings
@@ -85,7 +85,8 @@ def as_mujoco_models_it(package, name, iterations=200):
     m.opt.timestep, m.opt.integrator = 1e-3, mujoco.mjtIntegrator.mjINT_EULER
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # deprecations in the files, MuJoCo's own
-        robot = sd.load_mjcf(path, joint_damping=True, joint_springs=True, joint_friction=True)
+        robot = sd.load_mjcf(path, joint_damping=True, joint_springs=True, joint_friction=True,
+                             soft_equalities=True)
     scene = sd.Scene(name)
     scene.add_robot(robot)
     model, contact, q0 = scene.build(cone=cone, invweight0=True, margin=0.0,

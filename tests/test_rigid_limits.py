@@ -550,3 +550,23 @@ def test_a_tendons_dry_friction(tmp_path, friction):
             np.testing.assert_allclose(traj.q, reference, rtol=0, atol=3e-3 * drop[-1])
         elif friction == "stick_slip":
             assert np.abs(traj.q).max() < 1e-3
+
+
+def test_a_limits_margin_stops_it_inside_its_range(arm, tmp_path):
+    """An MJCF joint's limit margin makes MuJoCo's limit act that far inside the range: the
+    arm whose shoulder has margin 0.1 rad rests on its stop at 60 deg - 0.1 rad, as mj_step
+    has it to 1e-9 over 2 s with 200 sweeps (RigidLimits.from_mjcf reads it as the
+    JointLimit's inset; the default 30 leave 1e-9 where both joints rest on their stops)."""
+    path = tmp_path / "margin.xml"
+    path.write_text(ARM.replace('range="-30 60" limited="true"',
+                                'range="-30 60" limited="true" margin="0.1"'))
+    limits = sd.RigidLimits.from_mjcf(path, invweight0=True, margin=0.0, iterations=200)
+    assert dict(limits.joints)["shoulder"].inset == pytest.approx(0.1)
+    assert dict(limits.joints)["elbow"].inset == 0.0
+    model = sd.load_mjcf(str(path))
+    traj = _fall(model, joint_limits=limits)
+    np.testing.assert_allclose(traj.q, _mujoco(path, len(traj.t)), rtol=0, atol=1e-9)
+    assert abs(traj.q[-1, 0] - (np.radians(60) - 0.1)) < 2e-3  # on the stop, less its sag
+    with pytest.raises(ValueError, match=r"RigidLimits.joints\['shoulder'\].inset must be "
+                                         ">= 0"):
+        sd.RigidLimits(joints={"shoulder": {"inset": -0.1}})

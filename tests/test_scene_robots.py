@@ -1135,3 +1135,43 @@ def test_a_robots_ellipsoids_collide_with_its_other_shapes(tmp_path):
     assert frozenset(("upper/ellipsoid0", "lower/cylinder0")) in pairs
     traj = sd.simulate(model, q0 + 0.5, t_final=0.01, dt=1e-3, contact=contact)
     assert np.all(np.isfinite(traj.q))
+
+
+def test_shapes_that_overlap_at_the_start_touch_with_keep_overlapping():
+    """gymnasium's humanoidstandup lies with its hands on its hips and thighs (up to 1.35 cm
+    in) and its forearms on its hips: by default these pairs, overlapping at q, never touch
+    (``add_robot``'s rule for shapes that overlap by design); with ``keep_overlapping=True``
+    the file's filters alone decide, as MuJoCo's: the self pairs that overlap at qpos0 are
+    mj_collision's, at its depths to 1e-9 m."""
+    mujoco = pytest.importorskip("mujoco")
+    path = bundled_mjcf("gymnasium", "humanoidstandup")
+    if path is None:
+        pytest.skip("gymnasium is not installed")
+    robot = sd.load_mjcf(path)
+    m = mujoco.MjModel.from_xml_path(path)
+    d = mujoco.MjData(m)
+    mujoco.mj_forward(m, d)
+    theirs = {}
+    for c in d.contact[:d.ncon]:
+        if m.geom_bodyid[c.geom1] and m.geom_bodyid[c.geom2] and c.dist < 0:  # not the floor
+            key = frozenset(mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_GEOM, g)
+                            for g in (c.geom1, c.geom2))
+            theirs[key] = max(theirs.get(key, -np.inf), -c.dist)
+    assert len(theirs) == 6 and max(theirs.values()) > 0.013
+    for keep in (False, True):
+        scene = sd.Scene("standup")
+        scene.add_robot(robot, keep_overlapping=keep)
+        model, contact, q0 = scene.build(ground=False)
+        resolved, depth = _depths(contact, model, q0)
+        ours, start = {}, 0
+        for (a, _, b, _), K in zip(resolved.pairs, resolved.counts):
+            deepest = depth[0, start:start + K].max()
+            start += K
+            if deepest > 1e-12:
+                ours[frozenset(s.name.split("/")[1] for s in (a, b))] = deepest
+        if not keep:
+            assert not set(ours) & set(theirs)
+            continue
+        assert set(ours) == set(theirs)
+        for key, value in theirs.items():
+            assert ours[key] == pytest.approx(value, abs=1e-9)

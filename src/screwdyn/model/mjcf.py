@@ -447,26 +447,27 @@ def _equalities(mujoco, m, body_name, joint_name, tendon_name, unsupported, soft
 
 def limit_softness(path: "str | os.PathLike") -> dict:
     """{joint or tendon name: ((timeconst s, dampratio), solimp (dmin, dmax, width, midpoint,
-    power), inverse weight, refsafe)}: each limited hinge's and slide's (and limited fixed
-    tendon's) solreflimit and solimplimit in MuJoCo's compiled model of the MJCF file
+    power), inverse weight, refsafe, margin)}: each limited hinge's and slide's (and limited
+    fixed tendon's) solreflimit and solimplimit in MuJoCo's compiled model of the MJCF file
     ``path``, as MuJoCo applies them (``_time_constant``: refsafe where a simulation applies
-    MuJoCo's refsafe at its step; ``applied_solimp``), and its ``dof_invweight0`` (a
-    tendon's ``tendon_invweight0``: what MuJoCo scales a limit's compliance by: 1/kg or
-    1/(kg m^2)); the joints and tendons named as ``load_mjcf`` names them. ``ModelError`` for
-    a file MuJoCo rejects or a solreflimit that mixes the standard and direct forms (naming
-    the joint or tendon)."""
+    MuJoCo's refsafe at its step; ``applied_solimp``), its ``dof_invweight0`` (a tendon's
+    ``tendon_invweight0``: what MuJoCo scales a limit's compliance by: 1/kg or 1/(kg m^2))
+    and its ``margin`` (rad or m: MuJoCo's limit acts that far inside the range); the joints
+    and tendons named as ``load_mjcf`` names them. ``ModelError`` for a file MuJoCo rejects or
+    a solreflimit that mixes the standard and direct forms (naming the joint or tendon)."""
     m = _compiled(os.fspath(path))
-    joints = [(j, m.jnt_solref[j], m.jnt_solimp[j], m.dof_invweight0[m.jnt_dofadr[j]])
-              for j in range(m.njnt)
+    joints = [(j, m.jnt_solref[j], m.jnt_solimp[j], m.dof_invweight0[m.jnt_dofadr[j]],
+               m.jnt_margin[j]) for j in range(m.njnt)
               if int(m.jnt_type[j]) in (_HINGE, _SLIDE) and m.jnt_limited[j]]
-    tendons = [(t, m.tendon_solref_lim[t], m.tendon_solimp_lim[t], m.tendon_invweight0[t])
-               for t in range(m.ntendon) if m.tendon_limited[t]]
+    tendons = [(t, m.tendon_solref_lim[t], m.tendon_solimp_lim[t], m.tendon_invweight0[t],
+                m.tendon_margin[t]) for t in range(m.ntendon) if m.tendon_limited[t]]
     return _row_softness(path, m, "solreflimit", joints, tendons)
 
 
 def friction_softness(path: "str | os.PathLike") -> dict:
     """{joint or tendon name: ((timeconst s, dampratio), solimp, inverse weight or None,
-    refsafe)}, as ``limit_softness``, of the dry friction rows MuJoCo makes for the MJCF file
+    refsafe, 0.0)}, as ``limit_softness``, of the dry friction rows MuJoCo makes for the MJCF
+    file
     ``path``: each joint with a frictionloss (its solreffriction and solimpfriction, its
     ``dof_invweight0``: None for a joint of several DoFs, whose DoFs have several), each fixed
     tendon with one (its solreffriction and solimpfriction, ``tendon_invweight0``). Only a
@@ -475,10 +476,10 @@ def friction_softness(path: "str | os.PathLike") -> dict:
     m = _compiled(os.fspath(path))
     dofs = np.diff(np.append(m.jnt_dofadr, m.nv))
     joints = [(j, m.dof_solref[m.jnt_dofadr[j]], m.dof_solimp[m.jnt_dofadr[j]],
-               m.dof_invweight0[m.jnt_dofadr[j]] if dofs[j] == 1 else None)
+               m.dof_invweight0[m.jnt_dofadr[j]] if dofs[j] == 1 else None, 0.0)
               for j in range(m.njnt)
               if np.any(m.dof_frictionloss[m.jnt_dofadr[j]:m.jnt_dofadr[j] + dofs[j]] > 0)]
-    tendons = [(t, m.tendon_solref_fri[t], m.tendon_solimp_fri[t], m.tendon_invweight0[t])
+    tendons = [(t, m.tendon_solref_fri[t], m.tendon_solimp_fri[t], m.tendon_invweight0[t], 0.0)
                for t in range(m.ntendon) if m.tendon_frictionloss[t] > 0]
 
     def damping_only(solref):  # a direct solref's stiffness does not act: any will do
@@ -486,18 +487,19 @@ def friction_softness(path: "str | os.PathLike") -> dict:
         return (-1.0, b) if b < 0 and a == 0 else (a, b)
 
     return _row_softness(path, m, "solreffriction",
-                         [(j, damping_only(ref), imp, w) for j, ref, imp, w in joints],
-                         [(t, damping_only(ref), imp, w) for t, ref, imp, w in tendons])
+                         [(j, damping_only(ref), *rest) for j, ref, *rest in joints],
+                         [(t, damping_only(ref), *rest) for t, ref, *rest in tendons])
 
 
 def _row_softness(path, m, attribute, joints, tendons):
-    """{name: ((timeconst, dampratio), solimp, inverse weight, refsafe)} of the rows of
-    ``joints`` and ``tendons`` ((index, solref, solimp, inverse weight), ...) of MuJoCo's model
+    """{name: ((timeconst, dampratio), solimp, inverse weight, refsafe, margin)} of the rows of
+    ``joints`` and ``tendons`` ((index, solref, solimp, inverse weight, margin), ...) of
+    MuJoCo's model
     m of the file ``path``, whose solref is the file's ``attribute``, named as ``load_mjcf``
     names them (``limit_softness``)."""
     mujoco = _mujoco()
 
-    def softness(element, name, solref, solimp, weight):
+    def softness(element, name, solref, solimp, weight, margin):
         a, b = (float(x) for x in solref)
         ref = _time_constant(mujoco, m, a, b)
         if ref is None:
@@ -506,7 +508,7 @@ def _row_softness(path, m, attribute, joints, tendons):
                              "dampratio) and direct (-stiffness, -damping) forms, or has a "
                              "zero: give both > 0 or both < 0")
         return (ref[:2], applied_solimp(solimp), None if weight is None else float(weight),
-                ref[2])
+                ref[2], float(margin))
 
     names = _joint_names(mujoco, m)
     tendon_names = _tendon_names(mujoco, m, names)

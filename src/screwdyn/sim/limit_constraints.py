@@ -127,11 +127,13 @@ class LimitRows(SoftRows):
         super().__init__(model, settings, [names[qi] for qi in q_index]
                          + [tendons[t] for t, _, _ in rows], tendons, dt)
         #: per row: the joint's coordinate and velocity index, +1 (lower) or -1 (upper), the
-        #: limit (rad or m)
+        #: limit (rad or m) where it acts: the range's bound, moved inside by its
+        #: ``JointLimit.inset`` (an MJCF margin)
         self.q_index = np.array(q_index, dtype=int)
         self.v_index = np.array(v_index, dtype=int)
         self.sign = np.array(sign + [s for _, s, _ in rows], dtype=float)
-        self.bound = np.array(bound + [value for _, _, value in rows], dtype=float)
+        self.bound = np.array(bound + [value for _, _, value in rows], dtype=float) \
+            + self.sign * np.array([j.inset for j in self.limit], dtype=float)
         #: the tendon rows' (after the joints'): sign c (T, nq) and (T, nv) of their tendons'
         #: lengths and rates (a row's J; its depth sign (bound - L(q)))
         self.tendon_q = np.array([s * Cq[t] for t, s, _ in rows]).reshape(-1, model.nq)

@@ -205,7 +205,7 @@ class Scene:
     def add_robot(self, model, q=None, position=(0.0, 0.0, 0.0),
                   quaternion=(0.0, 0.0, 0.0, 1.0), prefix="", shapes=True, links=None,
                   self_collision=True, exclude=(), srdf=None, meshes="capsule",
-                  mesh_corners=24, world=True):
+                  mesh_corners=24, world=True, keep_overlapping=False):
         """Put a loaded robot (a ``Model`` from ``sd.load_urdf`` or ``sd.load_mjcf``) into the
         scene, with the collision shapes of its own file; returns the names of the shapes added.
 
@@ -270,6 +270,9 @@ class Scene:
         overlap by design, ANYmal's base and thighs by 2.5 mm, TIAGo's hand and its fingers by 6
         cm; MoveIt's setup assistant disables the pairs in collision at the default pose the
         same way): the contact would fight the joints from step 0, and throw the robot apart.
+        ``keep_overlapping=True`` keeps them (MuJoCo's rule: only the file's filters decide),
+        for a model whose overlaps are meant: gymnasium's humanoidstandup lies with its hands
+        on its hips and thighs, pressed apart from step 0 in MuJoCo too.
 
         Which pairs touch: the scene's rule (module docstring: not a link and its parent across
         a joint that is not free), and: ``self_collision=False`` leaves out every pair of two of
@@ -373,7 +376,8 @@ class Scene:
                 elif (not own or (not self_collision and not environment)
                         or not masks_collide(bits_a, bits_b)
                         or frozenset((link_a, link_b)) in pairs
-                        or (not environment and _overlap(model, T_q, found[i], found[j]))):
+                        or (not environment and not keep_overlapping
+                            and _overlap(model, T_q, found[i], found[j]))):
                     self._excluded.add(frozenset((a, b)))
                 elif (mjcf and _adjacent(model, body_a, body_b)
                       and (min(body_a, body_b) < 0 or not geometry.filterparent)):

@@ -23,12 +23,16 @@ class JointLimit(NamedTuple):
     or solreffriction for ``RigidFriction``: ``timeconst`` s, ``dampratio``) and impedance
     (solimplimit, solimpfriction: ``impedance``, a number or MuJoCo's five; an ``Impedance``
     once in the settings' ``joints``). ``refsafe``: MuJoCo's refsafe, a time constant of at
-    least 2 dt in a simulation with the step dt (``impedance.step_time_constant``)."""
+    least 2 dt in a simulation with the step dt (``impedance.step_time_constant``).
+    ``inset`` (rad or m, >= 0): a limit's MJCF ``margin``: MuJoCo's limit acts that far
+    inside the joint's range (the stop at lower + inset and upper - inset; a dry friction row
+    has none)."""
 
     timeconst: float = 0.02
     dampratio: float = 1.0
     impedance: object = 1.0
     refsafe: bool = False
+    inset: float = 0.0
 
 
 @dataclass(frozen=True)
@@ -85,18 +89,19 @@ class RowSettings:
                 positive(fields.get("timeconst", self.timeconst), f"{where}.timeconst"),
                 positive(fields.get("dampratio", self.dampratio), f"{where}.dampratio"),
                 impedance_of(fields.get("impedance", self.impedance), f"{where}.impedance"),
-                boolean(fields.get("refsafe", self.refsafe), f"{where}.refsafe"))))
+                boolean(fields.get("refsafe", self.refsafe), f"{where}.refsafe"),
+                positive(fields.get("inset", 0.0), f"{where}.inset", allow_zero=True))))
         return tuple(out)
 
     @classmethod
     def _from_softness(cls, softness, prefix, options):
         """The settings with the joints' and tendons' own ``softness`` ({name: ((timeconst,
-        dampratio), solimp, inverse weight or None, refsafe)}, as ``model.mjcf``'s
+        dampratio), solimp, inverse weight or None, refsafe, margin)}, as ``model.mjcf``'s
         ``limit_softness`` and ``friction_softness`` give them), their names prefixed by ``prefix``, and the
         other fields ``options``."""
-        joints = {prefix + name: JointLimit(*ref, impedance=imp, refsafe=safe)
-                  for name, (ref, imp, _, safe) in softness.items()}
-        weights = tuple((prefix + name, w) for name, (_, _, w, _) in softness.items()
+        joints = {prefix + name: JointLimit(*ref, impedance=imp, refsafe=safe, inset=inset)
+                  for name, (ref, imp, _, safe, inset) in softness.items()}
+        weights = tuple((prefix + name, w) for name, (_, _, w, _, _) in softness.items()
                         if w is not None)
         return cls(joints=joints, inverse_weights=weights, **options)
 
