@@ -68,12 +68,12 @@ def bundled_mjcf(package, name):
 
 
 def as_mujoco_models_it(package, name, iterations=200):
-    """(m, {model, contact, q0, joint_limits, joint_friction}) of the bundled MJCF model
+    """(m, {model, contact, q0, joint_limits, joint_friction, path}) of the bundled MJCF model
     ``name`` (``bundled_mjcf``; skipped where not installed): MuJoCo's compiled model m at
     Euler 1 ms, and screwdyn's simulation of it with what MuJoCo models (its damping, springs,
-    dry friction and soft equality constraints; the file's soft contacts and cone with MuJoCo's inverse weights, a row
-    entering the solve where MuJoCo's does, ``iterations`` sweeps; its limits' and
-    friction's solref and solimp), as ``simulate``'s keywords."""
+    dry friction and soft equality constraints; the file's soft contacts and cone with
+    MuJoCo's inverse weights, a row entering the solve where MuJoCo's does, ``iterations``
+    sweeps; its limits' and friction's solref and solimp), as ``simulate``'s keywords."""
     import warnings
 
     mujoco = pytest.importorskip("mujoco")

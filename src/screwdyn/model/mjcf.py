@@ -467,8 +467,7 @@ def limit_softness(path: "str | os.PathLike") -> dict:
 def friction_softness(path: "str | os.PathLike") -> dict:
     """{joint or tendon name: ((timeconst s, dampratio), solimp, inverse weight or None,
     refsafe, 0.0)}, as ``limit_softness``, of the dry friction rows MuJoCo makes for the MJCF
-    file
-    ``path``: each joint with a frictionloss (its solreffriction and solimpfriction, its
+    file ``path``: each joint with a frictionloss (its solreffriction and solimpfriction, its
     ``dof_invweight0``: None for a joint of several DoFs, whose DoFs have several), each fixed
     tendon with one (its solreffriction and solimpfriction, ``tendon_invweight0``). Only a
     friction row's damping 2 / (dmax timeconst) acts (its violation is zero): a direct
@@ -494,9 +493,8 @@ def friction_softness(path: "str | os.PathLike") -> dict:
 def _row_softness(path, m, attribute, joints, tendons):
     """{name: ((timeconst, dampratio), solimp, inverse weight, refsafe, margin)} of the rows of
     ``joints`` and ``tendons`` ((index, solref, solimp, inverse weight, margin), ...) of
-    MuJoCo's model
-    m of the file ``path``, whose solref is the file's ``attribute``, named as ``load_mjcf``
-    names them (``limit_softness``)."""
+    MuJoCo's model m of the file ``path``, whose solref is the file's ``attribute``, named as
+    ``load_mjcf`` names them (``limit_softness``)."""
     mujoco = _mujoco()
 
     def softness(element, name, solref, solimp, weight, margin):

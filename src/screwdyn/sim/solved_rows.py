@@ -97,8 +97,8 @@ class RowSettings:
     def _from_softness(cls, softness, prefix, options):
         """The settings with the joints' and tendons' own ``softness`` ({name: ((timeconst,
         dampratio), solimp, inverse weight or None, refsafe, margin)}, as ``model.mjcf``'s
-        ``limit_softness`` and ``friction_softness`` give them), their names prefixed by ``prefix``, and the
-        other fields ``options``."""
+        ``limit_softness`` and ``friction_softness`` give them), their names prefixed by
+        ``prefix``, and the other fields ``options``."""
         joints = {prefix + name: JointLimit(*ref, impedance=imp, refsafe=safe, inset=inset)
                   for name, (ref, imp, _, safe, inset) in softness.items()}
         weights = tuple((prefix + name, w) for name, (_, _, w, _, _) in softness.items()
@@ -119,6 +119,12 @@ class SoftRows:
     ``contact_solver.solve_rows``) rather than adding a force."""
 
     solves = True
+    #: what ``settings.joints`` may name besides joints (for the error)
+    tendon_kind = "tendons"
+
+    #: (the DoFs of the joints' rows, (T, nv): the rates of the tendons' rows after them):
+    #: what ``weights`` are of (each kind's)
+    weighed: tuple = ((), np.zeros((0, 0)))
 
     def __init__(self, model, settings, names, tendons, dt=None):
         """The rows named ``names`` (per row, its joint's or tendon's name) of ``settings`` on
@@ -146,19 +152,12 @@ class SoftRows:
         self.impedances = tuple(dict.fromkeys(j.impedance for j in self.limit))
         self.settings, self.model = settings, model
 
-    #: what ``settings.joints`` may name besides joints (for the error)
-    tendon_kind = "tendons"
-
     def __bool__(self):
         return len(self.joint_names) > 0
 
     def gains(self):
         """(k (L,) 1/s^2, b (L,) 1/s): each row's stabilisation per unit apparent inertia."""
         return np.array([_gains(j) for j in self.limit]).reshape(-1, 2).T
-
-    #: (the DoFs of the joints' rows, (T, nv): the rates of the tendons' rows after them):
-    #: what ``weights`` are of (each kind's)
-    weighed: tuple = ((), np.zeros((0, 0)))
 
     def solver_params(self, **own):
         """The rows' numbers ``own`` and the solve's: the regularization and, with

@@ -19,9 +19,9 @@ Explicit damping is unstable once dt D exceeds twice a joint's apparent inertia 
 light fingers at 1 ms); implicit damping is stable at every dt and equals ``mj_step``'s Euler.
 
 Constraint forces found with the dynamics, a ``RigidContact``'s or a scene's contact, the
-joint limits of ``RigidLimits`` and the dry friction of ``RigidFriction``, are one problem: their rows (``contact_solver.Rows``) go
-through one ``solve_rows`` after the forward dynamics (``_solve``), which keeps the model's
-equality constraints too.
+joint limits of ``RigidLimits`` and the dry friction of ``RigidFriction``, are one problem:
+their rows (``contact_solver.Rows``) go through one ``solve_rows`` after the forward dynamics
+(``_solve``), which keeps the model's equality constraints too.
 
 Some forces carry state from step to step (the anchors of the stick-slip contact and joint
 friction springs): the *hybrid state*, a dict of arrays, fixed during a step and updated between
