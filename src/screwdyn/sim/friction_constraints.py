@@ -92,12 +92,11 @@ class FrictionRows(SoftRows):
         coulomb = model.coulomb
         #: the DoFs with a Coulomb force, in order
         self.index = np.flatnonzero(np.any(coulomb != 0, axis=1))
-        tendons = [t.name for t in model.tendons if t.frictionloss > 0]
         #: (T, nv): the rows of the tendons with a frictionloss (their rates Cv qd)
-        self.Cv, force = tendon_friction(model)
+        tendons, self.Cv, force = tendon_friction(model)
         joint_of = {v: name for name, vs in zip(model.joint_names, model.v_slices)
                     for v in range(vs.start, vs.stop)}
-        super().__init__(model, settings, [joint_of[v] for v in self.index] + tendons,
+        super().__init__(model, settings, [joint_of[v] for v in self.index] + list(tendons),
                          tendons, dt)
         #: per row: its force's bounds (N m or N): [-c+, -c-] of a DoF, [-f, f] of a tendon
         self.low = np.concatenate([-coulomb[self.index, 0], -force])

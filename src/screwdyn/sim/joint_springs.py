@@ -106,9 +106,10 @@ class Limits:
 
 
 def tendon_friction(model):
-    """(Cv (T, nv), frictionloss (T,)) of the fixed tendons with dry friction."""
+    """(names, Cv (T, nv), frictionloss (T,)) of the fixed tendons with dry friction."""
     tendons = [t for t in model.tendons if t.frictionloss > 0]
-    return tendon_maps(model, tendons)[1], np.array([t.frictionloss for t in tendons])
+    return (tuple(t.name for t in tendons), tendon_maps(model, tendons)[1],
+            np.array([t.frictionloss for t in tendons]))
 
 
 class StickSlip:
@@ -122,7 +123,7 @@ class StickSlip:
     def __init__(self, model, settings):
         coulomb = model.coulomb
         self.index = np.flatnonzero(np.any(coulomb != 0, axis=1))
-        self.Cv, force = tendon_friction(model)
+        _, self.Cv, force = tendon_friction(model)
         self.positive = np.concatenate([coulomb[self.index, 0], force])
         self.negative = np.concatenate([coulomb[self.index, 1], -force])
         #: (F, nv): each spring's joint forces per unit of its force (e_v, a tendon's c)

@@ -125,7 +125,7 @@ class System:
                 if model.coulomb.any():  # the springs replace it
                     self.fd_model = model.with_joint_parameters(coulomb=0.0)
         elif any(t.frictionloss > 0 for t in model.tendons):
-            self.tendon_sign = tendon_friction(model)
+            self.tendon_sign = tendon_friction(model)[1:]
         #: dt D (nv,): the damping semi-implicit Euler integrates implicitly, or None
         self.implicit_damping = None
         undamped = self.fd_model
