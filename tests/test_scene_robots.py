@@ -1137,12 +1137,12 @@ def test_a_robots_ellipsoids_collide_with_its_other_shapes(tmp_path):
     assert np.all(np.isfinite(traj.q))
 
 
-def test_shapes_that_overlap_at_the_start_touch_with_keep_overlapping():
+def test_an_mjcf_files_primitives_that_overlap_at_the_start_touch():
     """gymnasium's humanoidstandup lies with its hands on its hips and thighs (up to 1.35 cm
-    in) and its forearms on its hips: by default these pairs, overlapping at q, never touch
-    (``add_robot``'s rule for shapes that overlap by design); with ``keep_overlapping=True``
-    the file's filters alone decide, as MuJoCo's: the self pairs that overlap at qpos0 are
-    mj_collision's, at its depths to 1e-9 m."""
+    in) and its forearms on its hips, all capsules and spheres: MuJoCo's own shapes, so by
+    default (``keep_overlapping=None``) and with ``keep_overlapping=True`` the file's filters
+    alone decide, as MuJoCo's: the self pairs that overlap at qpos0 are mj_collision's, at
+    its depths to 1e-9 m; ``keep_overlapping=False`` leaves every overlapping pair out."""
     mujoco = pytest.importorskip("mujoco")
     path = bundled_mjcf("gymnasium", "humanoidstandup")
     if path is None:
@@ -1158,7 +1158,7 @@ def test_shapes_that_overlap_at_the_start_touch_with_keep_overlapping():
                             for g in (c.geom1, c.geom2))
             theirs[key] = max(theirs.get(key, -np.inf), -c.dist)
     assert len(theirs) == 6 and max(theirs.values()) > 0.013
-    for keep in (False, True):
+    for keep in (False, None, True):
         scene = sd.Scene("standup")
         scene.add_robot(robot, keep_overlapping=keep)
         model, contact, q0 = scene.build(ground=False)
@@ -1169,9 +1169,62 @@ def test_shapes_that_overlap_at_the_start_touch_with_keep_overlapping():
             start += K
             if deepest > 1e-12:
                 ours[frozenset(s.name.split("/")[1] for s in (a, b))] = deepest
-        if not keep:
+        if keep is False:
             assert not set(ours) & set(theirs)
             continue
         assert set(ours) == set(theirs)
         for key, value in theirs.items():
             assert ours[key] == pytest.approx(value, abs=1e-9)
+
+
+TABLETOP = """<mujoco model="tabletop">
+  <option timestep="0.001" integrator="Euler"/>
+  <worldbody>
+    <geom name="floor" type="plane" size="2 2 0.1"/>
+    <body name="table" pos="0 0 0.4">
+      <geom name="top" type="box" size="0.4 0.4 0.02"/>
+    </body>
+    <body name="hammer" pos="0 0 0.435">
+      <freejoint/>
+      <geom name="handle" type="capsule" fromto="-0.1 0 0 0.08 0 0" size="0.02" mass="0.2"/>
+      <geom name="head" type="box" pos="0.1 0 0" size="0.02 0.05 0.0175" mass="0.5"/>
+    </body>
+  </worldbody>
+</mujoco>"""
+
+
+def test_an_object_set_into_a_table_welded_to_the_world_rests_on_it_as_in_mujoco(tmp_path):
+    """metaworld's scenes set their objects on a table, a body welded to the world, a few
+    millimetres into it (the hammer 1.8 cm, the basketball 1e-5 m): a hammer whose handle
+    starts 5 mm and head 2.5 mm into the table top is pressed out and rests on it, its 0.5 s
+    equal to mj_step's (Euler 1 ms, MuJoCo's inverse weights, 500 sweeps) to 1e-12; before,
+    the overlapping pairs were left out and it fell through the table to the floor, as it
+    still does with ``keep_overlapping=False``. A keep_overlapping that is not None, True or
+    False: ValueError."""
+    mujoco = pytest.importorskip("mujoco")
+    path = tmp_path / "tabletop.xml"
+    path.write_text(TABLETOP)
+    m = mujoco.MjModel.from_xml_path(str(path))
+    d = mujoco.MjData(m)
+    reference = [d.qpos.copy()]
+    for _ in range(500):
+        mujoco.mj_step(m, d)
+        reference.append(d.qpos.copy())
+    reference = np.array(reference)
+    robot = sd.load_mjcf(str(path))
+    heights = {}
+    for keep in (None, False):
+        scene = sd.Scene("tabletop")
+        scene.add_robot(robot, keep_overlapping=keep)
+        model, contact, q0 = scene.build(cone="pyramidal", invweight0=True, margin=0.0,
+                                         iterations=500)
+        traj = sd.simulate(model, q0, t_final=0.5, dt=1e-3, contact=contact,
+                           integrator="semi_implicit_euler")
+        heights[keep] = traj.q[-1, 2]
+        if keep is None:
+            np.testing.assert_allclose(traj.q, reference, rtol=0, atol=1e-12)
+    assert heights[None] == pytest.approx(0.4398, abs=1e-4)  # pressed 4.8 mm up, at rest
+    assert heights[False] < 0.1  # through the table, on the floor
+    with pytest.raises(ValueError, match="keep_overlapping must be None .*, True or False, "
+                                         "got 'yes'"):
+        sd.Scene("bad").add_robot(robot, keep_overlapping="yes")

@@ -66,16 +66,18 @@ dJ/dt qd from aref for connect and weld, as screwdyn does for every constraint, 
 joint and tendon equalities: with a nonlinear ``polycoef`` they differ at a velocity by the
 curvature term -poly''(x) xdot^2.
 
+A fixed tendon's length limits are inequality constraints (``sd.RigidLimits``, MuJoCo's
+soft rows with ``RigidLimits.from_mjcf``) and its ``frictionloss`` dry friction
+(``sd.RigidFriction``, or the friction law of ``joint_friction``).
 Refused with a ``ModelError`` naming the element (``unsupported="ignore"`` drops the element,
 and the equalities on a dropped tendon, and loads the rest): spatial tendons (sites, geoms,
-pulleys), a tendon's length limits (an inequality constraint; not when the model disables
-limits), ``frictionloss``, ``armature``, nonlinear (``stiffnesspoly``, ``dampingpoly``) or
-dead-band springs (two different ``springlength`` values with stiffness), flex equalities,
-and a ``solref`` that mixes the standard and direct forms. The rigid-body tree of such a model
-is MuJoCo's either way (its mass matrix and bias forces are ``mj_fullM`` and ``mj_rne``:
-tendons and equalities add passive and constraint forces, not inertia, except a tendon's
-armature). A medium (``<option density>`` or ``viscosity``: MuJoCo's fluid forces, dm_control's
-fish and swimmer) loads with a ``UserWarning``: screwdyn's dynamics is in vacuum.
+pulleys), a tendon's ``armature``, nonlinear (``stiffnesspoly``, ``dampingpoly``), dead-band
+(two different ``springlength`` values with stiffness) or plastic (``springyield``) springs,
+flex equalities, and a ``solref`` that mixes the standard and direct forms. The rigid-body tree of
+such a model is MuJoCo's either way (its mass matrix and bias forces are ``mj_fullM`` and
+``mj_rne``: tendons and equalities add passive and constraint forces, not inertia, except a
+tendon's armature). A medium (``<option density>`` or ``viscosity``: MuJoCo's fluid forces,
+dm_control's fish and swimmer) loads with a ``UserWarning``: screwdyn's dynamics is in vacuum.
 """
 import os
 import warnings
@@ -95,7 +97,7 @@ def load_mjcf(path: "str | os.PathLike", armature: bool = True, joint_damping: b
     """Compile the MJCF file ``path`` with MuJoCo and return the screwdyn Model, with its fixed
     tendons and active equality constraints (``from_mujoco``, the module docstring). A file
     MuJoCo rejects is a ``ModelError`` with MuJoCo's message; so is an element screwdyn does
-    not model (a spatial or limited tendon, a flex equality, ...) unless
+    not model (a spatial tendon, a flex equality, ...) unless
     ``unsupported="ignore"``."""
     path = os.fspath(path)
     mj = _compiled(path)
@@ -132,8 +134,8 @@ def from_mujoco(mj_model: "mujoco.MjModel", name: "str | None" = None, armature:
         ``tendon_invweight0``, as ``mj_diagApprox``). Off by default: hard constraints
         (Pinocchio's constrained dynamics; ``solimp`` ignored).
     unsupported: ``"error"`` (default) refuses, with a ``ModelError`` naming the element, what
-        screwdyn does not model: spatial tendons, tendon limits, friction and armature,
-        nonlinear or dead-band tendon springs, flex equalities; ``"ignore"`` drops those (and
+        screwdyn does not model: spatial tendons, tendon armature, nonlinear, dead-band or
+        plastic tendon springs, flex equalities; ``"ignore"`` drops those (and
         the equalities on a dropped tendon) and loads the rest.
     """
     mujoco = _mujoco()

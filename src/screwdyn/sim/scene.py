@@ -205,7 +205,7 @@ class Scene:
     def add_robot(self, model, q=None, position=(0.0, 0.0, 0.0),
                   quaternion=(0.0, 0.0, 0.0, 1.0), prefix="", shapes=True, links=None,
                   self_collision=True, exclude=(), srdf=None, meshes="capsule",
-                  mesh_corners=24, world=True, keep_overlapping=False):
+                  mesh_corners=24, world=True, keep_overlapping=None):
         """Put a loaded robot (a ``Model`` from ``sd.load_urdf`` or ``sd.load_mjcf``) into the
         scene, with the collision shapes of its own file; returns the names of the shapes added.
 
@@ -265,14 +265,19 @@ class Scene:
 
         A mesh file that is not found, cannot be read (a DAE needs pycollada) or (``"hull"``)
         spans no volume is skipped with a ``UserWarning`` naming the link, the file and why.
-        Two of the robot's shapes that already overlap at ``q`` never touch each other (a
-        link's capsule reaches into its neighbours' about their joints; a file's motor housings
-        overlap by design, ANYmal's base and thighs by 2.5 mm, TIAGo's hand and its fingers by 6
-        cm; MoveIt's setup assistant disables the pairs in collision at the default pose the
-        same way): the contact would fight the joints from step 0, and throw the robot apart.
-        ``keep_overlapping=True`` keeps them (MuJoCo's rule: only the file's filters decide),
-        for a model whose overlaps are meant: gymnasium's humanoidstandup lies with its hands
-        on its hips and thighs, pressed apart from step 0 in MuJoCo too.
+        Two of the robot's shapes that already overlap at ``q`` never touch each other where
+        one of them stands in for a mesh, or the file is a URDF (a link's capsule reaches into
+        its neighbours' about their joints; a file's motor housings overlap by design, ANYmal's
+        base and thighs by 2.5 mm, TIAGo's hand and its fingers by 6 cm; MoveIt's setup
+        assistant disables the pairs in collision at the default pose the same way): the
+        contact would fight the joints from step 0, and throw the robot apart. An MJCF file's
+        own primitives are MuJoCo's shapes, not stand-ins: two of them touch however they
+        overlap, as in MuJoCo, where only the file's filters decide (metaworld's hammer and
+        basketball start up to 1.8 cm into their table, which holds them up; gymnasium's
+        humanoidstandup lies with its hands 1.35 cm into its hips and thighs, pressed apart
+        from step 0). ``keep_overlapping``: None (default) this rule; True keeps every pair
+        that overlaps (MuJoCo's rule for the stand-ins too); False leaves out every pair that
+        overlaps, an MJCF file's primitives too.
 
         Which pairs touch: the scene's rule (module docstring: not a link and its parent across
         a joint that is not free), and: ``self_collision=False`` leaves out every pair of two of
@@ -314,6 +319,10 @@ class Scene:
                             f"sd.load_mjcf), got {type(model).__name__}")
         where = f"Scene.add_robot({model.name!r})"
         prefix = str(prefix)
+        if keep_overlapping is not None and not isinstance(keep_overlapping, bool):
+            raise ValueError(f"{where}: keep_overlapping must be None (an MJCF file's "
+                             "primitives touch however they overlap, other shapes do not), "
+                             f"True or False, got {keep_overlapping!r}")
         q = _robot_q(model, q, where)
         T = _placement(position, quaternion, where)
         file_world = _file_world(model)
@@ -355,7 +364,7 @@ class Scene:
             self.add_shape(prefix + f.link, f.shape, xyz=p, rotation=R, name=name,
                            surface=f.surface)
             added.append((name, prefix + f.link, f.bits, f.link == file_world,
-                          model.links[model.link_index(f.link)].body, f.geom))
+                          model.links[model.link_index(f.link)].body, f.geom, f.mesh))
             if explicit and not any(f.bits):  # it touches only what a <pair> names
                 self._paired_only.add(name)
         names = [a[0] for a in added]
@@ -365,10 +374,14 @@ class Scene:
 
             T_q = np.asarray(forward_kinematics(model, q))
         mjcf = shapes and geometry.format == "mjcf"
-        for i, (a, link_a, bits_a, world_a, body_a, geom_a) in enumerate(added):
-            for j, (b, link_b, bits_b, world_b, body_b, geom_b) in enumerate(added[i + 1:],
-                                                                           i + 1):
+        for i, (a, link_a, bits_a, world_a, body_a, geom_a, mesh_a) in enumerate(added):
+            for j, (b, link_b, bits_b, world_b, body_b, geom_b, mesh_b) in enumerate(
+                    added[i + 1:], i + 1):
                 environment = world_a or world_b  # the file's world: as MuJoCo, overlap or not
+                # an overlap at q leaves the pair out unless it is meant (the docstring)
+                overlap_excludes = not environment and (
+                    keep_overlapping is False
+                    or (keep_overlapping is None and (not mjcf or mesh_a or mesh_b)))
                 paired = explicit.get(frozenset((geom_a, geom_b)))  # a <pair>'s Surface
                 if (paired is not None and (self_collision or environment)
                         and frozenset((link_a, link_b)) not in user):
@@ -376,7 +389,7 @@ class Scene:
                 elif (not own or (not self_collision and not environment)
                         or not masks_collide(bits_a, bits_b)
                         or frozenset((link_a, link_b)) in pairs
-                        or (not environment and not keep_overlapping
+                        or (overlap_excludes
                             and _overlap(model, T_q, found[i], found[j]))):
                     self._excluded.add(frozenset((a, b)))
                 elif (mjcf and _adjacent(model, body_a, body_b)
@@ -391,7 +404,7 @@ class Scene:
             self._invweight0 += [(prefix + name, w) for name, w in geometry.invweight0]
         if floor is not None:  # the file's floor is the ground: its contype/conaffinity hold
             self._floor = floor
-            for a, link, bits, _, _, geom in added:
+            for a, link, bits, _, _, geom, _ in added:
                 paired = explicit.get(frozenset((geom, floor.geom)))
                 if paired is not None and frozenset((link, "ground")) not in user:
                     self._explicit[frozenset((a, "ground"))] = paired
