@@ -1,9 +1,10 @@
 """An MJCF file's actuators (issue 24: MuJoCo's models driven as their authors meant):
 ``controllers.MjcfActuators`` applies motors, position and velocity servos and general
 actuators of affine gain and bias on joints and fixed tendons, with their control, force and
-joint-force ranges, as ``mj_step`` does: trajectories under time-varying controls equal
-MuJoCo's to rounding on every backend, and bundled robots driven on their floors equal
-``mj_step``'s; a batch of controls; the bad inputs."""
+joint-force ranges and their activation dynamics (filters, integrators), as ``mj_step`` does:
+trajectories under time-varying controls equal MuJoCo's to rounding on every backend, and
+bundled robots driven on their floors equal ``mj_step``'s; a batch of controls; the bad
+inputs."""
 import warnings
 
 import numpy as np
@@ -92,6 +93,95 @@ def test_servos_motors_and_tendons_as_mujoco(servos, backend):
     assert np.isclose(np.abs(tau[:, 0]).max(), 5.0)  # the shoulder's actuatorfrcrange
 
 
+ACTIVATIONS = """<mujoco model="activations">
+  <option timestep="0.001" integrator="Euler"/>
+  <worldbody>
+    <body name="upper" pos="0 0 1">
+      <joint name="shoulder" type="hinge" axis="0 1 0" damping="0.2"/>
+      <geom type="capsule" fromto="0 0 0 0.5 0 0" size="0.03" mass="1"/>
+      <body name="fore" pos="0.5 0 0">
+        <joint name="elbow" type="hinge" axis="0 1 0"/>
+        <geom type="capsule" fromto="0 0 0 0.4 0 0" size="0.03" mass="0.5"/>
+        <body name="slider" pos="0.4 0 0">
+          <joint name="ext" type="slide" axis="1 0 0"/>
+          <geom type="box" size="0.05 0.05 0.05" mass="0.3"/>
+        </body>
+      </body>
+    </body>
+  </worldbody>
+  <tendon>
+    <fixed name="sum"><joint joint="shoulder" coef="1"/><joint joint="elbow" coef="0.5"/></fixed>
+  </tendon>
+  <actuator>
+    <general name="filter" joint="elbow" dyntype="filter" dynprm="0.05" gainprm="40"
+             biastype="affine" biasprm="0 -40 -2" ctrlrange="-1 1"/>
+    <motor name="mot" joint="shoulder" gear="3" ctrlrange="-2 2"/>
+    <general name="exact" tendon="sum" dyntype="filterexact" dynprm="0.02" gainprm="5"/>
+    <general name="integrator" joint="ext" dyntype="integrator" gainprm="20" biastype="affine"
+             biasprm="0 -20 -3" actlimited="true" actrange="-0.2 0.3"/>
+  </actuator>
+</mujoco>"""
+
+
+@pytest.mark.parametrize("backend", ["numpy", "native", "jax"])
+def test_activation_dynamics_as_mujoco(tmp_path, backend):
+    """Actuators with activations (a filter of 0.05 s on a servo, a filterexact of 0.02 s on
+    a tendon, an integrator whose activation is clamped to [-0.2, 0.3], beside a plain
+    motor) driven 1 s by time-varying controls: the activations are mj_step's d.act (Euler,
+    1 ms) to 1e-15 (``next_state``), the forces at a state its actuator_force, and the
+    trajectory (``simulate`` carrying the activations) mj_step's to 1e-12 on numpy, native
+    code and JAX (7e-16 measured)."""
+    mujoco = pytest.importorskip("mujoco")
+    path = tmp_path / "activations.xml"
+    path.write_text(ACTIVATIONS)
+    m = mujoco.MjModel.from_xml_path(str(path))
+    d = mujoco.MjData(m)
+    reference, activations = [d.qpos.copy()], [d.act.copy()]
+    for k in range(1000):
+        d.ctrl[:] = controls(np.float64(k * 1e-3))
+        mujoco.mj_step(m, d)
+        reference.append(d.qpos.copy())
+        activations.append(d.act.copy())
+    activations = np.array(activations)
+    assert activations[:, 0].max() > 0.7 and activations[:, 2].max() == 0.3  # clamped
+    model = sd.load_mjcf(str(path), joint_damping=True)
+    actuators = sd.controllers.MjcfActuators(model, path, ctrl=controls)
+    assert actuators.state_size == m.na == 3
+    state, ours = actuators.initial_state(), [actuators.initial_state()]
+    for k in range(1000):
+        state = actuators.next_state(k * 1e-3, np.zeros(3), np.zeros(3), state, 1e-3)
+        ours.append(state)
+    np.testing.assert_allclose(ours, activations, rtol=0, atol=1e-15)
+    q, qd, act = np.array([0.1, 0.2, 0.05]), np.array([0.3, -0.2, 0.1]), [0.3, 0.1, -0.1]
+    d.qpos[:], d.qvel[:], d.act[:], d.ctrl[:] = q, qd, act, controls(np.float64(0.5))
+    mujoco.mj_forward(m, d)
+    np.testing.assert_allclose(actuators.forces(0.5, q, qd, np.array(act))[1],
+                               d.actuator_force, rtol=0, atol=1e-12)
+    traj = sd.simulate(model, model.q0, None, actuators, 1.0, 1e-3, backend=backend,
+                       integrator="semi_implicit_euler")
+    assert np.ptp(traj.q, axis=0).min() > 0.05
+    np.testing.assert_allclose(traj.q, reference, rtol=0, atol=1e-12)
+
+
+def test_a_batch_with_activations(tmp_path):
+    """Three rollouts of the activations' arm under three constant controls, in one batch:
+    each equals its own run to 1e-12 (the activations carried per rollout)."""
+    pytest.importorskip("mujoco")
+    path = tmp_path / "activations.xml"
+    path.write_text(ACTIVATIONS)
+    model = sd.load_mjcf(str(path), joint_damping=True)
+    ctrl = np.array([[0.5, 1.0, 0.3, 1.0], [-0.5, 0.0, -0.3, -1.0], [1.0, -1.0, 0.1, 0.5]])
+    batch = sd.simulate(model, np.zeros((3, 3)), None,
+                        sd.controllers.MjcfActuators(model, path, ctrl), 0.3, 1e-3,
+                        integrator="semi_implicit_euler")
+    for i in range(3):
+        one = sd.simulate(model, np.zeros(3), None,
+                          sd.controllers.MjcfActuators(model, path, ctrl[i]), 0.3, 1e-3,
+                          integrator="semi_implicit_euler")
+        np.testing.assert_allclose(batch.q[i], one.q, rtol=0, atol=1e-12)
+    assert np.ptp(batch.q[:, -1, 2]) > 0.01  # the three differ
+
+
 def test_a_servo_at_zero_control_holds_its_joint_at_zero(servos):
     """Without ctrl, every control is 0, as MuJoCo's d.ctrl: the position servo pulls the
     elbow towards 0 (and so on, as mj_step to 1e-12)."""
@@ -143,9 +233,46 @@ def test_bundled_robots_driven_as_mujoco(package, name, atol):
     np.testing.assert_allclose(traj.q, reference, rtol=0, atol=atol)
 
 
+
+@pytest.mark.parametrize("package, name, seconds, atol", [
+    ("gymnasium", "humanoid", 1.0, 1e-9), ("gymnasium", "humanoidstandup", 1.0, 1e-9),
+    ("dm_control", "quadruped", 0.3, 1e-8)])
+def test_driven_as_mujoco_with_its_solver_converged(package, name, seconds, atol):
+    """gymnasium's humanoids driven 1 s by random constant controls (17 motors, gears 25 to
+    400): on their floor, their limbs touching each other (humanoidstandup starts with its
+    hands 1.35 cm into its hips and thighs, its knees 2 degrees past their stops, and is
+    pressed apart from step 0), with armature, damping, springs and fixed tendons; and
+    dm_control's quadruped, whose 12 servos (on its yaw joints and on fixed tendons) are
+    filters of 0.1 s (activation dynamics), walking on its floor. With MuJoCo's Newton solver
+    converged (the humanoids' files ask for 50 sweeps of PGS, whose residue leaves 4e-5 and
+    1.4e-3 at 1 s), the trajectories are mj_step's to 1e-9 (measured 3e-13, 3e-10); the
+    quadruped's 0.3 s to 1e-8 (2e-10; at 1 s 1.1e-5 with 300 sweeps, 4e-9 with 1000: the
+    sweeps' convergence on its four feet)."""
+    mujoco = pytest.importorskip("mujoco")
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # humanoidstandup's arms start in the floor
+        m, run = as_mujoco_models_it(package, name)
+    m.opt.solver, m.opt.tolerance, m.opt.iterations = mujoco.mjtSolver.mjSOL_NEWTON, 1e-15, 1000
+    lo, hi = m.actuator_ctrlrange.T
+    u = np.random.default_rng(0).uniform(lo, hi)
+    steps = int(round(seconds / 1e-3))
+    reference = _stepped(m, steps, lambda t: u)
+    driven = sd.controllers.MjcfActuators(run["model"], run["path"], u)
+    assert driven.state_size == m.na
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the penetration at the start, as MuJoCo's
+        traj = sd.simulate(run["model"], run["q0"], None, driven, seconds, 1e-3,
+                           contact=run["contact"], joint_limits=run["joint_limits"],
+                           joint_friction=run["joint_friction"],
+                           integrator="semi_implicit_euler")
+    assert np.ptp(reference, axis=0).max() > 0.3  # driven, it moves
+    np.testing.assert_allclose(traj.q, reference, rtol=0, atol=atol)
+
+
 REFUSED = [
     ('<muscle name="m" joint="a" lengthrange="-1 1"/>', "its activation dynamics"),
-    ('<general name="m" joint="a" dyntype="filter" dynprm="0.1"/>', "its activation dynamics"),
+    ('<general name="m" joint="a" dyntype="filter" dynprm="0.1" actearly="true"/>',
+     "its actearly"),
     ('<motor name="m" site="s"/>', "its transmission"),
     ('<motor name="m" joint="b"/>', "its transmission"),
     ('<motor name="m" joint="a" armature="0.1"/>', "its armature"),
@@ -154,7 +281,7 @@ REFUSED = [
 
 @pytest.mark.parametrize("actuator, what", REFUSED)
 def test_what_is_not_modelled_is_refused(tmp_path, actuator, what):
-    """A muscle, activation dynamics, a site transmission, a ball joint, an actuator's own
+    """A muscle, a filter's actearly, a site transmission, a ball joint, an actuator's own
     armature: a ModelError naming the file, the actuator and what is not modelled."""
     pytest.importorskip("mujoco")
     path = tmp_path / "refused.xml"
@@ -177,3 +304,21 @@ def test_bad_controls(servos):
                                              r"per actuator of .*servos.xml \(pos, mot, vel, "
                                              r"gen\)"):
             sd.controllers.MjcfActuators(model, servos, ctrl)
+
+
+def test_bad_activations(tmp_path):
+    """Activations of the wrong shape, to the forces or to next_state: a ValueError naming
+    the expected shape and the actuators that have them."""
+    pytest.importorskip("mujoco")
+    path = tmp_path / "activations.xml"
+    path.write_text(ACTIVATIONS)
+    actuators = sd.controllers.MjcfActuators(sd.load_mjcf(str(path)), path, [0.1] * 4)
+    q = qd = np.zeros(3)
+    for state in (0.0, np.zeros(2), np.zeros((5, 4))):
+        for call in (lambda: actuators(0.0, q, qd, state),
+                     lambda: actuators.next_state(0.0, q, qd, state, 1e-3)):
+            with pytest.raises(ValueError, match=r"state must have shape \(\.\.\., 3\): one "
+                                                 r"activation per actuator with activation "
+                                                 r"dynamics of .*activations.xml \(filter, "
+                                                 r"exact, integrator\)"):
+                call()

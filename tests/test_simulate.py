@@ -755,3 +755,71 @@ def test_a_process_that_ends_before_level_2_leaves_its_first_code(tmp_path, monk
     for run in (again, optimised):
         for name in ("q", "qd", "qdd", "tau", "work_in"):
             assert np.array_equal(getattr(run, name), getattr(first, name)), name
+
+
+class _PIDSlider(controllers.Controller):
+    """A PID controller on a vertical slider: its state is the integral of the error."""
+
+    params = ("kp", "ki", "kd")
+    state_size = 1
+
+    def __init__(self, kp, ki, kd):
+        self.kp, self.ki, self.kd = kp, ki, kd
+
+    def __call__(self, t, q, qd, state):
+        return -self.kp * q - self.kd * qd - self.ki * state
+
+    def next_state(self, t, q, qd, state, dt):
+        return state + dt * q
+
+
+def _vertical_slider():
+    b = sd.ModelBuilder("slider")
+    b.add_link("base")
+    b.add_link("block", mass=2.0)
+    b.add_joint("lift", "prismatic", "base", "block", axis=(0, 0, 1))
+    return b.build()
+
+
+@pytest.mark.parametrize("backend", ["numpy", "native", "jax"])
+def test_a_controller_with_a_state(backend):
+    """A controller with its own state (``Controller.state_size``: a PID's integral of the
+    error), on a 2 kg block on a vertical slider: the run equals the semi-implicit Euler
+    recursion written out (the state advanced once a step from the step's start) to 1e-12 on
+    every backend, and the integral term removes the sag m g / kp that the PD alone leaves; a
+    batch of starts carries one state per rollout."""
+    model, dt, steps = _vertical_slider(), 1e-3, 3000
+
+    def written_out(q, ki):
+        qd, s, out = 0.0, 0.0, [q]
+        for _ in range(steps):  # m qdd = tau - m g
+            tau = -400.0 * q - 40.0 * qd - ki * s
+            s = s + dt * q
+            qd = qd + dt * (tau / 2.0 - 9.81)
+            q = q + dt * qd
+            out.append(q)
+        return np.array(out)
+
+    pid = _PIDSlider(400.0, 2000.0, 40.0)
+    batch = simulate(model, np.array([[0.0], [0.05]]), None, pid, steps * dt, dt,
+                     integrator="semi_implicit_euler", backend=backend)
+    for i, start in enumerate((0.0, 0.05)):
+        np.testing.assert_allclose(batch.q[i, :, 0], written_out(start, 2000.0), rtol=0,
+                                   atol=1e-12)
+    assert np.abs(batch.q[:, -1, 0]).max() < 1e-3 < 2.0 * 9.81 / 400.0  # no sag left
+    pd = simulate(model, [0.0], None, _PIDSlider(400.0, 0.0, 40.0), steps * dt, dt,
+                  integrator="semi_implicit_euler", backend=backend)
+    np.testing.assert_allclose(pd.q[:, 0], written_out(0.0, 0.0), rtol=0, atol=1e-12)
+    assert pd.q[-1, 0] == pytest.approx(-2.0 * 9.81 / 400.0, abs=1e-6)  # the PD's sag
+
+
+def test_a_controller_whose_initial_state_has_the_wrong_shape():
+    """A controller whose initial_state() does not have its state_size: a ValueError naming
+    both, before anything runs."""
+    class Wrong(_PIDSlider):
+        def initial_state(self):
+            return np.zeros(2)
+
+    with pytest.raises(ValueError, match=r"initial_state\(\) has shape \(2,\); expected \(1,\): "
+                                         "its state_size"):
+        simulate(_vertical_slider(), [0.0], None, Wrong(1.0, 1.0, 1.0), 0.01, 1e-3)

@@ -42,9 +42,23 @@ class Controller:
 
     params = ()
     name = "controller"
+    #: the size of the controller's own state (0: none). A controller with a state (an MJCF
+    #: file's actuators with activation dynamics) is called as controller(t, q, qd, state)
+    #: with its state (..., state_size) (``simulate`` carries it: ``initial_state`` at the
+    #: start, ``next_state`` after each step)
+    state_size = 0
 
     def __call__(self, t, q, qd):
         raise NotImplementedError
+
+    def initial_state(self):
+        """The state (state_size,) at the start of a simulation."""
+        return np.zeros(self.state_size)
+
+    def next_state(self, t, q, qd, state, dt):
+        """The state (..., state_size) after a step of dt (s) that starts at time t (s) from
+        q (..., nq), qd (..., nv) and state (..., state_size)."""
+        return state
 
     def split_params(self):
         """(hashable description of the fixed parts, {name: array} of the gains)."""
@@ -223,6 +237,13 @@ class MjcfActuators(Controller):
     semi-implicit Euler has one stage a step, at its start). MuJoCo's Euler integrates only
     the joints' damping implicitly, not a servo's kv: neither does this.
 
+    Actuators with activation dynamics (filters, integrators: ``screwdyn.model.actuators``)
+    make it a controller with a state, their activations (``state_size`` = MuJoCo's ``m.na``,
+    in ``d.act``'s order, zero at the start): ``simulate`` advances them once a step from the
+    step's start, as MuJoCo's Euler does (with RK4 too, where MuJoCo's RK4 integrates them in
+    its stages), and the forces take them where the control would go. Called without a state,
+    the activations are zero.
+
     ```python
     import os, tempfile
     import screwdyn as sd
@@ -246,6 +267,7 @@ class MjcfActuators(Controller):
         from .model.actuators import mjcf_actuators
 
         self.model = model
+        self.source = os.fspath(path)
         self.actuators = mjcf_actuators(path, model)
         nu = self.actuators.nu
         if ctrl is None:
@@ -258,14 +280,48 @@ class MjcfActuators(Controller):
                                  f"got shape {ctrl.shape}")
         self.ctrl = ctrl
 
-    def forces(self, t, q, qd):
+    @property
+    def state_size(self):
+        """The number of activations (MuJoCo's ``m.na``)."""
+        return self.actuators.na
+
+    def controls(self, t, qd):
+        """The controls (..., nu) at time t (s), clamped to their ranges (qd (..., nv) gives
+        the batch shape and the array namespace)."""
+        a = self.actuators
+        xp = array_namespace(qd)
+        ctrl = self.ctrl(t) if callable(self.ctrl) else self.ctrl
+        return xp.minimum(xp.maximum(ctrl + 0.0 * qd[..., :1], a.ctrl_range[:, 0]),
+                          a.ctrl_range[:, 1])
+
+    def next_state(self, t, q, qd, state, dt):
+        """The activations (..., na) after a step of dt (s) from time t (s), q, qd and the
+        activations ``state`` (..., na), as MuJoCo's Euler advances ``d.act``
+        (``screwdyn.model.actuators``)."""
+        a = self.actuators
+        if not a.na:
+            return state
+        self._check_state(state)
+        xp = array_namespace(qd, state)
+        u = self.controls(t, qd) @ _selection(a).T
+        rate = a.activation_rate[:, 0] * u - a.activation_rate[:, 1] * state
+        tau = a.exact_time_constant  # 0: Euler's step dt
+        exact = (tau > 0).astype(float)
+        step = exact * tau * (1.0 - xp.exp(-dt / np.where(tau > 0, tau, 1.0))) + (1 - exact) * dt
+        return xp.minimum(xp.maximum(state + step * rate, a.activation_range[:, 0]),
+                          a.activation_range[:, 1])
+
+    def forces(self, t, q, qd, state=None):
         """(tau (..., nv) N m or N, the actuators' forces (..., nu)) at time t (s), q
-        (..., nq), qd (..., nv)."""
+        (..., nq), qd (..., nv) and the activations ``state`` (..., na) (None: zero)."""
         a = self.actuators
         xp = array_namespace(q, qd)
-        ctrl = self.ctrl(t) if callable(self.ctrl) else self.ctrl
-        ctrl = xp.minimum(xp.maximum(ctrl + 0.0 * qd[..., :1], a.ctrl_range[:, 0]),
-                          a.ctrl_range[:, 1])
+        ctrl = self.controls(t, qd)
+        if a.na:  # an activation takes its control's place
+            if state is not None:
+                self._check_state(state)
+            S = _selection(a)
+            ctrl = ctrl * (1.0 - S.sum(axis=0)) + (0.0 if state is None else state @ S)
         length, velocity = q @ a.length.T, qd @ a.moment.T
         gain = a.gain[:, 0] + a.gain[:, 1] * length + a.gain[:, 2] * velocity
         force = gain * ctrl + a.bias[:, 0] + a.bias[:, 1] * length + a.bias[:, 2] * velocity
@@ -274,10 +330,26 @@ class MjcfActuators(Controller):
         tau = xp.minimum(xp.maximum(tau, a.joint_force_range[:, 0]), a.joint_force_range[:, 1])
         return tau, force
 
-    def __call__(self, t, q, qd):
+    def _check_state(self, state):
+        a = self.actuators
+        shape = tuple(getattr(state, "shape", np.shape(state)))
+        if not shape or shape[-1] != a.na:
+            names = ", ".join(a.names[i] for i in a.activated)
+            raise ValueError(f"state must have shape (..., {a.na}): one activation per "
+                             f"actuator with activation dynamics of {self.source} ({names}); "
+                             f"got shape {shape}")
+
+    def __call__(self, t, q, qd, state=None):
         if not self.actuators.nu:
             return 0 * qd
-        return self.forces(t, q, qd)[0]
+        return self.forces(t, q, qd, state)[0]
+
+
+def _selection(actuators):
+    """(na, nu): 1 where activation i is actuator j's."""
+    S = np.zeros((actuators.na, actuators.nu))
+    S[np.arange(actuators.na), list(actuators.activated)] = 1.0
+    return S
 
 
 def _vector(value, n, name):

@@ -11,10 +11,17 @@ the tendon's coefficients) gives the force
 ``forcerange`` where ``forcelimited``; bias type none: b = 0), and the joints feel
 tau = sum f gear c, each joint's total clamped to its ``actuatorfrcrange`` where limited. A
 ``<motor>`` is gain 1 (times its gear), a ``<position kp kv>`` gain kp and bias (0, -kp, -kv),
-a ``<velocity kv>`` gain kv and bias (0, 0, -kv). Muscles, filters and integrators
-(activation dynamics), delays, site, body and slider-crank transmissions, ball and free
-joints, and the actuators' own armature and damping are not modelled: a ``ModelError`` naming
-the actuator.
+a ``<velocity kv>`` gain kv and bias (0, 0, -kv).
+
+An actuator with activation dynamics (``dyntype`` filter, filterexact or integrator:
+dm_control's quadruped's servos are filters of 0.1 s) has a state, its activation w (MuJoCo's
+``d.act``, 0 at the start), which takes the control's place in the gain: f = gain w + bias.
+Its rate is dw/dt = (u - w) / tau (filters, tau = ``dynprm[0]``) or u (integrator), and a step
+dt advances it as MuJoCo's does: w += dt dw/dt (filter, integrator), w += tau (1 - exp(-dt /
+tau)) dw/dt (filterexact: exactly), then clamps it to ``actrange`` where ``actlimited``.
+Muscles and user dynamics, ``actearly`` (a force of the activation the step ends with),
+delays, site, body and slider-crank transmissions, ball and free joints, and the actuators'
+own armature and damping are not modelled: a ``ModelError`` naming the actuator.
 """
 import os
 from dataclasses import dataclass
@@ -46,10 +53,26 @@ class Actuators:
     force_range: Any
     #: (nv, 2): the range of the total actuator force on each DoF (-inf, inf: not limited)
     joint_force_range: Any
+    #: (na,): the actuators that have an activation (dyntype filter, filterexact, integrator),
+    #: in the order of MuJoCo's ``d.act``
+    activated: tuple
+    #: (na, 2): their activation's rate dw/dt = r0 u - r1 w (filter: 1 / tau, 1 / tau;
+    #: integrator: 1, 0)
+    activation_rate: Any
+    #: (na,): a filterexact's time constant tau (s), which a step integrates exactly over;
+    #: 0: the step is Euler's
+    exact_time_constant: Any
+    #: (na, 2): each activation's range (-inf, inf: not limited)
+    activation_range: Any
 
     @property
     def nu(self) -> int:
         return len(self.names)
+
+    @property
+    def na(self) -> int:
+        """The number of activations (MuJoCo's ``m.na``)."""
+        return len(self.activated)
 
 
 def mjcf_actuators(path: "str | os.PathLike", model: Any) -> Actuators:
@@ -67,18 +90,26 @@ def mjcf_actuators(path: "str | os.PathLike", model: Any) -> Actuators:
     trn, gain_type, bias_type = mujoco.mjtTrn, mujoco.mjtGain, mujoco.mjtBias
     clamp = not m.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_CLAMPCTRL
     names, length, moment, gain, bias, ctrl_range, force_range = ([] for _ in range(7))
+    dyn_type = mujoco.mjtDyn
+    dynamics = (int(dyn_type.mjDYN_NONE), int(dyn_type.mjDYN_FILTER),
+                int(dyn_type.mjDYN_FILTEREXACT), int(dyn_type.mjDYN_INTEGRATOR))
+    activated, rate, exact, act_range = ([] for _ in range(4))
     for i in range(m.nu):
         name = mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_ACTUATOR, i) or f"actuator{i}"
         where = f'{path}: MJCF <actuator name="{name}">'
         problems = []
-        if int(m.actuator_dyntype[i]) != int(mujoco.mjtDyn.mjDYN_NONE):
-            problems.append("its activation dynamics (dyntype: a filter, integrator or muscle)")
+        dyn = int(m.actuator_dyntype[i])
+        if dyn not in dynamics:
+            problems.append("its activation dynamics (dyntype muscle or user; filter, "
+                            "filterexact and integrator are modelled)")
         if int(m.actuator_gaintype[i]) not in (int(gain_type.mjGAIN_FIXED),
                                                int(gain_type.mjGAIN_AFFINE)):
             problems.append("its gain (gaintype muscle or user; fixed and affine are modelled)")
         if int(m.actuator_biastype[i]) not in (int(bias_type.mjBIAS_NONE),
                                                int(bias_type.mjBIAS_AFFINE)):
             problems.append("its bias (biastype muscle or user; none and affine are modelled)")
+        if dyn != int(dyn_type.mjDYN_NONE) and m.actuator_actearly[i]:
+            problems.append("its actearly (a force of the activation the step ends with)")
         for field, what in (("actuator_armature", "armature"), ("actuator_damping", "damping"),
                             ("actuator_delay", "delay")):
             if np.any(np.asarray(getattr(m, field, np.zeros(m.nu))[i]) != 0):
@@ -119,6 +150,14 @@ def mjcf_actuators(path: "str | os.PathLike", model: Any) -> Actuators:
                           else (-np.inf, np.inf))
         force_range.append(m.actuator_forcerange[i] if m.actuator_forcelimited[i]
                            else (-np.inf, np.inf))
+        if dyn != int(dyn_type.mjDYN_NONE):
+            tau = max(float(m.actuator_dynprm[i, 0]), mujoco.mjMINVAL)
+            activated.append(i)
+            rate.append((1.0, 0.0) if dyn == int(dyn_type.mjDYN_INTEGRATOR)
+                        else (1.0 / tau, 1.0 / tau))
+            exact.append(tau if dyn == int(dyn_type.mjDYN_FILTEREXACT) else 0.0)
+            act_range.append(m.actuator_actrange[i] if m.actuator_actlimited[i]
+                             else (-np.inf, np.inf))
     joint_range = np.tile([-np.inf, np.inf], (model.nv, 1))
     for j in range(m.njnt):
         if m.jnt_actfrclimited[j]:
@@ -131,4 +170,5 @@ def mjcf_actuators(path: "str | os.PathLike", model: Any) -> Actuators:
 
     return Actuators(tuple(names), table(length, model.nq), table(moment, model.nv),
                      table(gain, 3), table(bias, 3), table(ctrl_range, 2),
-                     table(force_range, 2), joint_range)
+                     table(force_range, 2), joint_range, tuple(activated), table(rate, 2),
+                     np.array(exact, dtype=float), table(act_range, 2))

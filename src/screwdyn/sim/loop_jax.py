@@ -13,7 +13,7 @@ from .pacing import Paced, chunk_length
 from .policy import BadOutput
 from .record import empty_samples, sample_width
 from .run import all_params, tree_map
-from .step import make_step
+from .step import initial_hybrid, make_step
 from .system import ExternalWrenchError
 
 _COMPILED = OrderedDict()
@@ -49,7 +49,7 @@ def run_jax(run, progress):
         key = (run.system.key, s.integrator, run.policy.key, run.record_every, chunk,
                s.divergence_limit, run.batch, s.control, s.record_contact_forces,
                tuple((k, v.shape) for k, v in sorted(params["policy"].items())))
-        hybrid = run.system.initial_hybrid(jnp, params["system"], jnp.asarray(run.q0))
+        hybrid = initial_hybrid(run, jnp, params["system"], jnp.asarray(run.q0))
         carry = (jnp.asarray(run.q0), jnp.asarray(run.qd0), hybrid, jnp.zeros((N, 2)),
                  jnp.zeros((), jnp.int64), jnp.full((N,), -1, jnp.int64),
                  jnp.zeros((N,), jnp.int64))

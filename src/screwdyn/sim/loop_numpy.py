@@ -7,7 +7,7 @@ from .. import interrupts
 from .failures import Interrupted, bad_flags, flagged, raised
 from .record import empty_samples
 from .run import all_params
-from .step import make_step
+from .step import initial_hybrid, make_step
 
 #: seconds between two calls of the progress callback on the numpy backend (JAX: every chunk)
 PROGRESS_PERIOD = 0.1
@@ -21,7 +21,7 @@ def run_numpy(run, progress):
     params = all_params(run, np)
     n_steps, record_every = run.n_steps, run.record_every
     q, qd = run.q0, run.qd0
-    hybrid = run.system.initial_hybrid(np, params["system"], q)
+    hybrid = initial_hybrid(run, np, params["system"], q)
     energy = np.zeros((len(q), 2))
     samples = []
     failure = None

@@ -29,7 +29,7 @@ from .failures import Interrupted, bad_flags, finish
 from .pacing import Paced, chunk_length
 from .policy import BadOutput
 from .record import empty_samples
-from .step import make_step
+from .step import initial_hybrid, make_step
 from .system import ExternalWrenchError
 
 _REFUSALS = {}
@@ -205,7 +205,7 @@ class _Program:
         system, policy = run.system, run.policy
         q, qd = run.q0[:1], run.qd0[:1]
         params = {"system": system.params(q)}  # of the first rollout: for the layouts
-        hybrid = system.initial_hybrid(np, params["system"], q)
+        hybrid = initial_hybrid(run, np, params["system"], q)
         self.state = Layout({"q": q, "qd": qd, "hybrid": hybrid, "energy": np.zeros((1, 2))})
         self.shared, self.local = _split_system(run)
         self.shared_layout = [(p, np.shape(a)) for p, a in _leaves(self.shared)]
@@ -321,7 +321,7 @@ def run_native(run, progress):
             [rows, np.repeat(rows[..., -1:, :], max(0, need - rows.shape[-2]), axis=-2)],
             axis=-2))
     shared, local = program.shared_numbers(), program.local_numbers()
-    hybrid = run.system.initial_hybrid(np, run.params, run.q0)
+    hybrid = initial_hybrid(run, np, run.params, run.q0)
     s = np.ascontiguousarray(program.state.flatten(
         np, {"q": run.q0, "qd": run.qd0, "hybrid": hybrid, "energy": np.zeros((N, 2))}))
     inputs = (table, shared, local)

@@ -26,6 +26,8 @@ class Policy:
         self.model = model
         self.table = None
         self.kind = "controller"
+        #: the size of the controller's own state (``Controller.state_size``; 0: none)
+        self.state_size = 0
         if spec is None:
             from ..controllers import ZeroTorque
 
@@ -51,6 +53,14 @@ class Policy:
         else:
             self.name = getattr(spec, "name", None) or _name(spec)
         self.fn = spec
+        if self.kind == "controller":
+            self.state_size = int(getattr(spec, "state_size", 0))
+            if self.state_size:
+                start = np.shape(spec.initial_state())
+                if start != (self.state_size,):
+                    raise ValueError(f"the controller {self.name}'s initial_state() has shape "
+                                     f"{start}; expected ({self.state_size},): its "
+                                     "state_size")
         split = getattr(spec, "split_params", None)
         if split is not None:  # a screwdyn controller: arrays apart, the rest in the cache key
             static, self.params = split()
@@ -60,7 +70,7 @@ class Policy:
 
             self.key, self.params = (self.kind, Identity(spec)), {}
 
-    def __call__(self, params, k, t, q, qd, xp):
+    def __call__(self, params, k, t, q, qd, xp, state=None):
         if self.kind == "table":
             if "row" in params:  # the row of step k, taken by the caller (the native loop)
                 return params["row"]
@@ -69,14 +79,24 @@ class Policy:
                 return table[..., min(k, table.shape[-2] - 1), :]
             return _take_row(table, k)
         fn = self.fn.with_params(params) if params else self.fn
-        return fn(t) if self.kind == "profile" else fn(t, q, qd)
+        if self.kind == "profile":
+            return fn(t)
+        if not self.state_size:
+            return fn(t, q, qd)
+        if state is None:
+            state = self.initial_state(xp, q.shape[:-1])
+        return fn(t, q, qd, state)
 
-    def torque(self, params, k, t, q, qd, xp, batch):
-        """The joint forces as (N, nv) for q (N, nq), qd (N, nv), checked for shape
+    def torque(self, params, k, t, q, qd, xp, batch, state=None):
+        """The joint forces as (N, nv) for q (N, nq), qd (N, nv) and the controller's state
+        (N, state_size) (None: its initial state, ``__call__``), checked for shape
         (``BadOutput`` if wrong); the policy sees the batch shape ``batch``."""
         nv = self.model.nv
         N = int(np.prod(batch, dtype=int))
-        tau = self(params, k, t, q.reshape(batch + q.shape[-1:]), qd.reshape(batch + (nv,)), xp)
+        if state is not None:
+            state = state.reshape(batch + (self.state_size,))
+        tau = self(params, k, t, q.reshape(batch + q.shape[-1:]), qd.reshape(batch + (nv,)), xp,
+                   state)
         tau = xp.asarray(tau)
         try:
             if tau.ndim < 1 or tau.shape[-1] != nv:
@@ -92,13 +112,29 @@ class Policy:
             tau = tau.astype(float)
         return tau.reshape(N, nv)
 
-    def force(self, params, k, t, q, qd, xp, batch, control):
+    def initial_state(self, xp, batch):
+        """The controller's state at the start, batch + (state_size,) (batch: a shape)."""
+        start = np.asarray(self.fn.initial_state(), dtype=float)
+        return xp.asarray(np.broadcast_to(start, tuple(batch) + (self.state_size,)))
+
+    def next_state(self, params, t, q, qd, state, dt, xp, batch):
+        """The controller's state (N, state_size) after the step of dt (s) that starts at
+        time t (s) from q (N, nq), qd (N, nv) and state (N, state_size)."""
+        fn = self.fn.with_params(params) if params else self.fn
+        nv, N = self.model.nv, int(np.prod(batch, dtype=int))
+        new = fn.next_state(t, q.reshape(batch + q.shape[-1:]), qd.reshape(batch + (nv,)),
+                            state.reshape(batch + (self.state_size,)), dt)
+        return xp.reshape(xp.broadcast_to(new, batch + (self.state_size,)),
+                          (N, self.state_size))
+
+    def force(self, params, k, t, q, qd, xp, batch, control, state=None):
         """The joint forces over step k as a function force(t, q, qd): the policy itself
         (``control="continuous"``), or its value at the step's start, held (``"hold"``, and
-        tables). An exception of the user's controller on numpy becomes ``ControllerFailed``."""
+        tables); a controller with a state sees ``state`` (N, state_size) throughout the
+        step. An exception of the user's controller on numpy becomes ``ControllerFailed``."""
         def evaluate(t, q, qd):
             try:
-                return self.torque(params, k, t, q, qd, xp, batch)
+                return self.torque(params, k, t, q, qd, xp, batch, state)
             except (BadOutput, ControllerFailed):
                 raise
             except Exception as e:

@@ -32,7 +32,7 @@ from .record import empty_samples, make_trajectory
 from .run import Run, tree_map
 from .settings import Settings
 from .stability import warn_if_unstable
-from .step import make_step
+from .step import initial_hybrid, make_step
 from .system import System
 
 
@@ -153,7 +153,7 @@ def rollout(model, q0, qd0, controller, steps, dt, *, settings=None, **options):
         carry, _, _ = step_fn(params, k, q, qd, hybrid, energy)
         return carry, (carry[0], carry[1])
 
-    hybrid = system.initial_hybrid(jnp, params["system"], q)
+    hybrid = initial_hybrid(run, jnp, params["system"], q)
     carry = (q, qd, hybrid, jnp.zeros((N, 2), dtype=q.dtype))
     _, (qs, qds) = jax.lax.scan(body, carry, jnp.arange(steps))
     qs = jnp.concatenate([q[None], qs]).reshape((steps + 1,) + batch + (model.nq,))

@@ -11,6 +11,8 @@ def make_step(run, xp, dt):
     params: {"policy": the controller's gains, "system": the system's numbers}
     (``run.all_params``); q (N, nq), qd (N, nv); hybrid: the springs' state (a dict of arrays
     (N, ...), ``System.initial_hybrid``); energy (N, 2): the work so far [input, passive] (J).
+    The hybrid state's ``"controller"`` entry (N, state_size), where the controller has a
+    state (``initial_hybrid``), is the state it sees during the step, advanced after it.
     ``sample`` is what the rollout records at t_k: (q, qd, qdd, tau, [elastic, work_in,
     work_passive] (N, 3)) (+ contact forces (N, points, 3) with ``record_contact_forces``);
     ``finite`` (N,): whether every stage's joint forces were finite."""
@@ -23,7 +25,8 @@ def make_step(run, xp, dt):
     def step(params, k, q, qd, hybrid, energy):
         t = k * dt
         hybrid, elastic = system.project(xp, params["system"], q, hybrid)
-        force = policy.force(params["policy"], k, t, q, qd, xp, batch, control)
+        state = hybrid.get("controller")
+        force = policy.force(params["policy"], k, t, q, qd, xp, batch, control, state)
 
         # the solvers' states at the step's last evaluation (the next step's warm starts),
         # carried through the integrator's loop over stages (``Manifold.stages``)
@@ -44,6 +47,19 @@ def make_step(run, xp, dt):
             sample = sample + (system.rates(xp, params["system"], t, q, qd, 0 * qd, s.tau,
                                             hybrid)[2],)
         hybrid1 = system.advance(xp, hybrid, s.xi, last)
+        if state is not None:  # once a step, from its start (MuJoCo's Euler on d.act)
+            hybrid1 = dict(hybrid1, controller=policy.next_state(
+                params["policy"], t, q, qd, state, dt, xp, batch))
         return (s.q, s.qd, hybrid1, energy + s.energy), sample, s.finite
 
     return step
+
+
+def initial_hybrid(run, xp, system_params, q0):
+    """The hybrid state at the start of ``run``'s rollouts from q0 (N, nq): the system's
+    (``System.initial_hybrid``), and the controller's own state under ``"controller"`` (N,
+    state_size) where it has one (``Controller.state_size``)."""
+    hybrid = run.system.initial_hybrid(xp, system_params, q0)
+    if run.policy.state_size:
+        hybrid["controller"] = run.policy.initial_state(xp, q0.shape[:1])
+    return hybrid
