@@ -12,7 +12,7 @@ import pytest
 
 import screwdyn as sd
 
-from conftest import as_mujoco_models_it
+from conftest import as_mujoco_models_it, bundled_mjcf
 
 SERVOS = """<mujoco model="servos">
   <option timestep="0.001" integrator="Euler"/>
@@ -322,3 +322,35 @@ def test_bad_activations(tmp_path):
                                                  r"dynamics of .*activations.xml \(filter, "
                                                  r"exact, integrator\)"):
                 call()
+
+
+@pytest.mark.slow
+def test_the_dog_driven_as_mujoco():
+    """dm_control's dog (87 coordinates, 38 actuators, each a filter of 0.05 s: 38
+    activations, on joints and fixed tendons) driven 0.3 s by random controls within their
+    ranges, contact off, its stops, springs and damping as MuJoCo has them (300 sweeps of
+    the limits): mj_step's (Newton converged) to 1e-8 (2e-9 measured; 1e-3 at the limits'
+    default 30 sweeps)."""
+    mujoco = pytest.importorskip("mujoco")
+    path = bundled_mjcf("dm_control", "dog")
+    if path is None:
+        pytest.skip("dm_control is not installed")
+    m = mujoco.MjModel.from_xml_path(path)
+    m.opt.disableflags |= mujoco.mjtDisableBit.mjDSBL_CONTACT
+    m.opt.timestep, m.opt.integrator = 1e-3, mujoco.mjtIntegrator.mjINT_EULER
+    m.opt.solver, m.opt.tolerance, m.opt.iterations = mujoco.mjtSolver.mjSOL_NEWTON, 1e-15, 1000
+    lo, hi = m.actuator_ctrlrange.T
+    u = np.random.default_rng(0).uniform(lo, hi)
+    reference = _stepped(m, 300, lambda t: u)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the file's deprecations, MuJoCo's own
+        dog = sd.from_mujoco(m, joint_damping=True, joint_springs=True, joint_friction=True,
+                             soft_equalities=True)
+    driven = sd.controllers.MjcfActuators(dog, path, u)
+    assert driven.state_size == m.na == 38
+    traj = sd.simulate(dog, dog.q0, None, driven, 0.3, 1e-3, integrator="semi_implicit_euler",
+                       joint_limits=sd.RigidLimits.from_mjcf(path, invweight0=True, margin=0.0,
+                                                             iterations=300),
+                       joint_friction=sd.RigidFriction.from_mjcf(path, invweight0=True))
+    assert np.ptp(reference, axis=0).max() > 1.0
+    np.testing.assert_allclose(traj.q, reference, rtol=0, atol=1e-8)
