@@ -1228,3 +1228,56 @@ def test_an_object_set_into_a_table_welded_to_the_world_rests_on_it_as_in_mujoco
     with pytest.raises(ValueError, match="keep_overlapping must be None .*, True or False, "
                                          "got 'yes'"):
         sd.Scene("bad").add_robot(robot, keep_overlapping="yes")
+
+
+LID = """<mujoco model="lid">
+  <option timestep="0.001" integrator="Euler"/>
+  <asset>
+    <mesh name="plate" vertex="-0.1 -0.1 -0.01  0.1 -0.1 -0.01  0.1 0.1 -0.01  -0.1 0.1 -0.01
+                               -0.1 -0.1 0.01   0.1 -0.1 0.01   0.1 0.1 0.01   -0.1 0.1 0.01"/>
+  </asset>
+  <worldbody>
+    <geom name="floor" type="plane" size="2 2 0.1"/>
+    <body name="table" pos="0 0 0.4">
+      <geom name="top" type="box" size="0.4 0.4 0.02"/>
+    </body>
+    <body name="lid" pos="0 0 0.4293">
+      <freejoint/>
+      <geom name="plate" type="mesh" mesh="plate" mass="0.3"/>
+    </body>
+  </worldbody>
+</mujoco>"""
+
+
+def test_a_mesh_set_into_a_table_rests_on_it_as_its_hull(tmp_path):
+    """metaworld's box scene sets its lid, a mesh, 0.7 mm into its box: a 0.3 kg plate (a
+    mesh) set 0.7 mm into a table top rests on it as its hull (``meshes="hull"``, inside
+    MuJoCo's), 0.5 s within 5e-5 m of mj_step's (its own mesh collision; 1.5e-5 measured),
+    and the run's energy check passes (the contact lifting the plate out of the table gives
+    out the work of its weight through the depth, ``penetration_energy``: the check stopped
+    this run at step 100). As a capsule around the mesh (larger than it, the default), the
+    overlapping pair is left out and the plate falls through the table."""
+    mujoco = pytest.importorskip("mujoco")
+    path = tmp_path / "lid.xml"
+    path.write_text(LID)
+    m = mujoco.MjModel.from_xml_path(str(path))
+    d = mujoco.MjData(m)
+    reference = [d.qpos.copy()]
+    for _ in range(500):
+        mujoco.mj_step(m, d)
+        reference.append(d.qpos.copy())
+    robot = sd.load_mjcf(str(path))
+    heights = {}
+    for meshes in ("hull", "capsule"):
+        scene = sd.Scene("lid")
+        scene.add_robot(robot, meshes=meshes)
+        model, contact, q0 = scene.build(cone="pyramidal", invweight0=True, margin=0.0,
+                                         iterations=500)
+        traj = sd.simulate(model, q0, t_final=0.5, dt=1e-3, contact=contact,
+                           integrator="semi_implicit_euler")
+        heights[meshes] = traj.q[-1, 2]
+        if meshes == "hull":
+            np.testing.assert_allclose(traj.q, reference, rtol=0, atol=5e-5)
+            assert traj.meta["penetration_energy"] == pytest.approx(0.3 * 9.81 * 7e-4, rel=1e-3)
+    assert heights["hull"] == pytest.approx(0.4299, abs=1e-4)  # pressed 0.6 mm up, at rest
+    assert heights["capsule"] < 0.2  # through the table

@@ -1,6 +1,7 @@
 """The energy account of a run: the kinetic and potential energy of every sample, the energy
-scale an error is measured against (``energy_floor``), and the check that the balance holds
-(``energy_failure``: ``energy_limit``)."""
+scale an error is measured against (``energy_floor``), the energy an initial penetration may
+release (``penetration_energy``), and the check that the balance holds (``energy_failure``:
+``energy_limit``)."""
 import numpy as np
 
 from ..dynamics import forward_kinematics, kinetic_energy, potential_energy
@@ -27,6 +28,20 @@ def energy_floor(run, gravity):
     return 1e-3 * g * model.total_mass * max(float(extent), MIN_EXTENT)
 
 
+def penetration_energy(run, gravity):
+    """The energy (J) the contact may give out pushing what starts inside the ground or
+    inside another shape out of it: the robot's weight lifted through the deepest initial
+    penetration (0 without contact or penetration), which ``energy_failure`` does not count
+    as energy the springs produced. ``gravity`` (3,) (m/s^2)."""
+    contact = run.system.contact
+    if contact is None or not len(run.q0):
+        return 0.0
+    T = np.asarray(forward_kinematics(run.model, run.q0))
+    depth = contact.deepest(run.model, run.params["contact"], T.reshape((-1,) + T.shape[-3:]))[0]
+    g = max(np.linalg.norm(gravity), 9.81)
+    return float(run.model.total_mass * g * max(depth, 0.0))
+
+
 def energies(model, q, qd, gravity, assembly=None, block=8192):
     """Kinetic and potential energy (..., T) (J) of every sample q (..., T, nq),
     qd (..., T, nv), in numpy blocks (bounded memory); an assembly's own (see
@@ -49,7 +64,8 @@ def energy_failure(run, traj):
     """The energy check: (failure, trajectory cut before it) when, beyond ``energy_limit`` of
     the energy exchanged so far, the energy balance breaks (energy no force accounts for) or the
     passive forces produce energy (negative dissipation: springs too stiff for the step give
-    out more than they took in); else (None, traj). A failure is (reason, step, rollout index),
+    out more than they took in, beyond what pushing the initial penetrations out may give:
+    ``penetration_energy``); else (None, traj). A failure is (reason, step, rollout index),
     as ``failures.failure`` returns it."""
     limit = run.settings.energy_limit
     if limit is None or traj.n_samples < 2:
@@ -60,7 +76,7 @@ def energy_failure(run, traj):
     scale = np.maximum(np.maximum(scale, spread), traj.meta.get("energy_floor", 0.0))
     scale = np.maximum(scale, np.finfo(float).tiny)
     unaccounted = np.abs(traj.energy_error())
-    produced = -traj.dissipated()
+    produced = -traj.dissipated() - traj.meta.get("penetration_energy", 0.0)
     found = None
     for amount, what in ((unaccounted, "the energy balance broke: {err:.3g} J that no force "
                                        "accounts for"),

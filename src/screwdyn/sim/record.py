@@ -7,7 +7,7 @@ work_in, work_passive] (J), and, with ``record_contact_forces``, the contact for
 """
 import numpy as np
 
-from .energy import energies, energy_floor
+from .energy import energies, energy_floor, penetration_energy
 from .limit_constraints import LimitRows, RigidLimits
 from .trajectory import Trajectory
 
@@ -48,6 +48,7 @@ def make_trajectory(run, samples, backend, timing):
             "controller": run.policy.name, "gravity": list(gravity),
             "damping": model.damping.tolist(),
             "energy_floor": energy_floor(run, gravity) if len(run.q0) else 0.0,
+            "penetration_energy": penetration_energy(run, gravity),
             **timing}
     if run.system.contact is not None:
         meta["contact"] = run.system.contact.describe(run.params["contact"])

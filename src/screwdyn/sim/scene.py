@@ -266,18 +266,19 @@ class Scene:
         A mesh file that is not found, cannot be read (a DAE needs pycollada) or (``"hull"``)
         spans no volume is skipped with a ``UserWarning`` naming the link, the file and why.
         Two of the robot's shapes that already overlap at ``q`` never touch each other where
-        one of them stands in for a mesh, or the file is a URDF (a link's capsule reaches into
-        its neighbours' about their joints; a file's motor housings overlap by design, ANYmal's
-        base and thighs by 2.5 mm, TIAGo's hand and its fingers by 6 cm; MoveIt's setup
-        assistant disables the pairs in collision at the default pose the same way): the
-        contact would fight the joints from step 0, and throw the robot apart. An MJCF file's
-        own primitives are MuJoCo's shapes, not stand-ins: two of them touch however they
-        overlap, as in MuJoCo, where only the file's filters decide (metaworld's hammer and
-        basketball start up to 1.8 cm into their table, which holds them up; gymnasium's
-        humanoidstandup lies with its hands 1.35 cm into its hips and thighs, pressed apart
-        from step 0). ``keep_overlapping``: None (default) this rule; True keeps every pair
-        that overlaps (MuJoCo's rule for the stand-ins too); False leaves out every pair that
-        overlaps, an MJCF file's primitives too.
+        the file is a URDF, or one of them is a capsule standing in for an MJCF mesh (a link's
+        capsule reaches into its neighbours' about their joints; a file's motor housings
+        overlap by design, ANYmal's base and thighs by 2.5 mm, TIAGo's hand and its fingers by
+        6 cm; MoveIt's setup assistant disables the pairs in collision at the default pose the
+        same way): the contact would fight the joints from step 0, and throw the robot apart.
+        An MJCF file's own primitives are MuJoCo's shapes, and its meshes' hulls
+        (``meshes="hull"``) lie inside MuJoCo's: two of them touch however they overlap, as in
+        MuJoCo, where only the file's filters decide (metaworld's hammer and basketball start
+        up to 1.8 cm into their table, which holds them up, its box's lid, a mesh, 0.7 mm into
+        the box; gymnasium's humanoidstandup lies with its hands 1.35 cm into its hips and
+        thighs, pressed apart from step 0). ``keep_overlapping``: None (default) this rule;
+        True keeps every pair that overlaps (the capsules around meshes too); False leaves out
+        every pair that overlaps, an MJCF file's primitives too.
 
         Which pairs touch: the scene's rule (module docstring: not a link and its parent across
         a joint that is not free), and: ``self_collision=False`` leaves out every pair of two of
@@ -321,8 +322,9 @@ class Scene:
         prefix = str(prefix)
         if keep_overlapping is not None and not isinstance(keep_overlapping, bool):
             raise ValueError(f"{where}: keep_overlapping must be None (an MJCF file's "
-                             "primitives touch however they overlap, other shapes do not), "
-                             f"True or False, got {keep_overlapping!r}")
+                             "primitives and hulls touch however they overlap, URDF shapes "
+                             "and capsules around meshes do not), True or False, got "
+                             f"{keep_overlapping!r}")
         q = _robot_q(model, q, where)
         T = _placement(position, quaternion, where)
         file_world = _file_world(model)
@@ -378,10 +380,12 @@ class Scene:
             for j, (b, link_b, bits_b, world_b, body_b, geom_b, mesh_b) in enumerate(
                     added[i + 1:], i + 1):
                 environment = world_a or world_b  # the file's world: as MuJoCo, overlap or not
-                # an overlap at q leaves the pair out unless it is meant (the docstring)
+                # an overlap at q leaves the pair out unless it is meant (the docstring): a
+                # URDF's, or a capsule's around an MJCF mesh (larger than MuJoCo's hull)
                 overlap_excludes = not environment and (
                     keep_overlapping is False
-                    or (keep_overlapping is None and (not mjcf or mesh_a or mesh_b)))
+                    or (keep_overlapping is None and (
+                        not mjcf or ((mesh_a or mesh_b) and meshes == "capsule"))))
                 paired = explicit.get(frozenset((geom_a, geom_b)))  # a <pair>'s Surface
                 if (paired is not None and (self_collision or environment)
                         and frozenset((link_a, link_b)) not in user):
