@@ -354,3 +354,36 @@ def test_the_dog_driven_as_mujoco():
                        joint_friction=sd.RigidFriction.from_mjcf(path, invweight0=True))
     assert np.ptp(reference, axis=0).max() > 1.0
     np.testing.assert_allclose(traj.q, reference, rtol=0, atol=1e-8)
+
+
+def test_gradients_through_the_activations(tmp_path):
+    """jax.grad of where the activations' arm ends after 0.1 s (``sim.rollout``), with
+    respect to its four controls (three through activations), equals central differences
+    to 1e-7; the rollout equals ``simulate`` to 1e-12."""
+    pytest.importorskip("mujoco")
+    jax = pytest.importorskip("jax")
+    import jax.numpy as jnp
+
+    from screwdyn.sim import rollout
+
+    path = tmp_path / "activations.xml"
+    path.write_text(ACTIVATIONS)
+    model = sd.load_mjcf(str(path), joint_damping=True)
+
+    def end(c):
+        driven = sd.controllers.MjcfActuators(model, path, lambda t: c + 0.0 * t)
+        return rollout(model, jnp.zeros(3), jnp.zeros(3), driven, 100, 1e-3,
+                       integrator="semi_implicit_euler")[0][-1]
+
+    with jax.enable_x64(True):
+        c = jnp.array([0.5, 1.0, 0.3, 0.8])
+        ran = sd.simulate(model, np.zeros(3), None,
+                          sd.controllers.MjcfActuators(model, path, np.asarray(c)), 0.1, 1e-3,
+                          integrator="semi_implicit_euler")
+        np.testing.assert_allclose(np.asarray(end(c)), ran.q[-1], rtol=0, atol=1e-12)
+        grad = np.asarray(jax.grad(lambda c: end(c)[0])(c))
+        h = 1e-6
+        central = [(float(end(c + h * e)[0]) - float(end(c - h * e)[0])) / (2 * h)
+                   for e in np.eye(4)]
+    assert np.abs(grad).min() > 1e-4  # every control moves the shoulder
+    np.testing.assert_allclose(grad, central, rtol=0, atol=1e-7)
