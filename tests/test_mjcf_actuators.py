@@ -14,12 +14,14 @@ import screwdyn as sd
 
 from conftest import as_mujoco_models_it, bundled_mjcf
 
-SERVOS = """<mujoco model="servos">
+def _arm(name, shoulder, actuators):
+    """An MJCF arm (shoulder and elbow hinges, a slider, a fixed tendon over the hinges)
+    named ``name``, the shoulder joint's extra attributes ``shoulder``, its ``actuators``."""
+    return f"""<mujoco model="{name}">
   <option timestep="0.001" integrator="Euler"/>
   <worldbody>
     <body name="upper" pos="0 0 1">
-      <joint name="shoulder" type="hinge" axis="0 1 0" damping="0.5"
-             actuatorfrcrange="-5 5" actuatorfrclimited="true"/>
+      <joint name="shoulder" type="hinge" axis="0 1 0" {shoulder}/>
       <geom type="capsule" fromto="0 0 0 0.5 0 0" size="0.03" mass="1"/>
       <body name="fore" pos="0.5 0 0">
         <joint name="elbow" type="hinge" axis="0 1 0"/>
@@ -34,14 +36,17 @@ SERVOS = """<mujoco model="servos">
   <tendon>
     <fixed name="sum"><joint joint="shoulder" coef="1"/><joint joint="elbow" coef="0.5"/></fixed>
   </tendon>
-  <actuator>
+  <actuator>{actuators}
+  </actuator>
+</mujoco>"""
+
+
+SERVOS = _arm("servos", 'damping="0.5" actuatorfrcrange="-5 5" actuatorfrclimited="true"', """
     <position name="pos" joint="elbow" kp="40" kv="2" ctrlrange="-1 1" forcerange="-6 6"/>
     <motor name="mot" joint="shoulder" gear="3" ctrlrange="-2 2"/>
     <velocity name="vel" joint="ext" kv="10"/>
     <general name="gen" tendon="sum" gaintype="affine" gainprm="2 0.5 0.1" biastype="affine"
-             biasprm="0.3 -1 -0.2"/>
-  </actuator>
-</mujoco>"""
+             biasprm="0.3 -1 -0.2"/>""")
 
 
 def controls(t):
@@ -93,34 +98,13 @@ def test_servos_motors_and_tendons_as_mujoco(servos, backend):
     assert np.isclose(np.abs(tau[:, 0]).max(), 5.0)  # the shoulder's actuatorfrcrange
 
 
-ACTIVATIONS = """<mujoco model="activations">
-  <option timestep="0.001" integrator="Euler"/>
-  <worldbody>
-    <body name="upper" pos="0 0 1">
-      <joint name="shoulder" type="hinge" axis="0 1 0" damping="0.2"/>
-      <geom type="capsule" fromto="0 0 0 0.5 0 0" size="0.03" mass="1"/>
-      <body name="fore" pos="0.5 0 0">
-        <joint name="elbow" type="hinge" axis="0 1 0"/>
-        <geom type="capsule" fromto="0 0 0 0.4 0 0" size="0.03" mass="0.5"/>
-        <body name="slider" pos="0.4 0 0">
-          <joint name="ext" type="slide" axis="1 0 0"/>
-          <geom type="box" size="0.05 0.05 0.05" mass="0.3"/>
-        </body>
-      </body>
-    </body>
-  </worldbody>
-  <tendon>
-    <fixed name="sum"><joint joint="shoulder" coef="1"/><joint joint="elbow" coef="0.5"/></fixed>
-  </tendon>
-  <actuator>
+ACTIVATIONS = _arm("activations", 'damping="0.2"', """
     <general name="filter" joint="elbow" dyntype="filter" dynprm="0.05" gainprm="40"
              biastype="affine" biasprm="0 -40 -2" ctrlrange="-1 1"/>
     <motor name="mot" joint="shoulder" gear="3" ctrlrange="-2 2"/>
     <general name="exact" tendon="sum" dyntype="filterexact" dynprm="0.02" gainprm="5"/>
     <general name="integrator" joint="ext" dyntype="integrator" gainprm="20" biastype="affine"
-             biasprm="0 -20 -3" actlimited="true" actrange="-0.2 0.3"/>
-  </actuator>
-</mujoco>"""
+             biasprm="0 -20 -3" actlimited="true" actrange="-0.2 0.3"/>""")
 
 
 @pytest.mark.parametrize("backend", ["numpy", "native", "jax"])

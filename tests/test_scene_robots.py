@@ -1177,20 +1177,40 @@ def test_an_mjcf_files_primitives_that_overlap_at_the_start_touch():
             assert ours[key] == pytest.approx(value, abs=1e-9)
 
 
-TABLETOP = """<mujoco model="tabletop">
+def _on_a_table(tmp_path, body, asset=""):
+    """(path, mj_step's qpos (501, nq) over 0.5 s at Euler 1 ms) of an MJCF file of ``body``
+    (with its ``asset``) over a table, a box welded to the world whose top is at z = 0.42 m,
+    on a floor."""
+    mujoco = pytest.importorskip("mujoco")
+    path = tmp_path / "table.xml"
+    path.write_text(f"""<mujoco model="table">
   <option timestep="0.001" integrator="Euler"/>
+  <asset>{asset}</asset>
   <worldbody>
     <geom name="floor" type="plane" size="2 2 0.1"/>
     <body name="table" pos="0 0 0.4">
       <geom name="top" type="box" size="0.4 0.4 0.02"/>
-    </body>
-    <body name="hammer" pos="0 0 0.435">
-      <freejoint/>
-      <geom name="handle" type="capsule" fromto="-0.1 0 0 0.08 0 0" size="0.02" mass="0.2"/>
-      <geom name="head" type="box" pos="0.1 0 0" size="0.02 0.05 0.0175" mass="0.5"/>
-    </body>
+    </body>{body}
   </worldbody>
-</mujoco>"""
+</mujoco>""")
+    m = mujoco.MjModel.from_xml_path(str(path))
+    d = mujoco.MjData(m)
+    reference = [d.qpos.copy()]
+    for _ in range(500):
+        mujoco.mj_step(m, d)
+        reference.append(d.qpos.copy())
+    return path, np.array(reference)
+
+
+def _on_the_table(path, **options):
+    """screwdyn's 0.5 s of ``_on_a_table``'s file (``Scene.add_robot(robot, **options)``,
+    MuJoCo's inverse weights and cone, 500 sweeps, semi-implicit Euler at 1 ms)."""
+    scene = sd.Scene("table")
+    scene.add_robot(sd.load_mjcf(str(path)), **options)
+    model, contact, q0 = scene.build(cone="pyramidal", invweight0=True, margin=0.0,
+                                     iterations=500)
+    return sd.simulate(model, q0, t_final=0.5, dt=1e-3, contact=contact,
+                       integrator="semi_implicit_euler")
 
 
 def test_an_object_set_into_a_table_welded_to_the_world_rests_on_it_as_in_mujoco(tmp_path):
@@ -1201,52 +1221,19 @@ def test_an_object_set_into_a_table_welded_to_the_world_rests_on_it_as_in_mujoco
     the overlapping pairs were left out and it fell through the table to the floor, as it
     still does with ``keep_overlapping=False``. A keep_overlapping that is not None, True or
     False: ValueError."""
-    mujoco = pytest.importorskip("mujoco")
-    path = tmp_path / "tabletop.xml"
-    path.write_text(TABLETOP)
-    m = mujoco.MjModel.from_xml_path(str(path))
-    d = mujoco.MjData(m)
-    reference = [d.qpos.copy()]
-    for _ in range(500):
-        mujoco.mj_step(m, d)
-        reference.append(d.qpos.copy())
-    reference = np.array(reference)
-    robot = sd.load_mjcf(str(path))
-    heights = {}
-    for keep in (None, False):
-        scene = sd.Scene("tabletop")
-        scene.add_robot(robot, keep_overlapping=keep)
-        model, contact, q0 = scene.build(cone="pyramidal", invweight0=True, margin=0.0,
-                                         iterations=500)
-        traj = sd.simulate(model, q0, t_final=0.5, dt=1e-3, contact=contact,
-                           integrator="semi_implicit_euler")
-        heights[keep] = traj.q[-1, 2]
-        if keep is None:
-            np.testing.assert_allclose(traj.q, reference, rtol=0, atol=1e-12)
-    assert heights[None] == pytest.approx(0.4398, abs=1e-4)  # pressed 4.8 mm up, at rest
-    assert heights[False] < 0.1  # through the table, on the floor
+    path, reference = _on_a_table(tmp_path, """
+    <body name="hammer" pos="0 0 0.435">
+      <freejoint/>
+      <geom name="handle" type="capsule" fromto="-0.1 0 0 0.08 0 0" size="0.02" mass="0.2"/>
+      <geom name="head" type="box" pos="0.1 0 0" size="0.02 0.05 0.0175" mass="0.5"/>
+    </body>""")
+    rests = _on_the_table(path)
+    np.testing.assert_allclose(rests.q, reference, rtol=0, atol=1e-12)
+    assert rests.q[-1, 2] == pytest.approx(0.4398, abs=1e-4)  # pressed 4.8 mm up, at rest
+    assert _on_the_table(path, keep_overlapping=False).q[-1, 2] < 0.1  # on the floor
     with pytest.raises(ValueError, match="keep_overlapping must be None .*, True or False, "
                                          "got 'yes'"):
-        sd.Scene("bad").add_robot(robot, keep_overlapping="yes")
-
-
-LID = """<mujoco model="lid">
-  <option timestep="0.001" integrator="Euler"/>
-  <asset>
-    <mesh name="plate" vertex="-0.1 -0.1 -0.01  0.1 -0.1 -0.01  0.1 0.1 -0.01  -0.1 0.1 -0.01
-                               -0.1 -0.1 0.01   0.1 -0.1 0.01   0.1 0.1 0.01   -0.1 0.1 0.01"/>
-  </asset>
-  <worldbody>
-    <geom name="floor" type="plane" size="2 2 0.1"/>
-    <body name="table" pos="0 0 0.4">
-      <geom name="top" type="box" size="0.4 0.4 0.02"/>
-    </body>
-    <body name="lid" pos="0 0 0.4293">
-      <freejoint/>
-      <geom name="plate" type="mesh" mesh="plate" mass="0.3"/>
-    </body>
-  </worldbody>
-</mujoco>"""
+        sd.Scene("bad").add_robot(sd.load_mjcf(str(path)), keep_overlapping="yes")
 
 
 def test_a_mesh_set_into_a_table_rests_on_it_as_its_hull(tmp_path):
@@ -1257,27 +1244,15 @@ def test_a_mesh_set_into_a_table_rests_on_it_as_its_hull(tmp_path):
     out the work of its weight through the depth, ``penetration_energy``: the check stopped
     this run at step 100). As a capsule around the mesh (larger than it, the default), the
     overlapping pair is left out and the plate falls through the table."""
-    mujoco = pytest.importorskip("mujoco")
-    path = tmp_path / "lid.xml"
-    path.write_text(LID)
-    m = mujoco.MjModel.from_xml_path(str(path))
-    d = mujoco.MjData(m)
-    reference = [d.qpos.copy()]
-    for _ in range(500):
-        mujoco.mj_step(m, d)
-        reference.append(d.qpos.copy())
-    robot = sd.load_mjcf(str(path))
-    heights = {}
-    for meshes in ("hull", "capsule"):
-        scene = sd.Scene("lid")
-        scene.add_robot(robot, meshes=meshes)
-        model, contact, q0 = scene.build(cone="pyramidal", invweight0=True, margin=0.0,
-                                         iterations=500)
-        traj = sd.simulate(model, q0, t_final=0.5, dt=1e-3, contact=contact,
-                           integrator="semi_implicit_euler")
-        heights[meshes] = traj.q[-1, 2]
-        if meshes == "hull":
-            np.testing.assert_allclose(traj.q, reference, rtol=0, atol=5e-5)
-            assert traj.meta["penetration_energy"] == pytest.approx(0.3 * 9.81 * 7e-4, rel=1e-3)
-    assert heights["hull"] == pytest.approx(0.4299, abs=1e-4)  # pressed 0.6 mm up, at rest
-    assert heights["capsule"] < 0.2  # through the table
+    path, reference = _on_a_table(tmp_path, """
+    <body name="lid" pos="0 0 0.4293">
+      <freejoint/>
+      <geom name="plate" type="mesh" mesh="plate" mass="0.3"/>
+    </body>""", asset="""
+    <mesh name="plate" vertex="-0.1 -0.1 -0.01  0.1 -0.1 -0.01  0.1 0.1 -0.01  -0.1 0.1 -0.01
+                               -0.1 -0.1 0.01   0.1 -0.1 0.01   0.1 0.1 0.01   -0.1 0.1 0.01"/>""")
+    rests = _on_the_table(path, meshes="hull")
+    np.testing.assert_allclose(rests.q, reference, rtol=0, atol=5e-5)
+    assert rests.meta["penetration_energy"] == pytest.approx(0.3 * 9.81 * 7e-4, rel=1e-3)
+    assert rests.q[-1, 2] == pytest.approx(0.4299, abs=1e-4)  # pressed 0.6 mm up, at rest
+    assert _on_the_table(path, meshes="capsule").q[-1, 2] < 0.2  # through the table
