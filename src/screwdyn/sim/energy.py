@@ -33,13 +33,10 @@ def penetration_energy(run, gravity):
     inside another shape out of it: the robot's weight lifted through the deepest initial
     penetration (0 without contact or penetration), which ``energy_failure`` does not count
     as energy the springs produced. ``gravity`` (3,) (m/s^2)."""
-    contact = run.system.contact
-    if contact is None or not len(run.q0):
+    if run.deepest is None:
         return 0.0
-    T = np.asarray(forward_kinematics(run.model, run.q0))
-    depth = contact.deepest(run.model, run.params["contact"], T.reshape((-1,) + T.shape[-3:]))[0]
     g = max(np.linalg.norm(gravity), 9.81)
-    return float(run.model.total_mass * g * max(depth, 0.0))
+    return float(run.model.total_mass * g * max(run.deepest[0], 0.0))
 
 
 def energies(model, q, qd, gravity, assembly=None, block=8192):

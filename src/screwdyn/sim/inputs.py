@@ -144,14 +144,11 @@ def check_penetration(run):
     """Warn (``PenetrationWarning``) before a run whose initial state has a contact point
     deeper than ``INITIAL_PENETRATION`` in the ground, naming the point, the depth and the
     rollout, rather than letting the first steps throw it out of the ground."""
-    contact = run.system.contact
-    if contact is None:
+    if run.deepest is None:
         return
-    from ..dynamics import forward_kinematics
     from ..errors import PenetrationWarning, warn
 
-    T = np.asarray(forward_kinematics(run.model, run.q0))
-    depth, label, overlap = contact.deepest(run.model, run.params["contact"], T)
+    depth, label, overlap = run.deepest
     if depth > INITIAL_PENETRATION and overlap:  # a shape inside another
         warn(f"the initial state has two shapes overlapping: {overlap} by {depth * 100:.3g} "
              f"cm ({label!r}); the contact throws them apart in the first steps, "

@@ -1,5 +1,7 @@
 """One simulation run: the constants every part of ``simulate`` works from (``Run``), and the
 numbers the compiled loops take as arguments (``all_params``)."""
+import functools
+
 import numpy as np
 
 
@@ -23,6 +25,18 @@ class Run:
         self.n_steps = n_records * settings.record_every
         self.params = system.params(q0) if len(q0) else {}
         self.points = 0 if system.contact is None else len(system.contact.labels)
+
+    @functools.cached_property
+    def deepest(self):
+        """(depth (m), label, overlap) of the deepest contact point at the initial states
+        (``ContactModel.deepest``; None without contact or initial state): what
+        ``inputs.check_penetration`` reports and ``energy.penetration_energy`` allows."""
+        if self.system.contact is None or not len(self.q0):
+            return None
+        from ..dynamics import forward_kinematics
+
+        T = np.asarray(forward_kinematics(self.model, self.q0))
+        return self.system.contact.deepest(self.model, self.params["contact"], T)
 
 
 def all_params(run, xp):
