@@ -275,10 +275,10 @@ class Scene:
         (``meshes="hull"``) lie inside MuJoCo's: two of them touch however they overlap, as in
         MuJoCo, where only the file's filters decide (metaworld's hammer and basketball start
         up to 1.8 cm into their table, which holds them up, its box's lid, a mesh, 0.7 mm into
-        the box; gymnasium's humanoidstandup lies with its hands 1.35 cm into its hips and
-        thighs, pressed apart from step 0). ``keep_overlapping``: None (default) this rule;
-        True keeps every pair that overlaps (the capsules around meshes too); False leaves out
-        every pair that overlaps, an MJCF file's primitives too.
+        the box, which holds it up as its hull; gymnasium's humanoidstandup lies with its hands
+        1.35 cm into its hips and thighs, pressed apart from step 0). ``keep_overlapping``:
+        None (default) this rule; True keeps every pair that overlaps (the capsules around
+        meshes too); False leaves out every pair that overlaps, an MJCF file's primitives too.
 
         Which pairs touch: the scene's rule (module docstring: not a link and its parent across
         a joint that is not free), and: ``self_collision=False`` leaves out every pair of two of
