@@ -145,6 +145,43 @@ def test_activation_dynamics_as_mujoco(tmp_path, backend):
                        integrator="semi_implicit_euler")
     assert np.ptp(traj.q, axis=0).min() > 0.05
     np.testing.assert_allclose(traj.q, reference, rtol=0, atol=1e-12)
+    np.testing.assert_allclose(actuators.activations(traj), activations, rtol=0, atol=1e-15)
+
+
+def test_the_activations_along_a_run(tmp_path):
+    """``activations(traj)``: MuJoCo's d.act at every recorded sample of a run recorded
+    every 5 steps, to 1e-15, and with them ``forces`` gives its actuator_force there to
+    1e-9; zero activations at the start of every rollout of a batch."""
+    mujoco = pytest.importorskip("mujoco")
+    path = tmp_path / "activations.xml"
+    path.write_text(ACTIVATIONS)
+    m = mujoco.MjModel.from_xml_path(str(path))
+    d = mujoco.MjData(m)
+    act = [d.act.copy()]
+    for k in range(300):
+        d.ctrl[:] = controls(np.float64(k * 1e-3))
+        mujoco.mj_step(m, d)
+        if (k + 1) % 5 == 0:
+            act.append(d.act.copy())
+    model = sd.load_mjcf(str(path), joint_damping=True)
+    actuators = sd.controllers.MjcfActuators(model, path, ctrl=controls)
+    traj = sd.simulate(model, model.q0, None, actuators, 0.3, 1e-3, record_every=5,
+                       integrator="semi_implicit_euler")
+    ours = actuators.activations(traj)
+    assert ours.shape == (61, 3)
+    np.testing.assert_allclose(ours, act, rtol=0, atol=1e-15)
+    d = mujoco.MjData(m)
+    d.qpos[:], d.qvel[:], d.act[:] = traj.q[30], traj.qd[30], ours[30]
+    d.ctrl[:] = controls(np.float64(traj.t[30]))
+    mujoco.mj_forward(m, d)
+    np.testing.assert_allclose(actuators.forces(traj.t[30], traj.q[30], traj.qd[30],
+                                                ours[30])[1], d.actuator_force, rtol=0,
+                               atol=1e-9)
+    batch = sd.simulate(model, np.zeros((2, 3)), None, actuators, 0.05, 1e-3,
+                        integrator="semi_implicit_euler")
+    two = actuators.activations(batch)
+    assert two.shape == (2, 51, 3) and not two[:, 0].any()
+    np.testing.assert_allclose(two[0], two[1], rtol=0, atol=0)
 
 
 def test_a_batch_with_activations(tmp_path):

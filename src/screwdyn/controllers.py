@@ -311,6 +311,24 @@ class MjcfActuators(Controller):
         return xp.minimum(xp.maximum(state + step * rate, a.activation_range[:, 0]),
                           a.activation_range[:, 1])
 
+    def activations(self, traj):
+        """The activations (..., T, na) at the samples of ``traj`` (a ``Trajectory`` of a run
+        with these actuators), as ``simulate`` carried them: they depend on the controls and
+        the step alone (``next_state``), so they are stepped again here from zero, with the
+        run's dt and ``record_every`` (MuJoCo's ``d.act`` at each sample). With them,
+        ``forces(t, q, qd, state)`` gives the actuators' forces along the run."""
+        a = self.actuators
+        dt, every = float(traj.meta["dt"]), int(traj.meta["record_every"])
+        batch = traj.q.shape[:-2]
+        qd = np.zeros(batch + (self.model.nv,))
+        state = np.zeros(batch + (a.na,))
+        out = [state]
+        for k in range((traj.n_samples - 1) * every):
+            state = self.next_state(k * dt, None, qd, state, dt)
+            if (k + 1) % every == 0:
+                out.append(state)
+        return np.stack(out, axis=-2)
+
     def forces(self, t, q, qd, state=None):
         """(tau (..., nv) N m or N, the actuators' forces (..., nu)) at time t (s), q
         (..., nq), qd (..., nv) and the activations ``state`` (..., na) (None: zero)."""
