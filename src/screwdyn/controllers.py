@@ -303,7 +303,7 @@ class MjcfActuators(Controller):
             return state
         self._check_state(state)
         xp = array_namespace(qd, state)
-        u = self.controls(t, qd) @ _selection(a).T
+        u = self.controls(t, qd) @ a.selection.T
         rate = a.activation_rate[:, 0] * u - a.activation_rate[:, 1] * state
         tau = a.exact_time_constant  # 0: Euler's step dt
         exact = (tau > 0).astype(float)
@@ -338,7 +338,7 @@ class MjcfActuators(Controller):
         if a.na:  # an activation takes its control's place
             if state is not None:
                 self._check_state(state)
-            S = _selection(a)
+            S = a.selection
             ctrl = ctrl * (1.0 - S.sum(axis=0)) + (0.0 if state is None else state @ S)
         length, velocity = q @ a.length.T, qd @ a.moment.T
         gain = a.gain[:, 0] + a.gain[:, 1] * length + a.gain[:, 2] * velocity
@@ -361,13 +361,6 @@ class MjcfActuators(Controller):
         if not self.actuators.nu:
             return 0 * qd
         return self.forces(t, q, qd, state)[0]
-
-
-def _selection(actuators):
-    """(na, nu): 1 where activation i is actuator j's."""
-    S = np.zeros((actuators.na, actuators.nu))
-    S[np.arange(actuators.na), list(actuators.activated)] = 1.0
-    return S
 
 
 def _vector(value, n, name):

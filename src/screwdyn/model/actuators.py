@@ -25,6 +25,7 @@ own armature and damping are not modelled: a ``ModelError`` naming the actuator.
 """
 import os
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any
 
 import numpy as np
@@ -73,6 +74,14 @@ class Actuators:
     def na(self) -> int:
         """The number of activations (MuJoCo's ``m.na``)."""
         return len(self.activated)
+
+    @cached_property
+    def selection(self) -> np.ndarray:
+        """(na, nu): 1 where activation i is actuator j's (``d.act`` into the actuators'
+        places), built once."""
+        S = np.zeros((self.na, self.nu))
+        S[np.arange(self.na), list(self.activated)] = 1.0
+        return S
 
 
 def mjcf_actuators(path: "str | os.PathLike", model: Any) -> Actuators:
