@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 import screwdyn as sd
-from screwdyn.constraints import Connect, Coupling, FixedTendon
+from screwdyn.constraints import Connect, Coupling, FixedTendon, SpatialTendon
 from screwdyn.model.constraints import DAMPRATIO, TIMECONST
 
 G = 9.81
@@ -724,9 +724,14 @@ def test_bad_input_names_the_culprit(general):
     with pytest.raises(sd.ModelError, match="dampratio"):
         Coupling("j2", "j1", dampratio=0.0)
     tendons = [FixedTendon("t", ("j1",), (1.0,)), FixedTendon("t", ("j2",), (1.0,))]
-    with pytest.raises(sd.ModelError, match=r"fixed tendon names must be unique, got \['t', "
+    with pytest.raises(sd.ModelError, match=r"tendon names must be unique, got \['t', "
                                             r"'t'\]"):
         arm.with_constraints(tendons=tendons)
+    string = SpatialTendon("t", [("l0", (0, 0, 0)), ("l1", (0, 0, 0))])
+    with pytest.raises(sd.ModelError, match=r"tendon names must be unique, got \['t', 't'\]"):
+        arm.with_constraints(tendons=tendons[:1] + [string])  # one name for both kinds
+    with pytest.raises(sd.ModelError, match="tendon 'j1' has the name of a joint"):
+        arm.with_constraints(tendons=[SpatialTendon("j1", string.sites)])
     with pytest.raises(sd.ModelError, match="no moving joint named 'j9'"):
         arm.with_constraints(Coupling("j9", "j1"))
     with pytest.raises(sd.ModelError, match="fixed tendon 'u'.*no moving joint named 'j7'"):

@@ -391,21 +391,22 @@ def test_dm_control_equalities_equal_mujoco(path):
 
 
 def _unsupported(m):
-    """The names of m's tendons screwdyn refuses (spatial)."""
+    """The names of m's tendons screwdyn refuses (spatial ones around geoms or pulleys)."""
     out = []
     for i in range(m.ntendon):
-        wraps = m.wrap_type[m.tendon_adr[i]:m.tendon_adr[i] + m.tendon_num[i]]
-        if np.any(wraps != mujoco.mjtWrap.mjWRAP_JOINT):
+        wraps = set(m.wrap_type[m.tendon_adr[i]:m.tendon_adr[i] + m.tendon_num[i]].tolist())
+        if wraps not in ({mujoco.mjtWrap.mjWRAP_JOINT}, {mujoco.mjtWrap.mjWRAP_SITE}):
             out.append(mujoco.mj_id2name(m, mujoco.mjtObj.mjOBJ_TENDON, i))
     return out
 
 
 @pytest.mark.skipif(not MODELS, reason="no MJCF models installed (dm_control, gymnasium)")
 def test_corpus_models_with_tendons_and_equalities_load():
-    """Every bundled model with tendons or equalities loads with all of them (fixed tendons, its
-    active equalities) unless it has a spatial or limited tendon, which the error names (and
-    unsupported="ignore" drops). With dm_control and gymnasium: 12 load, 1 is refused
-    (ball_in_cup's string)."""
+    """Every bundled model with tendons or equalities loads with all of them (fixed tendons,
+    spatial tendons through sites, its active equalities) unless it has a tendon wrapped around
+    a geom, which the error names (and unsupported="ignore" drops). With dm_control and
+    gymnasium: all 13 load (ball_in_cup's string was refused before spatial tendons were
+    modelled)."""
     loaded, refused = [], []
     for path in MODELS:
         m = mujoco.MjModel.from_xml_path(path)
@@ -419,20 +420,22 @@ def test_corpus_models_with_tendons_and_equalities_load():
                                                         'modelled.*unsupported="ignore"'):
                     sd.load_mjcf(path)
                 model = sd.load_mjcf(path, unsupported="ignore")
-                assert len(model.tendons) == m.ntendon - len(bad)
+                assert len(model.tendons + model.spatial_tendons) == m.ntendon - len(bad)
                 refused.append(path)
                 continue
             model = sd.load_mjcf(path)
-        assert len(model.tendons) == m.ntendon
+        assert len(model.tendons + model.spatial_tendons) == m.ntendon
         assert len(model.constraints) == int(np.sum(m.eq_active0))
         tendon_joints = {j for t in model.tendons for j in t.joints}
         assert tendon_joints <= set(model.joint_names)
+        site_links = {link for t in model.spatial_tendons for link, _ in t.sites}
+        assert site_links <= set(model.link_names)
         loaded.append(path)
     names = sorted(os.path.basename(p) for p in refused)
     print(f"{len(loaded)} corpus models with tendons or equalities load, refused: {names}")
     assert loaded
     if any("dm_control" in p for p in MODELS) and any("gymnasium" in p for p in MODELS):
-        assert (len(loaded), names) == (12, ["ball_in_cup.xml"])
+        assert (len(loaded), names) == (13, [])
 
 
 SPATIAL = """<mujoco><worldbody>
@@ -537,7 +540,10 @@ def test_soft_equalities_read_mujocos_numbers():
 
 def test_unsupported_elements_are_named():
     for xml, attrs, message in [
-            (SPATIAL, "", '<tendon name="rope">: spatial tendons'),
+            (SPATIAL.replace('<site site="s1"/>', '<geom geom="drum"/><site site="s1"/>')
+             .replace('<site name="s0"/>', '<site name="s0"/><geom name="drum" type="sphere" '
+                      'size="0.05" pos="0.2 0 -0.2"/>'), "",
+             '<tendon name="rope">: a spatial tendon\'s wrapping around geoms'),
             (LIMITED, 'armature="0.1"', '<tendon name="sum">: its armature'),
             (LIMITED, 'stiffness="1" springlength="0 0.2"', "dead-band spring")]:
         m = mujoco.MjModel.from_xml_string(xml.format(attrs=attrs))

@@ -53,8 +53,9 @@ def add_model_arguments(parser: argparse.ArgumentParser, optional: bool = False)
                        help="URDF: order sibling joints as the file lists them, or by name "
                             "(Pinocchio's order); default file, with a warning where they differ")
     group.add_argument("--unsupported", choices=("error", "ignore"),
-                       help="MJCF: refuse what screwdyn does not model (spatial tendons, "
-                            "tendon armature, ...; error, the default) or load the rest (ignore)")
+                       help="MJCF: refuse what screwdyn does not model (spatial tendons around "
+                            "geoms, tendon armature, ...; error, the default) or load the rest "
+                            "(ignore)")
     group.add_argument("--joint-damping", action="store_true",
                        help="URDF, MJCF: read the file's joint damping (URDF <dynamics "
                             "damping>, MJCF damping) into the model")

@@ -1,8 +1,9 @@
 """Dynamics under equality constraints: closed loops, welds, coupled joints and tendons.
 
-The constraint kinds (``Connect``, ``Weld``, ``Coupling``) and ``FixedTendon`` are defined in
-``screwdyn.model.constraints`` and attached to a model by ``Model.with_constraints`` (or read from
-an MJCF file's ``<equality>`` and ``<tendon><fixed>`` by ``load_mjcf``). The functions here are
+The constraint kinds (``Connect``, ``Weld``, ``Coupling``), ``FixedTendon`` and ``SpatialTendon``
+are defined in ``screwdyn.model.constraints`` and attached to a model by
+``Model.with_constraints`` (or read from an MJCF file's ``<equality>``, ``<tendon><fixed>`` and
+``<tendon><spatial>`` through sites by ``load_mjcf``). The functions here are
 public array functions like ``forward_dynamics``: one kernel (``algorithms/constraints.py`` on
 the recursions), run by the execution plan as machine code, numpy or JAX, in every algebra.
 
@@ -27,15 +28,16 @@ from .errors import ModelError
 from .execution import plan as _plan
 from .execution.plan import Function
 from .model.configuration import integrate
-from .model.constraints import Connect, Constraint, Coupling, FixedTendon, Weld  # noqa: F401
+from .model.constraints import (  # noqa: F401
+    Connect, Constraint, Coupling, FixedTendon, SpatialTendon, Weld)
 from .typing import AlgebraName, Array, ArrayLike
 
 if TYPE_CHECKING:
     from .model import Model
 
-__all__ = ["Connect", "Weld", "Coupling", "FixedTendon", "constrained_forward_dynamics",
-           "constraint_forces", "constraint_residual", "constraint_jacobian", "project", "rank",
-           "labels"]
+__all__ = ["Connect", "Weld", "Coupling", "FixedTendon", "SpatialTendon",
+           "constrained_forward_dynamics", "constraint_forces", "constraint_residual",
+           "constraint_jacobian", "project", "rank", "labels"]
 
 
 # -- kernels ----------------------------------------------------------------------------------

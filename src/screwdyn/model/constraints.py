@@ -190,6 +190,30 @@ class Coupling(Constraint):
                                                       f"{self.describe()}: reference"))
 
 
+def _tendon_numbers(tendon, kind, numbers):
+    """Check and store a tendon's ``numbers`` (field names: finite, >= 0 but
+    ``spring_length``) and its length limits (``lower`` <= ``upper``); ``ModelError`` naming
+    the ``kind`` tendon otherwise."""
+    for name in numbers:
+        value = float(getattr(tendon, name))
+        if not np.isfinite(value) or (name != "spring_length" and value < 0):
+            raise ModelError(f"{kind} {tendon.name!r}: {name} must be finite"
+                             + ("" if name == "spring_length" else " and >= 0")
+                             + f", got {getattr(tendon, name)!r}")
+        object.__setattr__(tendon, name, value)
+    try:
+        lower, upper = float(tendon.lower), float(tendon.upper)
+    except (TypeError, ValueError):
+        lower = upper = np.nan
+    if np.isnan(lower) or np.isnan(upper) or lower > upper or lower == np.inf \
+            or upper == -np.inf:
+        raise ModelError(f"{kind} {tendon.name!r}: its length limits must be numbers "
+                         f"with lower <= upper (-inf, inf: none), got lower="
+                         f"{tendon.lower!r}, upper={tendon.upper!r}")
+    object.__setattr__(tendon, "lower", lower)
+    object.__setattr__(tendon, "upper", upper)
+
+
 @dataclass(frozen=True)
 class FixedTendon:
     """L(q) = sum_k coefficients[k] q[joints[k]] (m or rad; scalar joints), with an optional
@@ -217,24 +241,56 @@ class FixedTendon:
         object.__setattr__(self, "coefficients", _vector(
             self.coefficients, len(self.joints), f"fixed tendon {self.name!r}: coefficients "
             "(one per joint)"))
-        for name in ("stiffness", "damping", "spring_length", "frictionloss"):
-            value = float(getattr(self, name))
-            if not np.isfinite(value) or (name != "spring_length" and value < 0):
-                raise ModelError(f"fixed tendon {self.name!r}: {name} must be finite"
-                                 + ("" if name == "spring_length" else " and >= 0")
-                                 + f", got {getattr(self, name)!r}")
-            object.__setattr__(self, name, value)
-        try:
-            lower, upper = float(self.lower), float(self.upper)
-        except (TypeError, ValueError):
-            lower = upper = np.nan
-        if np.isnan(lower) or np.isnan(upper) or lower > upper or lower == np.inf \
-                or upper == -np.inf:
-            raise ModelError(f"fixed tendon {self.name!r}: its length limits must be numbers "
-                             f"with lower <= upper (-inf, inf: none), got lower="
-                             f"{self.lower!r}, upper={self.upper!r}")
-        object.__setattr__(self, "lower", lower)
-        object.__setattr__(self, "upper", upper)
+        _tendon_numbers(self, "fixed tendon",
+                        ("stiffness", "damping", "spring_length", "frictionloss"))
+
+    @property
+    def passive(self):
+        return self.stiffness > 0 or self.damping > 0
+
+    @property
+    def limited(self):
+        """Whether it has a finite length limit."""
+        return bool(np.isfinite(self.lower) or np.isfinite(self.upper))
+
+
+@dataclass(frozen=True)
+class SpatialTendon:
+    """A string through points fixed on links (MJCF ``<tendon><spatial>`` through sites): its
+    length is the sum of its straight segments, L(q) = sum_k |p_k+1(q) - p_k(q)| (m), and its
+    rate dL/dt = J_L(q) qd with J_L = sum_k u_k^T (J_k+1 - J_k) (u_k the segment's unit vector
+    in the world, J_k the point's world-frame linear Jacobian). ``sites``: the points in order,
+    ((link name, (x, y, z) in the link's frame, m), ...), at least two.
+
+    Like a ``FixedTendon`` it may have a spring (``stiffness`` N/m about ``spring_length``) and
+    a damper (``damping`` N s/m), which act as joint forces tau = -J_L^T (k (L - L_spring) +
+    b dL/dt), and length limits ``lower`` <= L <= ``upper`` (m; MJCF's ``range``), which a
+    simulation with ``joint_limits=RigidLimits()`` enforces as one-sided rows of J = +-J_L (a
+    string that goes taut: MuJoCo's tendon limit). Its length is not linear in q: couplings
+    and actuators take fixed tendons only; and it has no dry friction here."""
+
+    name: str
+    sites: tuple
+    stiffness: float = 0.0
+    damping: float = 0.0
+    spring_length: float = 0.0
+    lower: float = -np.inf
+    upper: float = np.inf
+
+    def __post_init__(self):
+        where = f"spatial tendon {self.name!r}"
+        sites = []
+        for k, site in enumerate(self.sites):
+            try:
+                link, point = site
+            except (TypeError, ValueError):
+                raise ModelError(f"{where}: sites must be ((link name, (x, y, z)), ...), got "
+                                 f"{self.sites!r}") from None
+            sites.append((str(link), _vector(point, 3, f"{where}: site {k}'s point")))
+        if len(sites) < 2:
+            raise ModelError(f"{where}: it needs at least two sites, got {len(sites)}")
+        object.__setattr__(self, "sites", tuple(sites))
+        _tendon_numbers(self, "spatial tendon", ("stiffness", "damping", "spring_length"))
 
     @property
     def passive(self):
@@ -269,25 +325,35 @@ def linear_map(model, name, where):
             index = [scalar_joint(model, j, f"{where}: fixed tendon {name!r}")
                      for j in tendon.joints]
             return ([i for i, _ in index], [k for _, k in index], list(tendon.coefficients))
+    if any(t.name == name for t in model.spatial_tendons):
+        raise ModelError(f"{where}: {name!r} is a spatial tendon, whose length is not linear in "
+                         "the joints' positions: couplings and actuators take joints and fixed "
+                         "tendons")
     qi, vi = scalar_joint(model, name, where)
     return [qi], [vi], [1.0]
 
 
 def check(model, constraints, tendons):
     """Raise ``ModelError`` naming the constraint (or tendon) that refers to something the
-    model has not; ``model`` already holds ``tendons``."""
+    model has not; ``model`` already holds ``tendons`` (fixed and spatial)."""
     if model.coupled:
         raise ModelError(f"model {model.name!r} has coupled mimic joints: constraints take a "
                          "model with independent joints (load_urdf(..., mimic='independent'), "
                          "then a Coupling per mimic joint)")
     names = [t.name for t in tendons]
     if len(set(names)) != len(names):
-        raise ModelError(f"fixed tendon names must be unique, got {names}")
+        raise ModelError(f"tendon names must be unique, got {names}")
     clash = set(names) & set(model.joint_names)
     if clash:
-        raise ModelError(f"fixed tendon {sorted(clash)[0]!r} has the name of a joint")
+        raise ModelError(f"tendon {sorted(clash)[0]!r} has the name of a joint")
     for tendon in tendons:
-        linear_map(model, tendon.name, "fixed tendon")
+        if isinstance(tendon, FixedTendon):
+            linear_map(model, tendon.name, "fixed tendon")
+            continue
+        for k, (link, _) in enumerate(tendon.sites):
+            if link not in model._link_lookup:
+                raise ModelError(f"spatial tendon {tendon.name!r}: site {k}'s link {link!r} is "
+                                 f"no link of model {model.name!r}")
     for c in constraints:
         if not isinstance(c, Constraint) or type(c) is Constraint:
             raise ModelError(f"a constraint must be a Connect, Weld or Coupling, got {c!r}")

@@ -28,14 +28,16 @@ same name (``world`` is the root; unnamed bodies are ``body{id}``, unnamed joint
 ``dof_damping``, ``dof_frictionloss`` and the joints' springs (``stiffness``, ``springref``) on
 request; joint limits are hinge and slide ``range`` (when limited) and ``actuatorfrcrange``
 (effort).
-Fixed tendons and equality constraints are read onto the model (``Model.tendons``,
-``Model.constraints``; ``screwdyn.constraints``), which ``constrained_forward_dynamics`` and the
-simulations enforce:
+Fixed and spatial tendons and equality constraints are read onto the model (``Model.tendons``,
+``Model.spatial_tendons``, ``Model.constraints``; ``screwdyn.constraints``), which
+``constrained_forward_dynamics`` and the simulations enforce:
 
     MJCF element                       screwdyn
     <tendon><fixed>                    FixedTendon(name, joints, coef, stiffness, damping,
                                        springlength, range when limited: lower, upper,
                                        frictionloss)
+    <tendon><spatial> through sites    SpatialTendon(name, the sites' bodies and positions,
+                                       stiffness, damping, springlength, range when limited)
     <equality><connect> (body or site) Connect: the two anchors (``eq_data``) or site origins
     <equality><weld> (body or site)    Weld: anchors and ``relpose`` (or the sites' frames);
                                        ``torquescale`` (0: a Connect of the same anchors)
@@ -66,12 +68,14 @@ dJ/dt qd from aref for connect and weld, as screwdyn does for every constraint, 
 joint and tendon equalities: with a nonlinear ``polycoef`` they differ at a velocity by the
 curvature term -poly''(x) xdot^2.
 
-A fixed tendon's length limits are inequality constraints (``sd.RigidLimits``, MuJoCo's
-soft rows with ``RigidLimits.from_mjcf``) and its ``frictionloss`` dry friction
-(``sd.RigidFriction``, or the friction law of ``joint_friction``).
+A tendon's length limits are inequality constraints (``sd.RigidLimits``, MuJoCo's
+soft rows with ``RigidLimits.from_mjcf``; a spatial tendon's with J = its length's Jacobian at
+each state: a string that goes taut, dm_control's ball_in_cup) and a fixed tendon's
+``frictionloss`` dry friction (``sd.RigidFriction``, or the friction law of ``joint_friction``).
 Refused with a ``ModelError`` naming the element (``unsupported="ignore"`` drops the element,
-and the equalities on a dropped tendon, and loads the rest): spatial tendons (sites, geoms,
-pulleys), a tendon's ``armature``, nonlinear (``stiffnesspoly``, ``dampingpoly``), dead-band
+and the equalities on a dropped tendon, and loads the rest): spatial tendons that wrap around
+geoms or pass pulleys, a spatial tendon's ``frictionloss``, a tendon's ``armature``, nonlinear
+(``stiffnesspoly``, ``dampingpoly``), dead-band
 (two different ``springlength`` values with stiffness) or plastic (``springyield``) springs,
 flex equalities, and a ``solref`` that mixes the standard and direct forms. The rigid-body tree of
 such a model is MuJoCo's either way (its mass matrix and bias forces are ``mj_fullM`` and
@@ -86,7 +90,7 @@ import numpy as np
 
 from ..errors import ModelError
 from . import joints
-from .constraints import Connect, Coupling, FixedTendon, Weld
+from .constraints import Connect, Coupling, FixedTendon, SpatialTendon, Weld
 from .builder import ModelBuilder
 from .model import Model
 
@@ -97,7 +101,7 @@ def load_mjcf(path: "str | os.PathLike", armature: bool = True, joint_damping: b
     """Compile the MJCF file ``path`` with MuJoCo and return the screwdyn Model, with its fixed
     tendons and active equality constraints (``from_mujoco``, the module docstring). A file
     MuJoCo rejects is a ``ModelError`` with MuJoCo's message; so is an element screwdyn does
-    not model (a spatial tendon, a flex equality, ...) unless
+    not model (a tendon wrapping a geom, a flex equality, ...) unless
     ``unsupported="ignore"``."""
     path = os.fspath(path)
     mj = _compiled(path)
@@ -134,8 +138,8 @@ def from_mujoco(mj_model: "mujoco.MjModel", name: "str | None" = None, armature:
         ``tendon_invweight0``, as ``mj_diagApprox``). Off by default: hard constraints
         (Pinocchio's constrained dynamics; ``solimp`` ignored).
     unsupported: ``"error"`` (default) refuses, with a ``ModelError`` naming the element, what
-        screwdyn does not model: spatial tendons, tendon armature, nonlinear, dead-band or
-        plastic tendon springs, flex equalities; ``"ignore"`` drops those (and
+        screwdyn does not model: spatial tendons around geoms, tendon armature, nonlinear,
+        dead-band or plastic tendon springs, flex equalities; ``"ignore"`` drops those (and
         the equalities on a dropped tendon) and loads the rest.
     """
     mujoco = _mujoco()
@@ -162,7 +166,7 @@ def from_mujoco(mj_model: "mujoco.MjModel", name: "str | None" = None, armature:
     gravity = np.array(m.opt.gravity, dtype=float)
     if m.opt.disableflags & mujoco.mjtDisableBit.mjDSBL_GRAVITY:
         gravity = np.zeros(3)  # <flag gravity="disable"/>
-    tendons, tendon_name = _tendons(mujoco, m, joint_name, unsupported)
+    tendons, tendon_name = _tendons(mujoco, m, joint_name, body_name, unsupported)
     if joint_springs:
         tendons += _joint_springs(mujoco, m, joint_name, tendons, unsupported)
     constraints = _equalities(mujoco, m, body_name, joint_name, tendon_name, unsupported,
@@ -284,8 +288,8 @@ def _refuse(where, what, unsupported):
     return False
 
 
-def _tendons(mujoco, m, joint_name, unsupported):
-    """(FixedTendon list, {MuJoCo tendon id: name} of the tendons kept)."""
+def _tendons(mujoco, m, joint_name, body_name, unsupported):
+    """(FixedTendon and SpatialTendon list, {MuJoCo tendon id: name} of the tendons kept)."""
     disabled = m.opt.disableflags
     bit = mujoco.mjtDisableBit
     limits = not disabled & (bit.mjDSBL_LIMIT | bit.mjDSBL_CONSTRAINT)
@@ -299,9 +303,14 @@ def _tendons(mujoco, m, joint_name, unsupported):
         damping = float(m.tendon_damping[i]) if damper else 0.0
         low, high = (float(x) for x in m.tendon_lengthspring[i])
         problems = []
-        if any(int(m.wrap_type[w]) != mujoco.mjtWrap.mjWRAP_JOINT for w in wraps):
-            problems.append("spatial tendons (through sites, around geoms, pulleys) are not "
-                            "modelled, only fixed tendons")
+        kinds = {int(m.wrap_type[w]) for w in wraps}
+        spatial = kinds == {int(mujoco.mjtWrap.mjWRAP_SITE)}
+        if kinds != {int(mujoco.mjtWrap.mjWRAP_JOINT)} and not spatial:
+            problems.append("a spatial tendon's wrapping around geoms and its pulleys are not "
+                            "modelled, only fixed tendons and spatial tendons through sites")
+        if spatial and friction and m.tendon_frictionloss[i] > 0:
+            problems.append("a spatial tendon's frictionloss is not modelled (a fixed "
+                            "tendon's is)")
         if m.tendon_armature[i] != 0:
             problems.append("its armature (inertia along the tendon) is not modelled")
         if (spring and np.any(m.tendon_stiffnesspoly[i])) \
@@ -316,15 +325,22 @@ def _tendons(mujoco, m, joint_name, unsupported):
         if problems:
             _refuse(where, "; ".join(problems), unsupported)
             continue
-        joint_ids = [int(m.wrap_objid[w]) for w in wraps]
-        coefficients = [float(m.wrap_prm[w]) for w in wraps]
         lower, upper = (float(x) for x in m.tendon_range[i]) \
             if limits and m.tendon_limited[i] else (-np.inf, np.inf)
+        kept[i] = name
+        if spatial:
+            sites = [int(m.wrap_objid[w]) for w in wraps]
+            out.append(SpatialTendon(name, [(body_name[m.site_bodyid[k]], m.site_pos[k])
+                                            for k in sites],
+                                     stiffness=stiffness, damping=damping, spring_length=low,
+                                     lower=lower, upper=upper))
+            continue
+        joint_ids = [int(m.wrap_objid[w]) for w in wraps]
+        coefficients = [float(m.wrap_prm[w]) for w in wraps]
         out.append(FixedTendon(name, [joint_name[j] for j in joint_ids], coefficients,
                                stiffness=stiffness, damping=damping, spring_length=low,
                                lower=lower, upper=upper,
                                frictionloss=float(m.tendon_frictionloss[i]) if friction else 0.0))
-        kept[i] = name
     return out, kept
 
 
@@ -438,6 +454,11 @@ def _equalities(mujoco, m, body_name, joint_name, tendon_name, unsupported, soft
             else:
                 if any(j >= 0 and j not in tendon_name for j in (a, b)):
                     continue  # on a tendon dropped by unsupported="ignore"
+                if any(j >= 0 and int(m.wrap_type[m.tendon_adr[j]]) != mujoco.mjtWrap.mjWRAP_JOINT
+                       for j in (a, b)):
+                    _refuse(where, "an equality on a spatial tendon (whose length is not linear "
+                            "in the joints' positions) is not modelled", unsupported)
+                    continue
                 names = [tendon_name[j] if j >= 0 else None for j in (a, b)]
                 reference = [float(m.tendon_length0[j]) if j >= 0 else 0.0 for j in (a, b)]
             out.append(Coupling(names[0], names[1], polynomial=data[:5] if b >= 0 else data[:1],

@@ -150,10 +150,13 @@ class Model:
     gravity: tuple = GRAVITY  # the default gravity of the dynamics calls, world frame, m/s^2
     mimic: tuple = ()  # Mimic relations of the source file
     coupled: bool = False  # mimicking joints tied to their sources (see the module docstring)
-    # equality constraints on the tree (``model/constraints.py``: Connect, Weld, Coupling) and
-    # the fixed tendons they (and simulations) may name; ``with_constraints`` sets them
+    # equality constraints on the tree (``model/constraints.py``: Connect, Weld, Coupling), the
+    # fixed tendons they (and simulations) may name, and the spatial tendons (strings through
+    # points on links, whose springs and length limits act in simulations);
+    # ``with_constraints`` sets them
     constraints: tuple = ()
     tendons: tuple = ()
+    spatial_tendons: tuple = ()
     # None, or the bodies' inertial parameters as traced JAX values (``with_inertial_parameters``
     # under ``jax.jit``/``jax.grad``): the recursions then read them (``traced_parameters``)
     parameters: "TracedParameters | None" = field(default=None, repr=False)
@@ -167,7 +170,8 @@ class Model:
         if not self._hash_cache:
             self._hash_cache.append(hash((self.name, self.bodies, self.links, self.dh,
                                           self.gravity, self.mimic, self.coupled,
-                                          self.constraints, self.tendons)))
+                                          self.constraints, self.tendons,
+                                          self.spatial_tendons)))
         return self._hash_cache[0]
 
     # -- the tree ---------------------------------------------------------------------------
@@ -564,8 +568,9 @@ class Model:
 
     def with_constraints(self, *constraints, tendons=None) -> "Model":
         """A copy with these equality constraints (``screwdyn.constraints``: ``Connect``,
-        ``Weld``, ``Coupling``) added to the model's, and ``tendons`` (``FixedTendon``s; None
-        keeps the model's) that couplings may name.
+        ``Weld``, ``Coupling``) added to the model's, and ``tendons`` (None keeps the model's):
+        ``FixedTendon``s, which couplings may name (``tendons``), and ``SpatialTendon``s
+        (``spatial_tendons``).
 
         Raises ``ModelError`` naming the constraint that refers to a link, joint or tendon the
         model has not (or a joint with more than one coordinate in a coupling); nothing is
@@ -586,11 +591,15 @@ class Model:
         """
         from . import constraints as _constraints
 
-        tendons = self.tendons if tendons is None else tuple(tendons)
+        tendons = self.tendons + self.spatial_tendons if tendons is None else tuple(tendons)
         for t in tendons:
-            if not isinstance(t, _constraints.FixedTendon):
-                raise ModelError(f"tendons must be FixedTendon objects, got {t!r}")
-        model = replace(self, tendons=tendons, constraints=self.constraints + constraints,
+            if not isinstance(t, (_constraints.FixedTendon, _constraints.SpatialTendon)):
+                raise ModelError(f"tendons must be FixedTendon or SpatialTendon objects, got "
+                                 f"{t!r}")
+        fixed = tuple(t for t in tendons if isinstance(t, _constraints.FixedTendon))
+        model = replace(self, tendons=fixed, constraints=self.constraints + constraints,
+                        spatial_tendons=tuple(t for t in tendons
+                                              if not isinstance(t, _constraints.FixedTendon)),
                         _hash_cache=[])
         _constraints.check(model, model.constraints, tendons)
         return model

@@ -24,7 +24,10 @@ file's solreflimit and solimplimit: ``RigidLimits.from_mjcf``).
 
 A fixed tendon with length limits (``FixedTendon.lower``, ``upper``) has rows too, after the
 joints': J = sign c (its coefficients), depth sign (bound - c q), named (and given their own
-``JointLimit``) by the tendon's name.
+``JointLimit``) by the tendon's name; then a spatial tendon (``SpatialTendon``: a string
+through points on links, whose length L(q) is not linear in q), with J = sign J_L(q), its
+length's Jacobian at the state (``spatial_tendons``), and depth sign (bound - L(q)): a string
+that goes taut at its upper limit pulls its ends together, as MuJoCo's tendon limit.
 """
 from dataclasses import dataclass
 
@@ -35,6 +38,7 @@ from .contact_solver import Rows, columns, put_columns, row_diagonal
 from .joint_springs import limited_joints, limited_tendons
 from .loops import when
 from .solved_rows import JointLimit, RowSettings, SoftRows
+from .spatial_tendons import SpatialTendons
 
 __all__ = ["RigidLimits", "JointLimit", "LimitRows"]
 
@@ -104,13 +108,15 @@ class RigidLimits(RowSettings):
 
 class LimitRows(SoftRows):
     """``RigidLimits`` bound to a model: one row per finite limit of a 1-DoF joint, then per
-    finite length limit of a fixed tendon (``solved_rows.SoftRows``)."""
+    finite length limit of a fixed tendon, then of a spatial tendon
+    (``solved_rows.SoftRows``)."""
 
     tendon_kind = "limited tendons"
 
-    def __init__(self, model, settings, dt=None):
+    def __init__(self, model, settings, dt=None, algebra="spatial"):
         """The rows of ``settings`` (``RigidLimits``) on ``model``, in a simulation with the
-        step ``dt`` (s; None: no step), at which refsafe limits take their time constants."""
+        step ``dt`` (s; None: no step), at which refsafe limits take their time constants;
+        ``algebra``: the one the spatial tendons' kinematics are computed in."""
         lower, upper = model.lower_position_limit, model.upper_position_limit
         q_index, v_index, sign, bound = [], [], [], []
         for qi, vi in zip(*limited_joints(model)):
@@ -124,28 +130,42 @@ class LimitRows(SoftRows):
         tendons, Cq, Cv, low, high = limited_tendons(model)
         rows = [(t, s, value) for t in range(len(tendons))
                 for s, value in ((1.0, low[t]), (-1.0, high[t])) if np.isfinite(value)]
+        strings = [t for t in model.spatial_tendons if t.limited]
+        #: the limited spatial tendons, bound to the model (their lengths and Jacobians at a
+        #: state)
+        self.paths = SpatialTendons(model, strings, algebra)
+        spatial = [(t, s, value) for t, string in enumerate(strings)
+                   for s, value in ((1.0, string.lower), (-1.0, string.upper))
+                   if np.isfinite(value)]
         super().__init__(model, settings, [names[qi] for qi in q_index]
-                         + [tendons[t] for t, _, _ in rows], tendons, dt)
+                         + [tendons[t] for t, _, _ in rows]
+                         + [strings[t].name for t, _, _ in spatial],
+                         tendons + tuple(t.name for t in strings), dt)
         #: per row: the joint's coordinate and velocity index, +1 (lower) or -1 (upper), the
         #: limit (rad or m) where it acts: the range's bound, moved inside by its
         #: ``JointLimit.inset`` (an MJCF margin)
         self.q_index = np.array(q_index, dtype=int)
         self.v_index = np.array(v_index, dtype=int)
-        self.sign = np.array(sign + [s for _, s, _ in rows], dtype=float)
-        self.bound = np.array(bound + [value for _, _, value in rows], dtype=float) \
+        self.sign = np.array(sign + [s for _, s, _ in rows + spatial], dtype=float)
+        self.bound = np.array(bound + [value for _, _, value in rows + spatial], dtype=float) \
             + self.sign * np.array([j.inset for j in self.limit], dtype=float)
-        #: the tendon rows' (after the joints'): sign c (T, nq) and (T, nv) of their tendons'
-        #: lengths and rates (a row's J; its depth sign (bound - L(q)))
+        #: the fixed tendon rows' (after the joints'): sign c (T, nq) and (T, nv) of their
+        #: tendons' lengths and rates (a row's J; its depth sign (bound - L(q)))
         self.tendon_q = np.array([s * Cq[t] for t, s, _ in rows]).reshape(-1, model.nq)
         self.tendon_v = np.array([s * Cv[t] for t, s, _ in rows]).reshape(-1, model.nv)
+        #: the spatial tendon rows' (last): their tendons (indices into ``paths``)
+        self.spatial = np.array([t for t, _, _ in spatial], dtype=int)
         self.nv = model.nv
-        self.weighed = (self.v_index, self.tendon_v)
+        _, J0 = self.paths.at(model.q0) if strings else (None, np.zeros((0, model.nv)))
+        #: what MuJoCo's inverse weights are of: a spatial tendon's J at the model's q0
+        self.weighed = (self.v_index, np.concatenate([self.tendon_v, J0[self.spatial]]))
 
     @property
     def key(self):
         return ("rigid limits", tuple(self.q_index.tolist()), tuple(self.sign.tolist()),
                 self.settings.iterations, tuple(j.impedance for j in self.limit),
-                self.settings.invweight0, self.tendon_q.tobytes(), self.tendon_v.tobytes())
+                self.settings.invweight0, self.tendon_q.tobytes(), self.tendon_v.tobytes(),
+                self.paths.key, tuple(self.spatial.tolist()))
 
     def params(self, model, q0):
         """The rows' numbers (numpy; the same for every initial state q0, unlike the springs'
@@ -155,34 +175,42 @@ class LimitRows(SoftRows):
         return self.solver_params(bound=self.bound, k=k, b=b,
                                   margin=np.asarray(float(self.settings.margin)))
 
-    def depths(self, xp, p, q):
-        """(N, L): how far each joint (then each limited tendon) is past its limit (rad or m;
-        negative: inside)."""
-        if not len(self.tendon_q):
-            return self.sign * (p["bound"] - q[..., self.q_index])
+    def _kinematics(self, xp, q, qd=None):
+        """(x (N, L): each row's joint position or tendon length, signed (+1 at a lower limit,
+        -1 at an upper), J (N, L, nv): its rows, and with qd (N, nv) the rates J qd (N, L)) at
+        q (N, nq): the joints' and fixed tendons' rows are constants, the spatial tendons'
+        depend on q."""
         joints = len(self.q_index)
-        return xp.concatenate([self.sign[:joints] * (p["bound"][:joints] - q[..., self.q_index]),
-                               self.sign[joints:] * p["bound"][joints:] - q @ self.tendon_q.T],
-                              axis=-1)
+        J = np.zeros((joints, self.nv))
+        J[np.arange(joints), self.v_index] = self.sign[:joints]
+        constant = np.concatenate([J, self.tendon_v])
+        x, rows, rates = [], [0.0 * q[:, :1, None] + constant] if len(constant) else [], []
+        if joints:
+            x.append(self.sign[:joints] * q[..., self.q_index])
+            rates += [self.sign[:joints] * qd[..., self.v_index]] if qd is not None else []
+        if len(self.tendon_q):
+            x.append(q @ self.tendon_q.T)
+            rates += [qd @ self.tendon_v.T] if qd is not None else []
+        if len(self.spatial):
+            L, JL = self.paths.kinematics(xp, q)
+            s = self.sign[-len(self.spatial):]
+            x.append(s * L[:, self.spatial])
+            rows.append(s[:, None] * JL[:, self.spatial])
+            if qd is not None:
+                rates.append(xp.einsum("nlv,nv->nl", rows[-1], qd))
+        out = (_joined(xp, x, -1), _joined(xp, rows, 1))
+        return out if qd is None else out + (_joined(xp, rates, -1),)
 
-    def rates(self, xp, qd):
-        """(N, L): the rows' velocities J qd (rad/s or m/s)."""
-        joints = self.sign[:len(self.q_index)] * qd[..., self.v_index]
-        if not len(self.tendon_v):
-            return joints
-        return xp.concatenate([joints, qd @ self.tendon_v.T], axis=-1)
-
-    def _rows(self, q):
-        """(N, L, nv): the rows, sign e_v of a joint, sign c of a tendon (constant)."""
-        J = np.zeros((len(self.q_index), self.nv))
-        J[np.arange(len(self.q_index)), self.v_index] = self.sign[:len(self.q_index)]
-        return 0.0 * q[:, :1, None] + np.concatenate([J, self.tendon_v])
+    def depths(self, xp, p, q):
+        """(N, L): how far each joint (then each limited fixed tendon, each limited spatial
+        tendon) is past its limit (rad or m; negative: inside)."""
+        return self.sign * p["bound"] - self._kinematics(xp, q)[0]
 
     def initial_state(self, xp, p, q0, M):
         """The warm start (the previous step's forces, (N, L), none at first) and the
         stabilisation's stiffness k m_j (N, L) (N m/rad or N/m; m_j = 1 / (M^-1)_vv the
         joint's apparent inertia) at the initial states q0 (N, nq), mass matrix M."""
-        diag = row_diagonal(xp, M, self._rows(q0), p["regularization"])
+        diag = row_diagonal(xp, M, self._kinematics(xp, q0)[1], p["regularization"])
         return {"forces": 0.0 * diag, "stiffness": p["k"] / diag}
 
     def elastic(self, xp, p, q, state):
@@ -194,8 +222,8 @@ class LimitRows(SoftRows):
     def block(self, xp, p, q, qd, state):
         """The limits' ``Rows`` (``contact_solver.solve_rows``) at q (N, nq), qd (N, nv),
         warm-started from ``state["forces"]``; its ``finish`` gives the next step's state."""
-        depth = self.depths(xp, p, q)
-        rate = self.rates(xp, qd)
+        x, J, rate = self._kinematics(xp, q, qd)
+        depth = self.sign * p["bound"] - x
         near = depth > -p["margin"]
         spring, compliance = self.terms(xp, p["k"], depth)
         a_ref = spring - p["b"] * rate
@@ -216,10 +244,16 @@ class LimitRows(SoftRows):
 
         start = xp.where(near, state["forces"], 0.0)
         weights = p["weights"] + 0.0 * start if "weights" in p else None
-        return Rows(self._rows(q), a_ref, start, compliance + 0.0 * start, sweep, finish,
+        return Rows(J, a_ref, start, compliance + 0.0 * start, sweep, finish,
                     weights=weights, dofs=tuple((int(v),) for v in self.v_index) + tuple(
-                        tuple(int(v) for v in np.flatnonzero(row)) for row in self.tendon_v))
+                        tuple(int(v) for v in np.flatnonzero(row)) for row in self.tendon_v)
+                    + tuple(self.paths.dofs[t] for t in self.spatial))
 
     def springs(self, model):
         """The stabilisation, per unit apparent inertia (``stability.stiffest_springs``)."""
         return self.stabilisations("the joint limits' stabilisation")
+
+
+def _joined(xp, parts, axis):
+    """The arrays ``parts`` concatenated along ``axis``; one part as it is."""
+    return parts[0] if len(parts) == 1 else xp.concatenate(parts, axis=axis)

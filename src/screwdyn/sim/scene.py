@@ -512,7 +512,7 @@ class Scene:
         for m in model.mimic:
             b.add_mimic(prefix + m.joint, prefix + m.source, m.multiplier, m.offset)
         self._constraints += [_renamed(c, prefix) for c in model.constraints]
-        self._tendons += [_renamed(t, prefix) for t in model.tendons]
+        self._tendons += [_renamed(t, prefix) for t in model.tendons + model.spatial_tendons]
 
     def build(self, mu=None, ground=None, height=None, **solver):
         """(model, contact, q0): the Model (the builder's, fixed base at the world), the
@@ -868,7 +868,7 @@ def _srdf_pairs(path):
 
 
 def _renamed(item, prefix):
-    """A constraint or fixed tendon with its link, joint and tendon names prefixed."""
+    """A constraint or tendon with its link, joint and tendon names prefixed."""
     if not prefix:
         return item
     changes = {}
@@ -878,6 +878,8 @@ def _renamed(item, prefix):
             changes[f.name] = prefix + value
         elif f.name == "joints":
             changes[f.name] = tuple(prefix + j for j in value)
+        elif f.name == "sites":
+            changes[f.name] = tuple((prefix + link, point) for link, point in value)
     return replace(item, **changes)
 
 

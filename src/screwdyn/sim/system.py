@@ -44,6 +44,7 @@ from .contact_solver import solve_rows
 from .friction_constraints import FrictionRows, RigidFriction
 from .joint_springs import Limits, StickSlip, TendonSprings, tendon_friction
 from .limit_constraints import LimitRows, RigidLimits
+from .spatial_tendons import SpatialSprings
 
 
 def accelerations(model, q, qd, tau, f_ext, gravity, algebra):
@@ -98,7 +99,14 @@ class System:
         self.solves_contact = getattr(self.contact, "solves", False)
         self.limits = None
         if settings.joint_limits is not None:
-            limits = LimitRows(model, settings.joint_limits, dt) \
+            if not isinstance(settings.joint_limits, RigidLimits) \
+                    and any(t.limited for t in model.spatial_tendons):
+                raise ValueError(
+                    f"model {model.name!r} has spatial tendons with length limits, which are "
+                    "solved as constraints: pass joint_limits=RigidLimits() (an MJCF file's: "
+                    "RigidLimits.from_mjcf(path); on the command line --rigid-limits), or "
+                    "joint_limits=False to leave every limit out")
+            limits = LimitRows(model, settings.joint_limits, dt, self.kinematics_algebra) \
                 if isinstance(settings.joint_limits, RigidLimits) \
                 else Limits(model, settings.joint_limits)
             self.limits = limits if limits else None
@@ -143,6 +151,9 @@ class System:
         self.constrained_model = undamped if constrained else self.fd_model
         self.external = settings.external
         self.tendons = TendonSprings(model) if any(t.passive for t in model.tendons) else None
+        #: the spatial tendons' springs and dampers, or None
+        self.strings = SpatialSprings(model, self.kinematics_algebra) \
+            if any(t.passive for t in model.spatial_tendons) else None
 
     @property
     def solves_friction(self):
@@ -166,6 +177,7 @@ class System:
                 None if self.friction is None else self.friction.key,
                 None if self.friction_rows is None else self.friction_rows.key,
                 None if self.tendons is None else self.tendons.key,
+                None if self.strings is None else self.strings.key,
                 None if self.external is None else Identity(self.external))
 
     @property
@@ -247,8 +259,9 @@ class System:
             _, e = self.limits.torques(xp, params["limits"], q, xp.zeros(q.shape[:-1]
                                                                        + (self.model.nv,)))
             elastic = elastic + e
-        if self.tendons is not None:
-            elastic = elastic + self.tendons.forces(xp, q, 0 * q[..., :self.model.nv])[1]
+        for springs in (self.tendons, self.strings):
+            if springs is not None:
+                elastic = elastic + springs.forces(xp, q, 0 * q[..., :self.model.nv])[1]
         return hybrid, elastic
 
     # -- the right-hand side ----------------------------------------------------------------
@@ -276,9 +289,10 @@ class System:
                                        hybrid["delta"] + self.friction.moved(xp, xi), qd)
             tf = 0 * qd + tf @ self.friction.rows
             total, passive = total + tf, passive + tf
-        if self.tendons is not None:
-            tt = self.tendons.forces(xp, q, qd)[0]
-            total, passive = total + tt, passive + tt
+        for springs in (self.tendons, self.strings):
+            if springs is not None:
+                tt = springs.forces(xp, q, qd)[0]
+                total, passive = total + tt, passive + tt
         f_ext = wrench_in = wrench_passive = forces = V = T = None
         solved = self.solved(hybrid)
         if self.needs_links:
