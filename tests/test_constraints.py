@@ -21,11 +21,13 @@ puts on independent rows by one step of iterative refinement, so the comparisons
 references hold to ``RTOL`` = 1e-9 relative, and ``test_acceleration_constraint_is_exact``
 checks qdd against the exact KKT solution to 1e-11.
 """
+import re
+
 import numpy as np
 import pytest
 
 import screwdyn as sd
-from screwdyn.constraints import Connect, Coupling, FixedTendon, SpatialTendon
+from screwdyn.constraints import Connect, Coupling, FixedTendon, SpatialTendon, Weld
 from screwdyn.model.constraints import DAMPRATIO, TIMECONST
 
 G = 9.81
@@ -583,6 +585,88 @@ def test_acceleration_constraint_is_exact(case):
     exact = np.linalg.solve(kkt, np.concatenate([tau - bias, -gamma]))[:model.nv]
     qdd = np.asarray(sd.constrained_forward_dynamics(model, q, qd, tau))
     assert_close(qdd, exact, rtol=1e-11, what="qdd against the exact KKT solution")
+
+
+# -- URDF loop joints ----------------------------------------------------------------------------
+def four_bar_urdf(a, c, r, d, loop='type="spherical"', ends=None):
+    """The four-bar of ``four_bar`` as a URDF file whose ``<loop_joint>`` (Isaac Sim's
+    extension) closes the loop: the coupler's end on the rocker's."""
+    links = ['<link name="ground"><inertial><mass value="5"/><inertia ixx="1" iyy="1" izz="1"/>'
+             '</inertial></link>']
+    for name, (mass, com, I) in INERTIA.items():
+        links.append(f'<link name="{name}"><inertial><origin xyz="{com[0]} {com[1]} {com[2]}"/>'
+                     f'<mass value="{mass}"/><inertia ixx="{I[0][0]}" ixy="{I[0][1]}" '
+                     f'ixz="{I[0][2]}" iyy="{I[1][1]}" iyz="{I[1][2]}" izz="{I[2][2]}"/>'
+                     '</inertial></link>')
+    joints = [f'<joint name="{name}" type="continuous"><parent link="{parent}"/>'
+              f'<child link="{name}"/><origin xyz="{x} 0 0"/><axis xyz="0 -1 0"/></joint>'
+              for name, parent, x in (("crank", "ground", 0), ("coupler", "crank", a),
+                                      ("rocker", "ground", d))]
+    ends = ends or f'<link1 link="coupler" xyz="{c} 0 0"/><link2 link="rocker" xyz="{r} 0 0"/>'
+    return (f'<robot name="four_bar">{"".join(links + joints)}'
+            f'<loop_joint name="loop" {loop}>{ends}</loop_joint></robot>')
+
+
+def test_urdf_loop_joint_closes_the_four_bar():
+    """A URDF four-bar closed by a spherical ``<loop_joint>`` loads with its Connect (the
+    builder's ``four_bar`` exactly), and its constrained accelerations are the reduced
+    Lagrangian's of the planar closed form on the loop, at rest and moving."""
+    loaded = sd.load_urdf(four_bar_urdf(**GENERAL))
+    assert loaded.constraints == four_bar(**GENERAL).constraints
+    ref = PlanarFourBar(**GENERAL)
+    rng = np.random.default_rng(8)
+    for theta, branch in ((0.4, 1.0), (2.1, -1.0)):
+        q = ref.close(theta, branch)
+        for theta_dot in (0.0, 2.5):
+            tau = rng.normal(size=3)
+            expected = reduced_qdd(lambda t: ref.close(t, branch),
+                                   lambda t: ref.tangent(ref.close(t, branch)),
+                                   ref.mass_matrix, ref.potential, theta, theta_dot, tau)
+            qdd = sd.constrained_forward_dynamics(loaded, q, ref.tangent(q) * theta_dot, tau)
+            assert_close(qdd, expected, what=f"theta {theta}")
+
+
+def test_urdf_fixed_loop_joint_welds_the_frames():
+    """A ``<loop_joint type="fixed">`` is a Weld of its two frames (xyz, rpy on each link):
+    its residual is zero where the frames coincide (link2's frame placed on link1's at a
+    random q) and not elsewhere."""
+    from scipy.spatial.transform import Rotation
+
+    model = sd.load_urdf(four_bar_urdf(**GENERAL, loop='type="spherical"'))
+    rng = np.random.default_rng(9)
+    q = rng.normal(size=3)
+    T = np.asarray(sd.forward_kinematics(model, q))
+    names = list(model.link_names)
+    frame1 = np.eye(4)
+    frame1[:3, :3] = Rotation.from_euler("xyz", [0.3, -0.2, 0.7]).as_matrix()
+    frame1[:3, 3] = (0.5, 0.1, -0.05)
+    world = T[names.index("coupler")] @ frame1
+    frame2 = np.linalg.inv(T[names.index("rocker")]) @ world
+    rpy2 = Rotation.from_matrix(frame2[:3, :3]).as_euler("xyz")
+
+    def text(values):
+        return " ".join(f"{v:.17g}" for v in values)
+
+    ends = (f'<link1 link="coupler" xyz="0.5 0.1 -0.05" rpy="0.3 -0.2 0.7"/>'
+            f'<link2 link="rocker" xyz="{text(frame2[:3, 3])}" rpy="{text(rpy2)}"/>')
+    welded = sd.load_urdf(four_bar_urdf(**GENERAL, loop='type="fixed"', ends=ends))
+    (weld,) = welded.constraints
+    assert isinstance(weld, Weld) and weld.name == "loop"
+    assert np.abs(np.asarray(sd.constraint_residual(welded, q))).max() < 1e-12
+    assert np.abs(np.asarray(sd.constraint_residual(welded, q + 0.1))).max() > 1e-3
+
+
+def test_urdf_loop_joints_that_are_not_modelled_are_refused():
+    """A loop joint of another type, without its second link, or on a link the file has not:
+    a ModelError naming the element."""
+    for loop, ends, message in [
+            ('type="revolute"', None, '<loop_joint name="loop">: type \'revolute\' is not '
+                                      'modelled'),
+            ('type="spherical"', '<link1 link="coupler"/>', "missing <link2 link=...>"),
+            ('type="spherical"', '<link1 link="coupler"/><link2 link="nowhere"/>',
+             '<link2>: the file has no <link name="nowhere">')]:
+        with pytest.raises(sd.ModelError, match=re.escape(message)):
+            sd.load_urdf(four_bar_urdf(**GENERAL, loop=loop, ends=ends))
 
 
 # -- couplings and tendons -----------------------------------------------------------------------

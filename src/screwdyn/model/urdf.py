@@ -2,7 +2,11 @@
 Visual and collision geometry, sensors, transmissions and unknown elements are ignored.
 
 Joint types: revolute, continuous, prismatic, fixed, floating (a free flyer) and planar (motion in
-the plane normal to the joint's axis). What urdfdom (ROS's parser, which Pinocchio uses) accepts
+the plane normal to the joint's axis). A closed chain's ``<loop_joint>`` (Isaac Sim's extension:
+``<loop_joint name= type="spherical"><link1 link= xyz= rpy=/><link2 link= xyz= rpy=/>``) is
+the model's constraint that closes the loop (``Model.constraints``): ``"spherical"`` a
+``Connect`` of the two frames' origins, ``"fixed"`` a ``Weld`` of the frames; other types are
+refused. What urdfdom (ROS's parser, which Pinocchio uses) accepts
 loads here too: XML namespace prefixes that are never declared (``drake:``, ``sensor:``),
 whitespace before ``<?xml``, a point-mass ``<inertial>`` (a ``<mass>`` without ``<inertia>``:
 zero rotational inertia). What it refuses is refused with a ``ModelError`` naming the element:
@@ -18,7 +22,8 @@ import math
 
 from ..errors import JointOrderWarning, ModelError, warn
 from .builder import ModelBuilder
-from .geometry import rpy_matrix
+from .constraints import Connect, Weld
+from .geometry import matmul, rpy_matrix, transpose
 from .model import Model
 
 #: URDF joint type -> screwdyn joint type (``model/joints.py``)
@@ -48,6 +53,8 @@ def load_urdf(source: "str | os.PathLike | bytes", floating_base: "bool | str" =
     Joint limits (``<limit lower upper velocity effort>``) become ``model.lower_position_limit``,
     ``upper_position_limit``, ``velocity_limit``, ``effort_limit`` (inf where a joint has none:
     continuous, floating and planar joints have no position limits, as in Pinocchio).
+    A ``<loop_joint>`` (Isaac Sim's extension) closes a loop: the model's ``constraints``
+    (module docstring).
     """
     robot, origin = read_robot(source)
     name = robot.get("name") or os.path.splitext(os.path.basename(origin))[0] or "robot"
@@ -56,11 +63,14 @@ def load_urdf(source: "str | os.PathLike | bytes", floating_base: "bool | str" =
         _add_link(builder, element)
     for element in robot.iterfind("joint"):
         _add_joint(builder, element, joint_damping, joint_friction)
+    links = {element.get("name") for element in robot.iterfind("link")}
+    loops = [_loop_joint(element, links) for element in robot.iterfind("loop_joint")]
     if joint_order is None:
         joint_order = "file"
         _warn_joint_order(builder, name)
-    return builder.build(floating_base=floating_base, strict=strict, joint_order=joint_order,
-                         mimic=mimic, source="" if origin == "<string>" else origin)
+    model = builder.build(floating_base=floating_base, strict=strict, joint_order=joint_order,
+                          mimic=mimic, source="" if origin == "<string>" else origin)
+    return model.with_constraints(*loops) if loops else model
 
 
 def _warn_joint_order(builder, name):
@@ -198,6 +208,34 @@ def _add_joint(builder, element, joint_damping, joint_friction):
         builder.add_mimic(name, source,
                           _number(mimic, "multiplier", where + " <mimic>", default=1.0),
                           _number(mimic, "offset", where + " <mimic>", default=0.0), where=where)
+
+
+def _loop_joint(element, links):
+    """A ``<loop_joint>`` (Isaac Sim's URDF extension for closed chains: two links and a
+    frame on each, ``<link1 link= xyz= rpy=/>``, ``<link2 .../>``) as the constraint that
+    closes the loop: ``type="spherical"`` a ``Connect`` of the frames' origins, ``"fixed"`` a
+    ``Weld`` of the frames."""
+    name = _name(element, "loop_joint")
+    where = f'<loop_joint name="{name}">'
+    kind = element.get("type")
+    if kind not in ("spherical", "fixed"):
+        raise ModelError(f"{where}: type {kind!r} is not modelled (a loop joint of type "
+                         "\"spherical\" closes the loop with a ball joint, \"fixed\" welds it)")
+    ends = []
+    for tag in ("link1", "link2"):
+        end = element.find(tag)
+        if end is None or not end.get("link"):
+            raise ModelError(f"{where}: missing <{tag} link=...>")
+        if end.get("link") not in links:
+            raise ModelError(f"{where} <{tag}>: the file has no <link name=\"{end.get('link')}\">")
+        ends.append((end.get("link"), _vector(end, "xyz", f"{where} <{tag}>", (0.0, 0.0, 0.0)),
+                     rpy_matrix(_vector(end, "rpy", f"{where} <{tag}>", (0.0, 0.0, 0.0)))))
+    (link_a, point_a, R_a), (link_b, point_b, R_b) = ends
+    frames = dict(link_a=link_a, link_b=link_b, point_a=point_a, point_b=point_b, name=name)
+    if kind == "spherical":
+        return Connect(**frames)
+    # the frames coincide: R_a R1 = R_b R2 (world), so R_b^T R_a = R2 R1^T
+    return Weld(rotation=matmul(R_b, transpose(R_a)), **frames)
 
 
 def _limits(element, kind, where):
