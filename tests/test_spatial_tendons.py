@@ -15,6 +15,15 @@ from screwdyn.sim.spatial_tendons import SpatialTendons
 mujoco = pytest.importorskip("mujoco")
 _BIT = mujoco.mjtDisableBit
 
+# a block on an x rail tied to a post 1 m away along y: at q0 its string has no rate along the
+# rail (MuJoCo's tendon_invweight0 is 0, as gymnasium-robotics' coupled cheetahs' string)
+SIDEWAYS = """<mujoco><option timestep="0.001"/><worldbody>
+  <site name="post" pos="0 1 0"/>
+  <body name="block"><joint name="x" type="slide" axis="1 0 0" damping="0.5"/>
+    <geom type="box" size="0.05 0.05 0.05" mass="2"/><site name="ring"/></body></worldbody>
+  <tendon><spatial name="tie" limited="true" range="0 1.05" stiffness="3" springlength="1">
+    <site site="post"/><site site="ring"/></spatial></tendon></mujoco>"""
+
 # a string from a site on the world through two links of a chain (hinges about different
 # axes, a slide) to a free box: every kind of motion moves its sites
 ROPE = """<mujoco><option timestep="0.001"/><worldbody>
@@ -129,6 +138,33 @@ def test_ball_in_cup_as_mujoco(backend):
     traj = sd.simulate(run["model"], run["q0"], None, driven, 1.0, 1e-3, contact=run["contact"],
                        joint_limits=run["joint_limits"], joint_friction=run["joint_friction"],
                        integrator="semi_implicit_euler", backend=backend)
+    np.testing.assert_allclose(traj.q, np.array(reference), rtol=0, atol=1e-12)
+
+
+def test_a_string_without_rate_at_q0_as_mujoco(tmp_path):
+    """A string whose rate is zero at the model's q0 (MuJoCo's tendon_invweight0 = 0, which
+    RigidLimits.from_mjcf passes on as the row's inverse weight: a hard row, R = 1e-15 in
+    MuJoCo) stops a damped block sent along its rail at 1 m/s as mj_step does (Euler 1 ms,
+    PGS converged) to 1e-12 over 1 s. (MuJoCo's Newton solver, warm-started, stops short on
+    this row: 1.1e-4 m/s off its own PGS, CG and cold-started Newton answers at the second
+    step of contact, which agree with each other and with screwdyn's.)"""
+    path = tmp_path / "sideways.xml"
+    path.write_text(SIDEWAYS)
+    m = mujoco.MjModel.from_xml_path(str(path))
+    assert m.tendon_invweight0[0] == 0.0
+    m.opt.solver, m.opt.tolerance, m.opt.iterations = mujoco.mjtSolver.mjSOL_PGS, 1e-15, 1000
+    d = mujoco.MjData(m)
+    d.qvel[0] = 1.0
+    reference, lengths = [d.qpos.copy()], []
+    for _ in range(1000):
+        mujoco.mj_step(m, d)
+        reference.append(d.qpos.copy())
+        lengths.append(d.ten_length[0])
+    assert max(lengths) > 1.05  # taut
+    limits = sd.RigidLimits.from_mjcf(path, invweight0=True, margin=0.0)
+    assert dict(limits.inverse_weights)["tie"] == 0.0
+    traj = sd.simulate(sd.load_mjcf(path, joint_damping=True), m.qpos0, [1.0], None, 1.0, 1e-3,
+                       joint_limits=limits, integrator="semi_implicit_euler")
     np.testing.assert_allclose(traj.q, np.array(reference), rtol=0, atol=1e-12)
 
 

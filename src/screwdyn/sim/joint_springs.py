@@ -57,12 +57,18 @@ def tendon_maps(model, tendons):
     return Cq, Cv
 
 
+def tendon_inverse_inertias(model, q0, Cv):
+    """(N, T): c M^-1 c^T of each tendon at the states q0 (N, nq), for its rates Cv (T, nv):
+    its inverse apparent inertia along its length (0 where the tendon has no rate there)."""
+    M = np.asarray(mass_matrix(model, q0))  # (N, nv, nv)
+    Minv_cT = np.linalg.solve(M, np.broadcast_to(Cv.T, M.shape[:-1] + Cv.shape[:1]))
+    return np.einsum("tv,nvt->nt", Cv, Minv_cT)
+
+
 def tendon_inertias(model, q0, Cv):
     """(N, T): each tendon's apparent inertia along its length, 1 / (c M^-1 c^T) at the
     states q0 (N, nq), for its rates Cv (T, nv)."""
-    M = np.asarray(mass_matrix(model, q0))  # (N, nv, nv)
-    Minv_cT = np.linalg.solve(M, np.broadcast_to(Cv.T, M.shape[:-1] + Cv.shape[:1]))
-    return 1.0 / np.einsum("tv,nvt->nt", Cv, Minv_cT)
+    return 1.0 / tendon_inverse_inertias(model, q0, Cv)
 
 
 class Limits:

@@ -15,7 +15,7 @@ from ..errors import ModelError
 from ..model.impedance import Impedance, impedance_of, stabilisation_gains, step_time_constant
 from .checks import boolean, positive, sweeps
 from .inverse_weights import dof_inverse_weights
-from .joint_springs import tendon_inertias
+from .joint_springs import tendon_inverse_inertias
 
 
 class JointLimit(NamedTuple):
@@ -64,7 +64,7 @@ class RowSettings:
         boolean(self.invweight0, f"{kind}.invweight0")
         boolean(self.refsafe, f"{kind}.refsafe")
         object.__setattr__(self, "inverse_weights", tuple(
-            (str(name), positive(w, f"{kind}.inverse_weights[{name!r}]"))
+            (str(name), positive(w, f"{kind}.inverse_weights[{name!r}]", allow_zero=True))
             for name, w in dict(self.inverse_weights).items()))
 
     def _own(self, joints):
@@ -176,8 +176,8 @@ class SoftRows:
         row's joint or tendon (for a joint of several DoFs, each of its rows)."""
         dofs, tendons = self.weighed
         weights = dof_inverse_weights(self.model)
-        along = 1.0 / tendon_inertias(self.model, np.asarray(self.model.q0, dtype=float)[None],
-                                      tendons)[0] if len(tendons) else []
+        along = tendon_inverse_inertias(self.model, np.asarray(self.model.q0, dtype=float)[None],
+                                        tendons)[0] if len(tendons) else []
         given = dict(self.settings.inverse_weights)
         return np.array([given.get(name, w) for name, w in zip(
             self.joint_names, [weights[v] for v in dofs] + list(along))])
