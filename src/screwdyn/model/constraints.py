@@ -214,8 +214,28 @@ def _tendon_numbers(tendon, kind, numbers):
     object.__setattr__(tendon, "upper", upper)
 
 
+class _Tendon:
+    """What both kinds of tendon answer: whether a spring or damper acts, whether a length
+    limit does."""
+
+    stiffness: float
+    damping: float
+    lower: float
+    upper: float
+
+    @property
+    def passive(self):
+        """Whether it has a spring or a damper."""
+        return self.stiffness > 0 or self.damping > 0
+
+    @property
+    def limited(self):
+        """Whether it has a finite length limit."""
+        return bool(np.isfinite(self.lower) or np.isfinite(self.upper))
+
+
 @dataclass(frozen=True)
-class FixedTendon:
+class FixedTendon(_Tendon):
     """L(q) = sum_k coefficients[k] q[joints[k]] (m or rad; scalar joints), with an optional
     spring (``stiffness`` N/m, rest length ``spring_length``) and damper (``damping`` N s/m)
     that act in simulations, optional length limits ``lower`` <= L <= ``upper`` (m or
@@ -244,18 +264,9 @@ class FixedTendon:
         _tendon_numbers(self, "fixed tendon",
                         ("stiffness", "damping", "spring_length", "frictionloss"))
 
-    @property
-    def passive(self):
-        return self.stiffness > 0 or self.damping > 0
-
-    @property
-    def limited(self):
-        """Whether it has a finite length limit."""
-        return bool(np.isfinite(self.lower) or np.isfinite(self.upper))
-
 
 @dataclass(frozen=True)
-class SpatialTendon:
+class SpatialTendon(_Tendon):
     """A string through points fixed on links (MJCF ``<tendon><spatial>`` through sites): its
     length is the sum of its straight segments, L(q) = sum_k |p_k+1(q) - p_k(q)| (m), and its
     rate dL/dt = J_L(q) qd with J_L = sum_k u_k^T (J_k+1 - J_k) (u_k the segment's unit vector
@@ -291,15 +302,6 @@ class SpatialTendon:
             raise ModelError(f"{where}: it needs at least two sites, got {len(sites)}")
         object.__setattr__(self, "sites", tuple(sites))
         _tendon_numbers(self, "spatial tendon", ("stiffness", "damping", "spring_length"))
-
-    @property
-    def passive(self):
-        return self.stiffness > 0 or self.damping > 0
-
-    @property
-    def limited(self):
-        """Whether it has a finite length limit."""
-        return bool(np.isfinite(self.lower) or np.isfinite(self.upper))
 
 
 # -- bound to a model --------------------------------------------------------------------------
