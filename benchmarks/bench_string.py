@@ -3,7 +3,7 @@
     python benchmarks/bench_string.py [--repeat 3] [--seconds 10]
 
 The cup is driven by its two motors (controls sin 7t and cos 5t), so that the string goes
-taut again and again and the ball hits the cup. screwdyn: the file as ``Scene`` and
+taut again and again and the ball reaches the floor. screwdyn: the file as ``Scene`` and
 ``RigidLimits.from_mjcf`` have it (MuJoCo's soft contacts and tendon limit, its inverse
 weights), semi-implicit Euler at dt = 1 ms, one state, the native backend, with 30 sweeps (the
 default) and 200. MuJoCo: ``mj_step`` with the file's options (Newton's solver) but Euler at

@@ -115,7 +115,7 @@ def test_ball_in_cup_as_mujoco(backend):
     """dm_control's ball_in_cup (the ball on a 0.3 m string from the cup), the cup driven 1 s
     by its two motors: the string goes taut (MuJoCo's tendon limit acts; 0.3066 m at most)
     and the run is mj_step's to 1e-12 with MuJoCo's Newton solver converged (9e-17
-    measured), contact between the ball and the cup on."""
+    measured), with the file's contact (the ball reaches the floor)."""
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         m, run = as_mujoco_models_it("dm_control", "ball_in_cup")
